@@ -1,0 +1,28 @@
+// Package audit defines the append-only record of state changes made by admins
+// (and later resellers and customers). Domain packages write entries in the same
+// transaction as the change they describe.
+package audit
+
+import "time"
+
+// Actor is who performed an action.
+type Actor struct {
+	Kind string // "admin", "token", "system", "client"
+	ID   string
+	Name string
+	IP   string
+}
+
+// System is the actor for changes keyward makes on its own (sweeps, bootstrap).
+var System = Actor{Kind: "system", Name: "keyward"}
+
+// Entry is one audit record.
+type Entry struct {
+	ID      int64          `json:"id"`
+	At      time.Time      `json:"at"`
+	Actor   Actor          `json:"-"`
+	Action  string         `json:"action"`
+	AppID   string         `json:"app_id,omitempty"`
+	Target  string         `json:"target"`
+	Details map[string]any `json:"details,omitempty"`
+}

@@ -1,0 +1,173 @@
+// Package cli is keyward's command line: serve, migrate, admin create,
+// loadtest and version. Run parses arguments and returns an exit code, so
+// tests drive the real commands.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/server"
+)
+
+// Version is set at build time with -ldflags "-X .../cli.Version=…".
+var Version = "dev"
+
+type cli struct {
+	Serve    serveCmd    `cmd:"" help:"Run the keyward server."`
+	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
+	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
+	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+}
+
+// env carries what commands need besides their flags.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// Run executes the command line args (without the program name) and returns
+// the process exit code.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var c cli
+	exit := -1
+	parser, err := kong.New(&c, kong.Name("keyward"),
+		kong.Description("Self-hosted license, session, trial and update server."),
+		kong.Writers(stdout, stderr), kong.UsageOnError(),
+		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	code := func() (code int) {
+		defer func() {
+			if p := recover(); p != nil {
+				if _, ok := p.(exitPanic); ok {
+					code = exit
+					return
+				}
+				panic(p)
+			}
+		}()
+		kctx, err := parser.Parse(args)
+		if err != nil {
+			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			return 2
+		}
+		if err := kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr}); err != nil {
+			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			return 1
+		}
+		return 0
+	}()
+	return code
+}
+
+type exitPanic struct{}
+
+type serveCmd struct {
+	config.Config `embed:""`
+}
+
+func (c *serveCmd) Run(e *env) error {
+	log := newLogger(e.stderr, c.LogFormat, c.LogLevel)
+	srv, err := server.New(e.ctx, c.Config, server.Options{Log: log, Stdout: e.stdout})
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(e.ctx); err != nil {
+		srv.Close(context.Background())
+		return err
+	}
+	scheme := "http"
+	if c.TLS() {
+		scheme = "https"
+	}
+	engine := "SQLite in " + c.Data
+	if c.DatabaseURL != "" {
+		engine = "PostgreSQL"
+	}
+	log.Info("keyward listening", "url", scheme+"://"+srv.Addr(), "database", engine, "version", Version)
+	fmt.Fprintf(e.stdout, "keyward %s listening on %s://%s (%s)\n", Version, scheme, srv.Addr(), engine)
+	<-e.ctx.Done()
+	log.Info("shutting down")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return srv.Close(ctx)
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	lvl.UnmarshalText([]byte(strings.ToUpper(level)))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+type migrateCmd struct {
+	config.Database `embed:""`
+}
+
+func (c *migrateCmd) Run(e *env) error {
+	cfg := config.Config{Database: c.Database}
+	db, err := openDB(e.ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	v, err := db.Migrate(e.ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "database schema at version %d\n", v)
+	return nil
+}
+
+type adminCmd struct {
+	Create adminCreateCmd `cmd:"" help:"Create an admin user."`
+}
+
+type adminCreateCmd struct {
+	config.Database `embed:""`
+	Username        string `name:"username" required:"" help:"Username (3-64 letters, digits or _ . @ -)."`
+	Password        string `name:"password" env:"KEYWARD_NEW_ADMIN_PASSWORD" help:"Password (8-72 bytes); generated and printed when empty."`
+	BcryptCost      int    `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost."`
+}
+
+func (c *adminCreateCmd) Run(e *env) error {
+	cfg := config.Config{Database: c.Database}
+	srv, err := openServices(e.ctx, cfg, c.BcryptCost)
+	if err != nil {
+		return err
+	}
+	defer srv.DB.Close()
+	pass := c.Password
+	if pass == "" {
+		pass = server.GeneratePassword()
+		fmt.Fprintf(e.stdout, "generated password: %s\n", pass)
+	}
+	if _, err := srv.Admins.CreateUser(e.ctx, audit.Actor{Kind: "cli", Name: "keyward admin create"}, c.Username, pass); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "created admin %q\n", c.Username)
+	return nil
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	fmt.Fprintf(e.stdout, "keyward %s\n", Version)
+	return nil
+}

@@ -1,0 +1,80 @@
+// Package config is keyward's one typed configuration. Every field is a flag
+// and an environment variable (the struct tags are read by the CLI parser);
+// Validate checks combinations and names the setting at fault.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Database selects and locates the database.
+type Database struct {
+	Data        string `name:"data" default:"./keyward-data" env:"KEYWARD_DATA" help:"Data directory (SQLite database, certificates)."`
+	DatabaseURL string `name:"database-url" env:"KEYWARD_DATABASE_URL" help:"postgres:// URL; empty uses SQLite under --data."`
+}
+
+// Config is everything serve needs.
+type Config struct {
+	Database `embed:""`
+
+	Addr       string `name:"addr" default:"127.0.0.1:8080" env:"KEYWARD_ADDR" help:"Listen address (HTTPS when TLS is on)."`
+	HTTPAddr   string `name:"http-addr" env:"KEYWARD_HTTP_ADDR" help:"Plain-HTTP listener that redirects to HTTPS when TLS is on (default :80 with --acme-domain)."`
+	TLSCert    string `name:"tls-cert" env:"KEYWARD_TLS_CERT" help:"TLS certificate file (PEM)."`
+	TLSKey     string `name:"tls-key" env:"KEYWARD_TLS_KEY" help:"TLS private key file (PEM)."`
+	ACMEDomain string `name:"acme-domain" env:"KEYWARD_ACME_DOMAIN" help:"Obtain certificates automatically for this domain (comma-separated for several)."`
+	ACMEEmail  string `name:"acme-email" env:"KEYWARD_ACME_EMAIL" help:"Contact e-mail for the ACME account."`
+	TrustProxy bool   `name:"trust-proxy" env:"KEYWARD_TRUST_PROXY" help:"Honour X-Forwarded-For and X-Forwarded-Proto from a reverse proxy."`
+	NoMigrate  bool   `name:"no-migrate" env:"KEYWARD_NO_MIGRATE" help:"Do not apply migrations at start; refuse to start if any are pending."`
+
+	SessionTimeout time.Duration `name:"session-timeout" default:"180s" env:"KEYWARD_SESSION_TIMEOUT" help:"Reap sessions with no heartbeat for this long."`
+	BcryptCost     int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
+	TokenTTL       time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
+
+	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
+	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
+
+	AdminUsername string `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Username of the first admin, created when none exists."`
+	AdminPassword string `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"Password of the first admin; generated and printed once when empty."`
+}
+
+// TLS reports whether serve terminates TLS itself.
+func (c *Config) TLS() bool { return c.TLSCert != "" || c.ACMEDomain != "" }
+
+// Validate checks the configuration, naming the setting at fault.
+func (c *Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("--addr (KEYWARD_ADDR) %q: %v", c.Addr, err))
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--http-addr (KEYWARD_HTTP_ADDR) %q: %v", c.HTTPAddr, err))
+		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--tls-cert and --tls-key (KEYWARD_TLS_CERT, KEYWARD_TLS_KEY) go together"))
+	}
+	if c.TLSCert != "" && c.ACMEDomain != "" {
+		errs = append(errs, errors.New("--acme-domain cannot be combined with --tls-cert"))
+	}
+	if u := c.DatabaseURL; u != "" && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		errs = append(errs, errors.New("--database-url (KEYWARD_DATABASE_URL) must start with postgres:// or postgresql://"))
+	}
+	if c.DatabaseURL == "" && c.Data == "" {
+		errs = append(errs, errors.New("--data (KEYWARD_DATA) must not be empty when no --database-url is given"))
+	}
+	if c.SessionTimeout < 30*time.Second {
+		errs = append(errs, fmt.Errorf("--session-timeout (KEYWARD_SESSION_TIMEOUT) %s: must be at least 30s", c.SessionTimeout))
+	}
+	if c.BcryptCost < 4 || c.BcryptCost > 15 {
+		errs = append(errs, fmt.Errorf("--bcrypt-cost (KEYWARD_BCRYPT_COST) %d: must be 4 to 15", c.BcryptCost))
+	}
+	if c.TokenTTL < time.Minute {
+		errs = append(errs, fmt.Errorf("--token-ttl (KEYWARD_TOKEN_TTL) %s: must be at least 1m", c.TokenTTL))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+)
+
+func appView(app *license.App, withSecret bool) map[string]any {
+	v := map[string]any{"app_id": app.ID, "name": app.Name, "version": app.Version, "settings": app.Settings,
+		"created_at": license.Timestamp(app.CreatedAt), "updated_at": license.Timestamp(app.UpdatedAt)}
+	if withSecret {
+		v["secret"] = app.Secret
+	}
+	return v
+}
+
+// listApps: GET apps.php lists apps; with ?app_id= returns one. Secrets are
+// shown only on creation and regeneration.
+func (a *API) listApps(ctx context.Context, c *adminCall) (map[string]any, error) {
+	if id := c.q.Get("app_id"); id != "" {
+		app, err := a.lic.App(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "app": appView(app, false)}, nil
+	}
+	apps, err := a.lic.Apps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(apps))
+	for i := range apps {
+		out[i] = appView(&apps[i], false)
+	}
+	return map[string]any{"success": true, "apps": out}, nil
+}
+
+// postApps: POST apps.php creates an app; with ?action=regenerate-secret it
+// gives app_id a new secret.
+func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error) {
+	switch c.q.Get("action") {
+	case "":
+	case "regenerate-secret":
+		id, err := c.required("app_id")
+		if err != nil {
+			return nil, err
+		}
+		app, err := a.lic.RegenerateSecret(ctx, c.actor, id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "app": appView(app, true)}, nil
+	default:
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action; use regenerate-secret.")
+	}
+	name, err := c.f.str("name")
+	if err != nil {
+		return nil, err
+	}
+	version, err := c.f.str("version")
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.CreateApp(ctx, c.actor, name, version)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "app": appView(app, true)}, nil
+}
+
+// updateApp: PUT apps.php?app_id= edits name, version and settings. Settings
+// may be sent in a "settings" object or as top-level fields; unknown names and
+// wrong types are refused.
+func (a *API) updateApp(ctx context.Context, c *adminCall) (map[string]any, error) {
+	id, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.App(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v, err := c.f.str("name"); err != nil {
+		return nil, err
+	} else if _, ok := c.f["name"]; ok {
+		app.Name = v
+	}
+	if v, err := c.f.str("version"); err != nil {
+		return nil, err
+	} else if _, ok := c.f["version"]; ok {
+		app.Version = v
+	}
+	patch := map[string]json.RawMessage{}
+	if raw, ok := c.f["settings"]; ok {
+		if err := json.Unmarshal(raw, &patch); err != nil {
+			return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field settings: must be an object.")
+		}
+	}
+	for k, v := range c.f {
+		switch k {
+		case "name", "version", "settings", "app_id":
+		default:
+			patch[k] = v
+		}
+	}
+	if err := applySettings(&app.Settings, patch); err != nil {
+		return nil, err
+	}
+	app, err = a.lic.UpdateApp(ctx, c.actor, app)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "app": appView(app, false)}, nil
+}
+
+// applySettings overlays patch on s, refusing unknown fields and wrong types.
+func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) error {
+	if len(patch) == 0 {
+		return nil
+	}
+	cur, _ := json.Marshal(s)
+	merged := map[string]json.RawMessage{}
+	json.Unmarshal(cur, &merged)
+	for k, v := range patch {
+		if _, known := merged[k]; !known {
+			return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown setting: "+k+".")
+		}
+		merged[k] = v
+	}
+	b, _ := json.Marshal(merged)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var next license.AppSettings
+	if err := dec.Decode(&next); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid setting "+te.Field+": wrong type.")
+		}
+		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid settings.")
+	}
+	*s = next
+	return nil
+}
+
+// deleteApp: DELETE apps.php?app_id=.
+func (a *API) deleteApp(ctx context.Context, c *adminCall) (map[string]any, error) {
+	id, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.DeleteApp(ctx, c.actor, id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "App deleted."}, nil
+}

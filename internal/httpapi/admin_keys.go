@@ -1,0 +1,332 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/store"
+)
+
+// getKeys: GET keys.php?app_id= lists (filters status, q; cursor, limit);
+// with license_key returns one with devices and sessions; with action=export
+// streams CSV.
+func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.lic.App(ctx, appID); err != nil {
+		return nil, err
+	}
+	switch c.q.Get("action") {
+	case "":
+	case "export":
+		return nil, a.exportKeys(ctx, c, appID)
+	default:
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action for GET; use export.")
+	}
+	now := a.lic.Now()
+	if lk := strings.TrimSpace(c.q.Get("license_key")); lk != "" {
+		d, err := a.lic.GetKey(ctx, appID, lk)
+		if err != nil {
+			return nil, err
+		}
+		v := d.Key.AdminView(now)
+		devices := make([]map[string]any, len(d.Devices))
+		for i, dv := range d.Devices {
+			devices[i] = map[string]any{"hwid": dv.HWID, "first_seen_at": license.Timestamp(dv.CreatedAt), "last_seen_at": license.Timestamp(dv.LastSeenAt)}
+		}
+		v["devices"] = devices
+		v["sessions"] = sessionViews(d.Sessions)
+		return map[string]any{"success": true, "key": v}, nil
+	}
+	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Query: c.q.Get("q")}
+	if f.After, err = queryInt(c, "cursor"); err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return nil, err
+	}
+	f.Limit = int(limit)
+	keys, next, err := a.lic.ListKeys(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(keys))
+	for i := range keys {
+		out[i] = keys[i].AdminView(now)
+	}
+	res := map[string]any{"success": true, "keys": out, "next_cursor": nil}
+	if next != 0 {
+		res["next_cursor"] = strconv.FormatInt(next, 10)
+	}
+	return res, nil
+}
+
+func queryInt(c *adminCall, name string) (int64, error) {
+	v := c.q.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid query parameter "+name+": must be a non-negative integer.")
+	}
+	return n, nil
+}
+
+// exportHeader is the CSV layout of key exports (and, later, imports).
+var exportHeader = []string{"license_key", "status", "key_type", "duration", "max_devices", "activated_at", "expires_at",
+	"note", "features", "hwids", "created_at"}
+
+// exportKeys streams every key of the app as CSV, one page at a time.
+func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error {
+	w := c.w
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="keys-`+appID+`.csv"`)
+	w.Header().Set("Cache-Control", "no-store")
+	cw := csv.NewWriter(w)
+	cw.Write(exportHeader)
+	now := a.lic.Now()
+	var after int64
+	for {
+		keys, next, err := a.lic.ListKeys(ctx, license.KeyFilter{AppID: appID, After: after, Limit: 1000})
+		if err != nil {
+			a.log.ErrorContext(ctx, "export keys", "err", err) // headers are gone; cut the stream
+			panic(http.ErrAbortHandler)
+		}
+		for i := range keys {
+			k := &keys[i]
+			d, err := a.lic.GetKey(ctx, appID, k.LicenseKey)
+			if err != nil {
+				panic(http.ErrAbortHandler)
+			}
+			hwids := make([]string, len(d.Devices))
+			for j, dv := range d.Devices {
+				hwids[j] = dv.HWID
+			}
+			cw.Write([]string{k.LicenseKey, string(k.StatusAt(now)), string(k.Type), strconv.Itoa(k.Duration), strconv.Itoa(k.MaxDevices),
+				optTime(k.ActivatedAt), optTime(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), strings.Join(hwids, ";"),
+				license.Timestamp(k.CreatedAt)})
+		}
+		cw.Flush()
+		if next == 0 {
+			return cw.Error()
+		}
+		after = next
+	}
+}
+
+func optTime(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return license.Timestamp(*t)
+}
+
+func storeAuditFilter(appID, action string, before int64, limit int) store.AuditFilter {
+	return store.AuditFilter{AppID: appID, Action: action, Before: before, Limit: limit}
+}
+
+// postKeys: POST keys.php generates keys; with ?action= applies a transition.
+func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if action := c.q.Get("action"); action != "" {
+		lk, err := c.required("license_key")
+		if err != nil {
+			return nil, err
+		}
+		days, _, err := c.f.int("days")
+		if err != nil {
+			return nil, err
+		}
+		reason, err := c.f.str("reason")
+		if err != nil {
+			return nil, err
+		}
+		k, err := a.lic.KeyAction(ctx, c.actor, appID, lk, action, int(days), reason)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+	}
+	in := license.GenerateInput{AppID: appID, Features: c.f["features"]}
+	count, ok, err := c.f.int("count")
+	if err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: count.")
+	}
+	typ, err := c.f.str("key_type")
+	if err != nil {
+		return nil, err
+	}
+	dur, _, err := c.f.int("duration_value")
+	if err != nil {
+		return nil, err
+	}
+	maxDev, _, err := c.f.int("max_devices")
+	if err != nil {
+		return nil, err
+	}
+	if in.Note, err = c.f.str("note"); err != nil {
+		return nil, err
+	}
+	in.Count, in.Type, in.Duration, in.MaxDevices = int(count), license.KeyType(typ), int(dur), int(maxDev)
+	keys, err := a.lic.GenerateKeys(ctx, c.actor, in)
+	if err != nil {
+		return nil, err
+	}
+	now := a.lic.Now()
+	out := make([]map[string]any, len(keys))
+	for i := range keys {
+		out[i] = keys[i].AdminView(now)
+	}
+	return map[string]any{"success": true, "keys": out}, nil
+}
+
+// updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?}.
+func (a *API) updateKey(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	lk, err := c.required("license_key")
+	if err != nil {
+		return nil, err
+	}
+	var u license.KeyUpdate
+	if n, ok, err := c.f.int("max_devices"); err != nil {
+		return nil, err
+	} else if ok {
+		v := int(n)
+		u.MaxDevices = &v
+	}
+	if _, ok := c.f["note"]; ok {
+		note, err := c.f.str("note")
+		if err != nil {
+			return nil, err
+		}
+		u.Note = &note
+	}
+	if raw, ok := c.f["features"]; ok {
+		u.Features = json.RawMessage(raw)
+	}
+	k, err := a.lic.UpdateKey(ctx, c.actor, appID, lk, u)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+}
+
+// deleteKey: DELETE keys.php {app_id, license_key}.
+func (a *API) deleteKey(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	lk, err := c.required("license_key")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.DeleteKey(ctx, c.actor, appID, lk); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Key deleted."}, nil
+}
+
+func sessionViews(ss []license.Session) []map[string]any {
+	out := make([]map[string]any, len(ss))
+	for i, s := range ss {
+		out[i] = map[string]any{"id": s.ID, "license_key": s.LicenseKey, "hwid": s.HWID, "ip": s.IP,
+			"created_at": license.Timestamp(s.CreatedAt), "last_seen_at": license.Timestamp(s.LastSeenAt)}
+	}
+	return out
+}
+
+// listSessions: GET sessions.php?app_id=[&license_key=][&cursor=] lists live sessions.
+func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.lic.App(ctx, appID); err != nil {
+		return nil, err
+	}
+	f := license.SessionFilter{AppID: appID, After: c.q.Get("cursor")}
+	if lk := strings.TrimSpace(c.q.Get("license_key")); lk != "" {
+		d, err := a.lic.GetKey(ctx, appID, lk)
+		if err != nil {
+			return nil, err
+		}
+		f.KeyID = d.Key.ID
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return nil, err
+	}
+	f.Limit = int(limit)
+	ss, err := a.lic.Sessions(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	res := map[string]any{"success": true, "sessions": sessionViews(ss), "next_cursor": nil}
+	if len(ss) > 0 && (f.Limit == 0 && len(ss) == 100 || len(ss) == f.Limit) {
+		res["next_cursor"] = ss[len(ss)-1].ID
+	}
+	return res, nil
+}
+
+// revokeSession: DELETE sessions.php {session_id[, app_id]}; the session's
+// next heartbeat answers SESSION_REVOKED.
+func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, error) {
+	id, err := c.required("session_id")
+	if err != nil {
+		return nil, err
+	}
+	appID, err := c.param("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.RevokeSession(ctx, c.actor, appID, id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Session revoked."}, nil
+}
+
+// listAudit: GET audit.php[?app_id=&action=&cursor=&limit=], newest first.
+func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, error) {
+	before, err := queryInt(c, "cursor")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return nil, err
+	}
+	entries, err := a.db.Audit(ctx, storeAuditFilter(c.q.Get("app_id"), c.q.Get("action"), before, int(limit)))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(entries))
+	for i, e := range entries {
+		out[i] = map[string]any{"id": e.ID, "at": license.Timestamp(e.At), "action": e.Action, "app_id": e.AppID, "target": e.Target,
+			"details": e.Details, "actor": map[string]any{"kind": e.Actor.Kind, "id": e.Actor.ID, "name": e.Actor.Name, "ip": e.Actor.IP}}
+	}
+	res := map[string]any{"success": true, "entries": out, "next_cursor": nil}
+	if len(entries) > 0 {
+		res["next_cursor"] = strconv.FormatInt(entries[len(entries)-1].ID, 10)
+	}
+	return res, nil
+}

@@ -1,0 +1,145 @@
+// Package httpapi is keyward's HTTP surface: the route table, middleware, the
+// envelope transport and the only mapping from apperr kinds to HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/store"
+)
+
+// ReplayStore is the shared record of answered envelopes, so that a replay
+// reaching another keyward process still gets the first reply.
+type ReplayStore interface {
+	ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (bool, []byte, error)
+	CompleteReplay(ctx context.Context, appID, mac string, reply []byte) error
+	ReleaseReplay(ctx context.Context, appID, mac string) error
+	ReplayReply(ctx context.Context, appID, mac string) ([]byte, error)
+}
+
+// Config holds the HTTP layer's options.
+type Config struct {
+	// TrustProxy takes the client address from X-Forwarded-For and the
+	// scheme from X-Forwarded-Proto.
+	TrustProxy bool
+	// ReplayMemory caps the in-memory replay cache (entries); default 2 000 000.
+	ReplayMemory int
+}
+
+// API serves every HTTP route.
+type API struct {
+	lic     *license.Service
+	admins  *admin.Service
+	db      *store.DB
+	replays ReplayStore
+	cache   *replayCache
+	log     *slog.Logger
+	now     func() time.Time
+	cfg     Config
+}
+
+// New returns the API over the given services.
+func New(lic *license.Service, admins *admin.Service, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
+	if cfg.ReplayMemory <= 0 {
+		cfg.ReplayMemory = 2_000_000
+	}
+	return &API{lic: lic, admins: admins, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
+		log: log, now: now, cfg: cfg}
+}
+
+// Handler returns the route table wrapped in the common middleware.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+
+	// Client API: app secret. "env" routes take and give envelopes; "db"
+	// marks side effects whose replay is also checked across processes.
+	mux.Handle("/api/auth/login.php", only("POST", a.envelope(a.login, replayShared)))
+	mux.Handle("/api/auth/heartbeat.php", only("POST", a.envelope(a.heartbeat, replayLocal)))
+	mux.Handle("/api/auth/logout.php", only("POST", a.envelope(a.logout, replayShared)))
+	mux.Handle("/api/auth/check-key.php", only("POST", a.mirrored(a.checkKey)))
+	mux.Handle("/api/update/validate.php", only("POST", a.plain(a.validate)))
+	mux.Handle("/api/auth/request-hwid-reset.php", only("POST", a.plain(a.requestHWIDReset)))
+	mux.Handle("/api/customer/reset-hwid.php", only("POST", a.plain(a.selfReset)))
+
+	// Admin API: bearer token.
+	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
+	mux.Handle("/api/admin/apps.php", a.bearer(methods{
+		"GET": a.listApps, "POST": a.postApps, "PUT": a.updateApp, "DELETE": a.deleteApp}))
+	mux.Handle("/api/admin/keys.php", a.bearer(methods{
+		"GET": a.getKeys, "POST": a.postKeys, "PUT": a.updateKey, "DELETE": a.deleteKey}))
+	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
+	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
+
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
+	})
+	return a.recoverer(securityHeaders(mux))
+}
+
+// only refuses every method but m with a JSON 405.
+func only(m string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			methodNotAllowed(w, m)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow string) {
+	w.Header().Set("Allow", allow)
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error_code": "METHOD_NOT_ALLOWED",
+		"message": "Method not allowed; use " + allow + "."})
+}
+
+// recoverer turns a panic into a generic JSON 500 and logs it.
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				a.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", p)
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientIP is the caller's address: the connection's peer, or with TrustProxy
+// the last X-Forwarded-For entry (the one the trusted proxy appended).
+func (a *API) clientIP(r *http.Request) string {
+	if a.cfg.TrustProxy {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			parts := strings.Split(xff, ",")
+			if ip := strings.TrimSpace(parts[len(parts)-1]); net.ParseIP(ip) != nil {
+				return ip
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

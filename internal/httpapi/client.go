@@ -1,0 +1,165 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// login: auth/login.php (envelope). Reply fields per sdk-compat §7.8.
+func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
+	lk, err := c.f.key("license_key")
+	if err != nil {
+		return nil, err
+	}
+	hwid, err := c.f.str("hwid")
+	if err != nil {
+		return nil, err
+	}
+	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip})
+	if err != nil {
+		return nil, err
+	}
+	now := a.lic.Now()
+	user := res.Key.Info(now)
+	user["license_key"] = res.Key.LicenseKey
+	user["hwid"] = res.HWID
+	msg := "Login successful"
+	return map[string]any{
+		"success":            true,
+		"message":            msg,
+		"session_id":         res.SessionToken,
+		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
+		"user":               user,
+		"features":           res.Key.FeaturesJSON(),
+		"app":                appBlock(c.app),
+	}, nil
+}
+
+func appBlock(app *license.App) map[string]any {
+	return map[string]any{"name": app.Name, "version": app.Version, "message": app.Settings.LoginMessage}
+}
+
+var heartbeatOK = map[string]any{"success": true, "message": "Heartbeat OK"}
+
+// heartbeat: auth/heartbeat.php (envelope). Every refusal is a kill code,
+// enveloped by the transport.
+func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
+	sid, err := c.f.str("session_id")
+	if err != nil {
+		return nil, err
+	}
+	lk, err := c.f.key("license_key")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {
+		return nil, err
+	}
+	return heartbeatOK, nil
+}
+
+// logout: auth/logout.php (envelope). Unknown sessions log out fine.
+func (a *API) logout(ctx context.Context, c *call) (map[string]any, error) {
+	sid, err := c.f.str("session_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.Logout(ctx, c.app, sid); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Logged out successfully"}, nil
+}
+
+// checkKey: auth/check-key.php (plain or envelope, mirrored). A known key
+// answers success:true with valid saying whether it can be used now.
+func (a *API) checkKey(ctx context.Context, c *call) (map[string]any, error) {
+	lk, err := c.f.key("license_key")
+	if err != nil {
+		return nil, err
+	}
+	k, err := a.lic.CheckKey(ctx, c.app, lk)
+	if err != nil {
+		if apperr.CodeOf(err) == license.CodeInvalidKey {
+			return nil, apperr.From(err).With("valid", false)
+		}
+		return nil, err
+	}
+	return keyReply(k, a.lic.Now()), nil
+}
+
+// keyReply is the check-key / validate answer for a known key.
+func keyReply(k *license.Key, now time.Time) map[string]any {
+	st := k.StatusAt(now)
+	usable := st == license.StatusActive || st == license.StatusUnused
+	msg := "License key is valid."
+	if !usable {
+		msg = "License key is " + string(st) + "."
+	}
+	info := k.Info(now)
+	info["license_key"] = k.LicenseKey
+	return map[string]any{"success": true, "valid": usable, "message": msg, "key": info, "features": k.FeaturesJSON()}
+}
+
+// validate: update/validate.php (plain). Unusable keys answer 401 as the
+// reference's status list says.
+func (a *API) validate(ctx context.Context, c *call) (map[string]any, error) {
+	lk, err := c.f.key("license_key")
+	if err != nil {
+		return nil, err
+	}
+	k, err := a.lic.Validate(ctx, c.app, lk)
+	if err != nil {
+		if e := apperr.From(err); e.Kind == apperr.Forbidden {
+			c := *e
+			c.Kind = apperr.Unauthenticated
+			return nil, c.With("valid", false)
+		}
+		return nil, err
+	}
+	return keyReply(k, a.lic.Now()), nil
+}
+
+// requestHWIDReset: auth/request-hwid-reset.php (plain, deprecated). The reply
+// is identical whether or not the key exists.
+func (a *API) requestHWIDReset(ctx context.Context, c *call) (map[string]any, error) {
+	var in license.ResetRequestInput
+	var err error
+	if in.LicenseKey, err = c.f.key("license_key"); err != nil {
+		return nil, err
+	}
+	if in.Username, err = c.f.str("username"); err != nil {
+		return nil, err
+	}
+	if in.HWID, err = c.f.str("hwid"); err != nil {
+		return nil, err
+	}
+	if in.Reason, err = c.f.str("reason"); err != nil {
+		return nil, err
+	}
+	if err := a.lic.RequestHWIDReset(ctx, c.app, in); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Request submitted."}, nil
+}
+
+// selfReset: customer/reset-hwid.php (plain), the self-service "move license".
+func (a *API) selfReset(ctx context.Context, c *call) (map[string]any, error) {
+	lk, err := c.f.key("key", "license_key")
+	if err != nil {
+		return nil, err
+	}
+	reason, err := c.f.str("reason")
+	if err != nil {
+		return nil, err
+	}
+	next, err := a.lic.SelfReset(ctx, c.app, lk, reason, c.ip)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true,
+		"message":       "Hardware ID has been reset. You can now activate the key on a new device.",
+		"next_reset_at": license.Timestamp(next)}, nil
+}

@@ -1,0 +1,114 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
+
+// fields is a decoded JSON object body. Clients of several generations send
+// the same value under different names and types, so handlers read fields
+// one by one, accepting aliases, rather than decoding into a struct.
+type fields map[string]json.RawMessage
+
+// Body size limits: client bodies are small envelopes; admin bodies may carry
+// feature maps and notes.
+const (
+	clientBodyLimit = 64 << 10
+	adminBodyLimit  = 1 << 20
+)
+
+var errTooLarge = apperr.New(apperr.Invalid, "BODY_TOO_LARGE", "Request body is too large.")
+
+// readBody reads at most limit bytes of r's body.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Could not read the request body.")
+	}
+	return b, nil
+}
+
+// parseFields decodes a JSON object; an empty body is an empty object.
+func parseFields(b []byte) (fields, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return fields{}, nil
+	}
+	var f fields
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&f); err != nil || f == nil || dec.More() {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "The request body must be a JSON object.")
+	}
+	return f, nil
+}
+
+func badType(name, want string) error {
+	return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+name+": must be "+want+".")
+}
+
+// str returns the first of names that is present, as a string. JSON null and
+// absence give "". Numbers are refused.
+func (f fields) str(names ...string) (string, error) {
+	for _, n := range names {
+		raw, ok := f[n]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", badType(n, "a string")
+		}
+		return s, nil
+	}
+	return "", nil
+}
+
+// key returns a license key field, trimmed of surrounding white space as the
+// example clients do.
+func (f fields) key(names ...string) (string, error) {
+	s, err := f.str(names...)
+	return strings.TrimSpace(s), err
+}
+
+// int returns an integer field; a string of digits is accepted too.
+func (f fields) int(name string) (int64, bool, error) {
+	raw, ok := f[name]
+	if !ok || string(raw) == "null" {
+		return 0, false, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&n); err != nil {
+		return 0, false, badType(name, "an integer")
+	}
+	v, err := strconv.ParseInt(n.String(), 10, 64)
+	if err != nil {
+		return 0, false, badType(name, "an integer")
+	}
+	return v, true, nil
+}
+
+// boolean returns a boolean field.
+func (f fields) boolean(name string) (bool, bool, error) {
+	raw, ok := f[name]
+	if !ok || string(raw) == "null" {
+		return false, false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return false, false, badType(name, "true or false")
+	}
+	return b, true, nil
+}

@@ -1,0 +1,250 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/envelope"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// call is one verified client request.
+type call struct {
+	app *license.App
+	f   fields
+	r   *http.Request
+	ip  string
+}
+
+// clientHandler answers a client request with a reply object or an error.
+type clientHandler func(ctx context.Context, c *call) (map[string]any, error)
+
+type replayScope int
+
+const (
+	replayLocal  replayScope = iota // remembered by this process
+	replayShared                    // also claimed in the database, across processes
+)
+
+var (
+	errNoSecret  = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Missing X-App-Secret header.")
+	errBadSecret = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Invalid app secret.")
+	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: "RATE_LIMITED", Message: "The same request is still being processed; try again.", RetryAfter: 1}
+)
+
+// app resolves the X-App-Secret header, answering 401 itself when it fails.
+func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
+	secret := strings.TrimSpace(r.Header.Get("X-App-Secret"))
+	if secret == "" {
+		a.writeError(w, r, errNoSecret)
+		return nil, false
+	}
+	app, err := a.lic.AppBySecret(r.Context(), secret)
+	if errors.Is(err, apperr.ErrNotFound) {
+		a.writeError(w, r, errBadSecret)
+		return nil, false
+	} else if err != nil {
+		a.writeError(w, r, err)
+		return nil, false
+	}
+	return app, true
+}
+
+// envelope serves a route whose request and reply are envelopes.
+func (a *API) envelope(h clientHandler, scope replayScope) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app, ok := a.app(w, r)
+		if !ok {
+			return
+		}
+		body, err := readBody(w, r, clientBodyLimit)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		a.serveEnvelope(w, r, app, body, h, scope)
+	})
+}
+
+// mirrored serves a route that answers envelopes with envelopes and plain JSON
+// with plain JSON (check-key).
+func (a *API) mirrored(h clientHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app, ok := a.app(w, r)
+		if !ok {
+			return
+		}
+		body, err := readBody(w, r, clientBodyLimit)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if envelope.IsEnvelope(body) {
+			a.serveEnvelope(w, r, app, body, h, replayLocal)
+			return
+		}
+		a.servePlain(w, r, app, body, h)
+	})
+}
+
+// plain serves a route with plain JSON both ways.
+func (a *API) plain(h clientHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app, ok := a.app(w, r)
+		if !ok {
+			return
+		}
+		body, err := readBody(w, r, clientBodyLimit)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		a.servePlain(w, r, app, body, h)
+	})
+}
+
+func (a *API) servePlain(w http.ResponseWriter, r *http.Request, app *license.App, body []byte, h clientHandler) {
+	f, err := parseFields(body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res, err := h(r.Context(), &call{app: app, f: f, r: r, ip: a.clientIP(r)})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// cryptoError is a plain pre-verification refusal. Only the clock refusal
+// mentions "expired" and carries reason/server_time (sdk-compat §4, §7.13).
+func (a *API) cryptoError(w http.ResponseWriter, err error) {
+	body := map[string]any{"success": false, "error_code": "CRYPTO_ERROR"}
+	switch {
+	case errors.Is(err, envelope.ErrClockSkew):
+		body["reason"] = "CLOCK_SKEW"
+		body["server_time"] = a.now().Unix()
+		body["message"] = "Request expired: this computer's clock differs from the server's by more than 5 minutes."
+	case errors.Is(err, envelope.ErrBadMAC):
+		body["message"] = "HMAC verification failed."
+	case errors.Is(err, envelope.ErrDecrypt):
+		body["message"] = "The request could not be decrypted."
+	default:
+		body["message"] = "Malformed request envelope."
+	}
+	writeJSON(w, http.StatusBadRequest, body)
+}
+
+// serveEnvelope verifies an envelope, answers a replay with the first reply,
+// runs h otherwise, and seals whatever h answers (success or business failure)
+// into an HTTP 200 envelope. Only refusals before verification and internal
+// failures travel as plain JSON.
+func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license.App, body []byte, h clientHandler, scope replayScope) {
+	keys := envelope.Derive(app.Secret)
+	env, err := envelope.Parse(body)
+	if err != nil {
+		a.cryptoError(w, err)
+		return
+	}
+	now := a.now()
+	plain, mac, err := keys.Verify(env, now)
+	if err != nil {
+		a.cryptoError(w, err)
+		return
+	}
+	ctx := r.Context()
+	expires := time.Unix(env.T, 0).Add(envelope.Window)
+	cacheKey := app.ID + string(mac)
+	entry, first := a.cache.claim(cacheKey, expires, now)
+	if !first {
+		if reply, ok := entry.wait(ctx); ok {
+			a.writeSealed(w, r, keys, reply)
+		} else {
+			a.writeError(w, r, errBusy)
+		}
+		return
+	}
+	reply, err := a.runOnce(ctx, r, app, plain, hex.EncodeToString(mac), expires, h, scope)
+	a.cache.finish(cacheKey, expires, entry, reply)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.writeSealed(w, r, keys, reply)
+}
+
+// runOnce produces the inner reply of a verified envelope, claiming it in the
+// shared store first for replayShared routes. An error return means no reply
+// was produced (internal failure or a duplicate still in flight elsewhere).
+func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, plain []byte, mac string, expires time.Time,
+	h clientHandler, scope replayScope) ([]byte, error) {
+	if scope == replayShared {
+		claimed, prior, err := a.replays.ClaimReplay(ctx, app.ID, mac, expires)
+		if err != nil {
+			return nil, err
+		}
+		if !claimed {
+			return a.awaitShared(ctx, app.ID, mac, prior)
+		}
+	}
+	var reply []byte
+	f, err := parseFields(plain)
+	if err == nil {
+		var res map[string]any
+		res, err = h(ctx, &call{app: app, f: f, r: r, ip: a.clientIP(r)})
+		if err == nil {
+			reply = marshal(res)
+		}
+	}
+	if err != nil {
+		if isInternal(err) {
+			if scope == replayShared {
+				a.replays.ReleaseReplay(context.WithoutCancel(ctx), app.ID, mac)
+			}
+			return nil, err
+		}
+		reply = marshal(errorBody(apperr.From(err)))
+	}
+	if scope == replayShared {
+		if err := a.replays.CompleteReplay(context.WithoutCancel(ctx), app.ID, mac, reply); err != nil {
+			return nil, err
+		}
+	}
+	return reply, nil
+}
+
+// awaitShared waits briefly for another process to finish the same envelope.
+func (a *API) awaitShared(ctx context.Context, appID, mac string, prior []byte) ([]byte, error) {
+	for i := 0; prior == nil && i < 50; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, errBusy
+		case <-time.After(100 * time.Millisecond):
+		}
+		var err error
+		if prior, err = a.replays.ReplayReply(ctx, appID, mac); err != nil {
+			return nil, err
+		}
+	}
+	if prior == nil {
+		return nil, errBusy
+	}
+	return prior, nil
+}
+
+// writeSealed envelopes an inner reply with the server's clock and sends it
+// with HTTP 200.
+func (a *API) writeSealed(w http.ResponseWriter, r *http.Request, keys envelope.Keys, inner []byte) {
+	env, err := keys.Seal(inner, a.now())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, env.Marshal())
+}

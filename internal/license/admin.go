@@ -1,0 +1,524 @@
+package license
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+)
+
+var prefixRE = regexp.MustCompile(`^[A-Z0-9]{0,12}$`)
+
+// Validate checks an app's editable fields and returns MISSING_FIELDS on the
+// first one out of range.
+func (a *App) Validate() error {
+	st := a.Settings
+	switch {
+	case strings.TrimSpace(a.Name) == "" || len(a.Name) > 200:
+		return invalidField("name", "must be 1 to 200 characters")
+	case len(a.Version) > 64:
+		return invalidField("version", "must be at most 64 characters")
+	case st.HeartbeatInterval < 5 || st.HeartbeatInterval > 3600:
+		return invalidField("heartbeat_interval", "must be 5 to 3600 seconds")
+	case st.SelfResetCooldownHours < 0 || st.SelfResetCooldownHours > 8760:
+		return invalidField("self_reset_cooldown_hours", "must be 0 to 8760")
+	case !prefixRE.MatchString(st.KeyPrefix):
+		return invalidField("key_prefix", "must be at most 12 upper-case letters or digits")
+	case len(st.MaintenanceMessage) > 1000 || len(st.LoginMessage) > 1000:
+		return invalidField("message", "must be at most 1000 characters")
+	case len(st.DownloadURL) > 2048:
+		return invalidField("download_url", "must be at most 2048 characters")
+	}
+	return nil
+}
+
+// CreateApp creates an app with a fresh secret and default settings.
+func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, version string) (*App, error) {
+	now := s.Now()
+	secret, err := NewSecret(s.random)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{ID: newID(s.random), Name: strings.TrimSpace(name), Version: version, Secret: secret,
+		Settings: DefaultSettings(), CreatedAt: now, UpdatedAt: now}
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.InsertApp(ctx, a, HashToken(secret)); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, entry(actor, now, "app.create", a.ID, a.ID, map[string]any{"name": a.Name}))
+	})
+	return a, err
+}
+
+// App returns one app or NOT_FOUND.
+func (s *Service) App(ctx context.Context, id string) (*App, error) {
+	a, err := s.store.App(ctx, id)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, notFound("App")
+	}
+	return a, err
+}
+
+// Apps lists every app.
+func (s *Service) Apps(ctx context.Context) ([]App, error) { return s.store.Apps(ctx) }
+
+// UpdateApp replaces an app's name, version and settings with those of next
+// (whose ID selects the app) after validating them.
+func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (*App, error) {
+	if err := next.Validate(); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *App
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		cur, err := s.store.App(ctx, next.ID)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return notFound("App")
+		} else if err != nil {
+			return err
+		}
+		cur.Name, cur.Version, cur.Settings, cur.UpdatedAt = strings.TrimSpace(next.Name), next.Version, next.Settings, now
+		if err := tx.UpdateApp(ctx, cur, HashToken(cur.Secret)); err != nil {
+			return err
+		}
+		out = cur
+		return tx.AddAudit(ctx, entry(actor, now, "app.update", cur.ID, cur.ID,
+			map[string]any{"name": cur.Name, "version": cur.Version, "settings": cur.Settings}))
+	})
+	return out, err
+}
+
+// RegenerateSecret gives an app a new secret; the old one stops working at once.
+func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id string) (*App, error) {
+	secret, err := NewSecret(s.random)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var out *App
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		a, err := s.store.App(ctx, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return notFound("App")
+		} else if err != nil {
+			return err
+		}
+		a.Secret, a.UpdatedAt = secret, now
+		if err := tx.UpdateApp(ctx, a, HashToken(secret)); err != nil {
+			return err
+		}
+		out = a
+		return tx.AddAudit(ctx, entry(actor, now, "app.regenerate_secret", id, id, nil))
+	})
+	return out, err
+}
+
+// DeleteApp deletes an app with its keys, devices and sessions.
+func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) error {
+	now := s.Now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.DeleteApp(ctx, id); errors.Is(err, apperr.ErrNotFound) {
+			return notFound("App")
+		} else if err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, entry(actor, now, "app.delete", "", id, nil))
+	})
+}
+
+// GenerateInput describes a batch of new keys.
+type GenerateInput struct {
+	AppID      string
+	Count      int
+	Type       KeyType
+	Duration   int
+	MaxDevices int
+	Note       string
+	Features   json.RawMessage
+}
+
+// MaxBatch is the largest number of keys one request may generate.
+const MaxBatch = 10000
+
+// GenerateKeys creates Count unused keys and records key.created. Duration is
+// required (≥ 1 day) for days keys and refused for lifetime keys.
+func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in GenerateInput) ([]Key, error) {
+	switch {
+	case in.Count < 1 || in.Count > MaxBatch:
+		return nil, invalidField("count", fmt.Sprintf("must be 1 to %d", MaxBatch))
+	case in.Type != TypeDays && in.Type != TypeLifetime:
+		return nil, invalidField("key_type", "must be days or lifetime")
+	case in.Type == TypeDays && (in.Duration < 1 || in.Duration > 36500):
+		return nil, invalidField("duration_value", "is required for days keys and must be 1 to 36500")
+	case in.Type == TypeLifetime && in.Duration != 0:
+		return nil, invalidField("duration_value", "is not allowed for lifetime keys")
+	case in.MaxDevices < 0 || in.MaxDevices > 10000:
+		return nil, invalidField("max_devices", "must be 1 to 10000")
+	case len(in.Note) > 1000:
+		return nil, invalidField("note", "must be at most 1000 characters")
+	}
+	if in.MaxDevices == 0 {
+		in.MaxDevices = 1
+	}
+	features, err := checkFeatures(in.Features)
+	if err != nil {
+		return nil, err
+	}
+	app, err := s.App(ctx, in.AppID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	keys := make([]Key, in.Count)
+	strs := make([]string, in.Count)
+	for i := range keys {
+		str, err := NewKeyString(s.random, app.Settings.KeyPrefix)
+		if err != nil {
+			return nil, err
+		}
+		strs[i] = str
+		keys[i] = Key{AppID: app.ID, LicenseKey: str, Status: StatusUnused, Type: in.Type, Duration: in.Duration,
+			MaxDevices: in.MaxDevices, Note: in.Note, Features: features, CreatedAt: now, UpdatedAt: now}
+	}
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.InsertKeys(ctx, keys); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyCreated, CreatedAt: now, Data: map[string]any{
+			"app_id": app.ID, "count": in.Count, "key_type": in.Type, "duration": in.Duration, "license_keys": strs}}); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, entry(actor, now, "key.generate", app.ID, fmt.Sprintf("%d keys", in.Count),
+			map[string]any{"count": in.Count, "key_type": in.Type, "duration": in.Duration, "max_devices": in.MaxDevices}))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// checkFeatures accepts a JSON object of flag → boolean, number or string.
+func checkFeatures(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage("{}"), nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, invalidField("features", "must be an object of flag names to values")
+	}
+	for name, v := range m {
+		if name == "" || len(name) > 64 {
+			return nil, invalidField("features", "flag names must be 1 to 64 characters")
+		}
+		switch v.(type) {
+		case bool, float64, string:
+		default:
+			return nil, invalidField("features", "flag "+name+" must be a boolean, number or string")
+		}
+	}
+	out, _ := json.Marshal(m)
+	return out, nil
+}
+
+// ListKeys returns a page of keys and the cursor of the next page (0 at the end).
+func (s *Service) ListKeys(ctx context.Context, f KeyFilter) ([]Key, int64, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	switch f.Status {
+	case "", StatusUnused, StatusActive, StatusPaused, StatusBanned, StatusExpired:
+	default:
+		return nil, 0, invalidField("status", "must be unused, active, paused, banned or expired")
+	}
+	f.Now = s.Now()
+	keys, err := s.store.Keys(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next int64
+	if len(keys) == f.Limit {
+		next = keys[len(keys)-1].ID
+	}
+	return keys, next, nil
+}
+
+// KeyDetail is one key with its devices and open sessions.
+type KeyDetail struct {
+	Key      Key
+	Devices  []Device
+	Sessions []Session
+}
+
+// GetKey returns a key of app with its devices and open sessions.
+func (s *Service) GetKey(ctx context.Context, appID, licenseKey string) (*KeyDetail, error) {
+	k, err := s.store.Key(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, notFound("Key")
+	} else if err != nil {
+		return nil, err
+	}
+	devices, err := s.store.Devices(ctx, k.ID)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := s.store.Sessions(ctx, SessionFilter{AppID: appID, KeyID: k.ID, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	return &KeyDetail{Key: *k, Devices: devices, Sessions: sessions}, nil
+}
+
+// KeyUpdate holds the editable fields of a key; nil fields stay unchanged.
+type KeyUpdate struct {
+	MaxDevices *int
+	Note       *string
+	Features   json.RawMessage
+}
+
+// UpdateKey edits a key's seats, note or features.
+func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licenseKey string, u KeyUpdate) (*Key, error) {
+	if u.MaxDevices != nil && (*u.MaxDevices < 1 || *u.MaxDevices > 10000) {
+		return nil, invalidField("max_devices", "must be 1 to 10000")
+	}
+	if u.Note != nil && len(*u.Note) > 1000 {
+		return nil, invalidField("note", "must be at most 1000 characters")
+	}
+	var features json.RawMessage
+	if u.Features != nil {
+		f, err := checkFeatures(u.Features)
+		if err != nil {
+			return nil, err
+		}
+		features = f
+	}
+	return s.mutateKey(ctx, actor, appID, licenseKey, "key.update", nil, func(tx Tx, k *Key, now time.Time) error {
+		if u.MaxDevices != nil {
+			k.MaxDevices = *u.MaxDevices
+		}
+		if u.Note != nil {
+			k.Note = *u.Note
+		}
+		if features != nil {
+			k.Features = features
+		}
+		return nil
+	})
+}
+
+// DeleteKey deletes a key; its sessions end with SESSION_REVOKED.
+func (s *Service) DeleteKey(ctx context.Context, actor audit.Actor, appID, licenseKey string) error {
+	now := s.Now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return notFound("Key")
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.EndKeySessions(ctx, k.ID, CodeSessionRevoked, now); err != nil {
+			return err
+		}
+		if err := tx.DeleteKey(ctx, k.ID); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyDeleted, CreatedAt: now,
+			Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey}}); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, entry(actor, now, "key.delete", appID, k.LicenseKey, nil))
+	})
+}
+
+// Key actions of the admin API.
+const (
+	ActionBan       = "ban"
+	ActionUnban     = "unban"
+	ActionPause     = "pause"
+	ActionResume    = "resume"
+	ActionExtend    = "extend"
+	ActionResetHWID = "reset-hwid"
+	ActionRotate    = "rotate"
+)
+
+// KeyAction applies one state transition to a key:
+//   - ban: → banned, sessions end with BANNED, key.banned;
+//   - unban: banned → active (unused if never activated), key.unbanned;
+//   - pause / resume: active or unused ↔ paused, sessions end with PAUSED;
+//   - extend: days are added to the expiry (counted from now if it already
+//     passed) or, for an unused key, to its duration; lifetime keys refuse;
+//   - reset-hwid: every device unbound, sessions end with HWID_RESET;
+//   - rotate: a new key string, the old one stops working, sessions end with
+//     SESSION_REVOKED, key.rotated.
+//
+// It returns NOT_FOUND, MISSING_FIELDS or CONFLICT (the state forbids it).
+func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licenseKey, action string, days int, reason string) (*Key, error) {
+	details := map[string]any{}
+	if reason != "" {
+		details["reason"] = truncate(reason, 1000)
+	}
+	var newString string
+	switch action {
+	case ActionBan, ActionUnban, ActionPause, ActionResume, ActionResetHWID:
+	case ActionExtend:
+		if days < 1 || days > 36500 {
+			return nil, invalidField("days", "must be 1 to 36500")
+		}
+		details["days"] = days
+	case ActionRotate:
+		app, err := s.App(ctx, appID)
+		if err != nil {
+			return nil, err
+		}
+		if newString, err = NewKeyString(s.random, app.Settings.KeyPrefix); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, invalidField("action", "must be ban, unban, pause, resume, extend, reset-hwid, rotate or export")
+	}
+	return s.mutateKey(ctx, actor, appID, licenseKey, "key."+action, details, func(tx Tx, k *Key, now time.Time) error {
+		ev := func(typ string, data map[string]any) error {
+			data["app_id"], data["license_key"] = appID, k.LicenseKey
+			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: typ, CreatedAt: now, Data: data})
+		}
+		restored := StatusUnused
+		if k.ActivatedAt != nil {
+			restored = StatusActive
+		}
+		switch action {
+		case ActionBan:
+			if k.Status == StatusBanned {
+				return nil
+			}
+			k.Status = StatusBanned
+			if _, err := tx.EndKeySessions(ctx, k.ID, CodeBanned, now); err != nil {
+				return err
+			}
+			return ev(event.KeyBanned, map[string]any{"reason": details["reason"]})
+		case ActionUnban:
+			if k.Status != StatusBanned {
+				return conflict("The key is not banned.")
+			}
+			k.Status = restored
+			return ev(event.KeyUnbanned, map[string]any{})
+		case ActionPause:
+			switch k.Status {
+			case StatusPaused:
+				return nil
+			case StatusBanned:
+				return conflict("A banned key cannot be paused.")
+			}
+			k.Status = StatusPaused
+			_, err := tx.EndKeySessions(ctx, k.ID, CodePaused, now)
+			return err
+		case ActionResume:
+			if k.Status != StatusPaused {
+				return conflict("The key is not paused.")
+			}
+			k.Status = restored
+		case ActionExtend:
+			if k.Type == TypeLifetime {
+				return conflict("Lifetime keys do not expire.")
+			}
+			k.Duration += days
+			if k.ExpiresAt != nil {
+				base := *k.ExpiresAt
+				if base.Before(now) {
+					base = now
+				}
+				exp := base.Add(time.Duration(days) * 24 * time.Hour)
+				k.ExpiresAt = &exp
+				if k.Status == StatusExpired {
+					k.Status = StatusActive
+				}
+			}
+		case ActionResetHWID:
+			if _, err := tx.DeleteDevices(ctx, k.ID); err != nil {
+				return err
+			}
+			_, err := tx.EndKeySessions(ctx, k.ID, CodeHWIDReset, now)
+			return err
+		case ActionRotate:
+			old := k.LicenseKey
+			if _, err := tx.EndKeySessions(ctx, k.ID, CodeSessionRevoked, now); err != nil {
+				return err
+			}
+			k.LicenseKey = newString
+			details["new_license_key"] = newString
+			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyRotated, CreatedAt: now,
+				Data: map[string]any{"app_id": appID, "old_license_key": old, "license_key": newString}})
+		}
+		return nil
+	})
+}
+
+// mutateKey loads a key for update, applies fn, saves it and audits action.
+func (s *Service) mutateKey(ctx context.Context, actor audit.Actor, appID, licenseKey, action string, details map[string]any,
+	fn func(Tx, *Key, time.Time) error) (*Key, error) {
+	now := s.Now()
+	var out *Key
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return notFound("Key")
+		} else if err != nil {
+			return err
+		}
+		target := k.LicenseKey
+		if err := fn(tx, k, now); err != nil {
+			return err
+		}
+		k.UpdatedAt = now
+		if err := tx.UpdateKey(ctx, k); err != nil {
+			return err
+		}
+		out = k
+		return tx.AddAudit(ctx, entry(actor, now, action, appID, target, details))
+	})
+	return out, err
+}
+
+// Sessions lists live sessions of an app, optionally of one key.
+func (s *Service) Sessions(ctx context.Context, f SessionFilter) ([]Session, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	return s.store.Sessions(ctx, f)
+}
+
+// RevokeSession ends one live session; its next heartbeat answers
+// SESSION_REVOKED. id is the session's public ID or the client's token; appID,
+// when not empty, must be the session's app.
+func (s *Service) RevokeSession(ctx context.Context, actor audit.Actor, appID, id string) error {
+	now := s.Now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		sess, err := tx.SessionByID(ctx, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			sess, err = tx.SessionByTokenHash(ctx, HashToken(id))
+		}
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ((appID != "" && sess.AppID != appID) || sess.EndedAt != nil)) {
+			return notFound("Session")
+		} else if err != nil {
+			return err
+		}
+		if err := tx.EndSession(ctx, sess.ID, CodeSessionRevoked, now); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, entry(actor, now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
+	})
+}
+
+func conflict(msg string) error { return apperr.New(apperr.Conflict, CodeConflict, msg) }
+
+func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
+	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
+}

@@ -1,0 +1,86 @@
+package license
+
+import "github.com/keyward/keyward/internal/apperr"
+
+// Wire error codes used by this package (sdk-compat §2.1).
+const (
+	CodeMissingFields     = "MISSING_FIELDS"
+	CodeInvalidKey        = "INVALID_KEY"
+	CodeHWIDMismatch      = "HWID_MISMATCH"
+	CodeDeviceLimit       = "DEVICE_LIMIT"
+	CodeExpired           = "EXPIRED"
+	CodeBanned            = "BANNED"
+	CodePaused            = "PAUSED"
+	CodeMaintenance       = "MAINTENANCE"
+	CodeSessionExpired    = "SESSION_EXPIRED"
+	CodeSessionMismatch   = "SESSION_MISMATCH"
+	CodeSessionRevoked    = "SESSION_REVOKED"
+	CodeHWIDReset         = "HWID_RESET"
+	CodeKeyNotActive      = "KEY_NOT_ACTIVE"
+	CodeNoHWID            = "NO_HWID"
+	CodeRateLimited       = "RATE_LIMITED"
+	CodeSelfResetDisabled = "SELF_RESET_DISABLED"
+	CodeNotFound          = "NOT_FOUND"
+	CodeConflict          = "CONFLICT"
+)
+
+// endLogout is the end reason of a session closed by its own client; a later
+// heartbeat on it answers SESSION_EXPIRED.
+const endLogout = "LOGOUT"
+
+func missing(field string) *apperr.Error {
+	return apperr.New(apperr.Invalid, CodeMissingFields, "Missing required field: "+field+".")
+}
+
+func invalidField(field, why string) *apperr.Error {
+	return apperr.New(apperr.Invalid, CodeMissingFields, "Invalid field "+field+": "+why+".")
+}
+
+var (
+	errInvalidKey  = apperr.New(apperr.Unauthenticated, CodeInvalidKey, "Invalid license key.")
+	errBanned      = apperr.New(apperr.Forbidden, CodeBanned, "This license key has been banned.")
+	errPaused      = apperr.New(apperr.Forbidden, CodePaused, "This license key is paused.")
+	errExpired     = apperr.New(apperr.Forbidden, CodeExpired, "This license key has expired.")
+	errHWIDMatch   = apperr.New(apperr.Forbidden, CodeHWIDMismatch, "This license key is bound to another device.")
+	errSessionGone = apperr.New(apperr.Forbidden, CodeSessionExpired, "Your session has expired. Please log in again.")
+	errMismatch    = apperr.New(apperr.Forbidden, CodeSessionMismatch, "This session belongs to another license key.")
+)
+
+// killError returns the heartbeat refusal for a session end reason. Every
+// reason maps into the eight codes every SDK generation treats as final.
+func killError(reason string, app *App) *apperr.Error {
+	switch reason {
+	case CodeBanned:
+		return errBanned
+	case CodePaused:
+		return errPaused
+	case CodeExpired:
+		return errExpired
+	case CodeMaintenance:
+		return apperr.New(apperr.Forbidden, CodeMaintenance, app.Settings.MaintenanceMessage)
+	case CodeHWIDReset:
+		return apperr.New(apperr.Forbidden, CodeHWIDReset, "This device's binding was reset. Please log in again.")
+	case CodeSessionRevoked:
+		return apperr.New(apperr.Forbidden, CodeSessionRevoked, "This session was revoked.")
+	case CodeSessionMismatch:
+		return errMismatch
+	default:
+		return errSessionGone
+	}
+}
+
+func statusError(s Status) *apperr.Error {
+	switch s {
+	case StatusBanned:
+		return errBanned
+	case StatusPaused:
+		return errPaused
+	case StatusExpired:
+		return errExpired
+	}
+	return nil
+}
+
+func notFound(what string) *apperr.Error {
+	return apperr.New(apperr.NotFound, CodeNotFound, what+" not found.")
+}

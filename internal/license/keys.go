@@ -1,0 +1,116 @@
+package license
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// keyAlphabet is Crockford's base32: upper case, no I, L, O or U, so a key read
+// aloud or typed from paper is unambiguous. 20 characters carry 100 bits.
+const keyAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// NewKeyString returns XXXXX-XXXXX-XXXXX-XXXXX from random, with prefix and a
+// hyphen in front when prefix is not empty.
+func NewKeyString(random io.Reader, prefix string) (string, error) {
+	var raw [20]byte
+	if _, err := io.ReadFull(random, raw[:]); err != nil {
+		return "", apperr.Wrap(err, "random")
+	}
+	var b strings.Builder
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteByte('-')
+	}
+	for i, r := range raw {
+		if i > 0 && i%5 == 0 {
+			b.WriteByte('-')
+		}
+		b.WriteByte(keyAlphabet[r&31]) // 256 is a multiple of 32: no bias
+	}
+	return b.String(), nil
+}
+
+// NewSecret returns a 64-character lowercase hex app secret.
+func NewSecret(random io.Reader) (string, error) {
+	b := make([]byte, 32)
+	if _, err := io.ReadFull(random, b); err != nil {
+		return "", apperr.Wrap(err, "random")
+	}
+	return hex.EncodeToString(b), nil
+}
+
+func newID(random io.Reader) string {
+	u, err := uuid.NewRandomFromReader(random)
+	if err != nil {
+		return uuid.NewString()
+	}
+	return u.String()
+}
+
+// activate starts an unused key's time at now and records key.activated.
+func activate(ctx context.Context, tx Tx, app *App, k *Key, hwid string, now time.Time) error {
+	k.Status = StatusActive
+	k.ActivatedAt = &now
+	if k.Type == TypeDays {
+		exp := now.Add(time.Duration(k.Duration) * 24 * time.Hour)
+		k.ExpiresAt = &exp
+	}
+	k.UpdatedAt = now
+	if err := tx.UpdateKey(ctx, k); err != nil {
+		return err
+	}
+	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyActivated, CreatedAt: now,
+		Data: map[string]any{"app_id": app.ID, "license_key": k.LicenseKey, "hwid": hwid}})
+}
+
+// Timestamp formats t as ISO 8601 UTC with a Z, to the second.
+func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
+
+func optTimestamp(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := Timestamp(*t)
+	return &s
+}
+
+// Info returns the KeyInfo fields of k at now.
+func (k *Key) Info(now time.Time) map[string]any {
+	return map[string]any{
+		"status":         k.StatusAt(now),
+		"key_type":       k.Type,
+		"duration":       k.Duration,
+		"activated_at":   optTimestamp(k.ActivatedAt),
+		"expires_at":     optTimestamp(k.ExpiresAt),
+		"days_remaining": k.DaysRemaining(now),
+		"max_devices":    k.MaxDevices,
+	}
+}
+
+// AdminView returns the key as the admin API shows it: KeyInfo plus the key
+// string, note, features and creation time.
+func (k *Key) AdminView(now time.Time) map[string]any {
+	v := k.Info(now)
+	v["license_key"] = k.LicenseKey
+	v["note"] = k.Note
+	v["features"] = k.FeaturesJSON()
+	v["created_at"] = Timestamp(k.CreatedAt)
+	v["last_self_reset_at"] = optTimestamp(k.LastSelfResetAt)
+	return v
+}
+
+// FeaturesJSON returns the key's feature map as raw JSON, {} when unset.
+func (k *Key) FeaturesJSON() json.RawMessage {
+	if len(k.Features) == 0 {
+		return json.RawMessage("{}")
+	}
+	return k.Features
+}

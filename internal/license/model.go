@@ -1,0 +1,154 @@
+// Package license holds the heart of keyward: apps, license keys, their states
+// and transitions, device binding and device-bound sessions with the heartbeat
+// kill switch. It knows nothing of HTTP or SQL: it declares the Store it needs
+// and takes its clock from the caller.
+package license
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+)
+
+// App is a vendor's application. Its Secret identifies it on the client API and
+// keys its envelopes.
+type App struct {
+	ID        string
+	Name      string
+	Version   string
+	Secret    string
+	Settings  AppSettings
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// AppSettings are the behaviour switches an owner sets per app. Later
+// capabilities add fields here; unknown JSON fields are refused by the admin API.
+type AppSettings struct {
+	HeartbeatInterval      int    `json:"heartbeat_interval"`
+	Maintenance            bool   `json:"maintenance"`
+	MaintenanceMessage     string `json:"maintenance_message"`
+	LoginMessage           string `json:"login_message"`
+	DownloadURL            string `json:"download_url"`
+	SelfResetEnabled       bool   `json:"self_reset_enabled"`
+	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
+	KeyPrefix              string `json:"key_prefix"`
+}
+
+// DefaultSettings are the settings of a new app.
+func DefaultSettings() AppSettings {
+	return AppSettings{
+		HeartbeatInterval:      30,
+		MaintenanceMessage:     "The application is under maintenance. Please try again later.",
+		SelfResetEnabled:       true,
+		SelfResetCooldownHours: 12,
+	}
+}
+
+// Status is a key's state.
+type Status string
+
+// Key states of the API reference's state table.
+const (
+	StatusUnused  Status = "unused"
+	StatusActive  Status = "active"
+	StatusPaused  Status = "paused"
+	StatusBanned  Status = "banned"
+	StatusExpired Status = "expired"
+)
+
+// KeyType says how a key's time is counted.
+type KeyType string
+
+// Key types.
+const (
+	TypeDays     KeyType = "days"
+	TypeLifetime KeyType = "lifetime"
+)
+
+// Key is a license key of one app.
+type Key struct {
+	ID              int64
+	AppID           string
+	LicenseKey      string
+	Status          Status // as stored; see StatusAt for the effective state
+	Type            KeyType
+	Duration        int // days for TypeDays; 0 for lifetime
+	MaxDevices      int
+	Note            string
+	Features        json.RawMessage // a JSON object
+	ActivatedAt     *time.Time
+	ExpiresAt       *time.Time
+	LastSelfResetAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// StatusAt returns the key's effective status at now: an active key past its
+// expiry is expired even before the sweep has marked it.
+func (k *Key) StatusAt(now time.Time) Status {
+	if k.Status == StatusActive && k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
+		return StatusExpired
+	}
+	return k.Status
+}
+
+// DaysRemaining returns the whole days left, rounded up, or nil for keys
+// without an expiry (lifetime keys, and unused keys whose time has not started).
+func (k *Key) DaysRemaining(now time.Time) *int {
+	if k.ExpiresAt == nil {
+		return nil
+	}
+	d := int(math.Ceil(k.ExpiresAt.Sub(now).Hours() / 24))
+	if d < 0 {
+		d = 0
+	}
+	return &d
+}
+
+// Device is a machine bound to a key.
+type Device struct {
+	KeyID      int64
+	HWID       string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+}
+
+// Session is a device-bound session. The client holds a random token; the store
+// keeps only its SHA-256 (TokenHash). ID is the public identifier admins see.
+type Session struct {
+	ID         string
+	TokenHash  string
+	AppID      string
+	KeyID      *int64 // nil once the key was deleted
+	HWID       string
+	IP         string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	EndedAt    *time.Time
+	EndReason  string // the wire code the next heartbeat answers
+	LicenseKey string // filled by reads that join the key
+}
+
+// HeartbeatView is what one read gives the heartbeat: the session and the state
+// of its key.
+type HeartbeatView struct {
+	Session   Session
+	KeyStatus Status
+	KeyExpiry *time.Time
+	KeyString string
+	KeyExists bool
+}
+
+// ResetRequest is an end user's request, queued for the owner, to clear a
+// key's device binding.
+type ResetRequest struct {
+	ID         int64
+	AppID      string
+	KeyID      int64
+	LicenseKey string
+	Username   string
+	HWID       string
+	Reason     string
+	CreatedAt  time.Time
+}

@@ -1,0 +1,346 @@
+package license
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
+
+// Config holds the tunables of the license service.
+type Config struct {
+	// SessionTimeout is how long a session may go without a heartbeat before
+	// it is reaped (and refused at its next heartbeat).
+	SessionTimeout time.Duration
+}
+
+// Service implements the license and session rules. It is safe for concurrent
+// use. Heartbeat last-seen times are buffered in memory and written in batches
+// by FlushTouches, so the hot path does no write transaction.
+type Service struct {
+	store  Store
+	now    func() time.Time
+	random io.Reader
+	cfg    Config
+
+	mu      sync.Mutex
+	touched map[string]time.Time // session ID → last heartbeat not yet written
+}
+
+// NewService returns a Service. now is the clock; random the source of keys,
+// tokens and secrets (crypto/rand.Reader in production).
+func NewService(store Store, now func() time.Time, random io.Reader, cfg Config) *Service {
+	if random == nil {
+		random = rand.Reader
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 180 * time.Second
+	}
+	return &Service{store: store, now: now, random: random, cfg: cfg, touched: map[string]time.Time{}}
+}
+
+// Now returns the service clock's time.
+func (s *Service) Now() time.Time { return s.now().UTC() }
+
+// HashToken returns the stored form of a session token or app secret.
+func HashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+// AppBySecret resolves the app whose secret is secret. The lookup is by the
+// secret's SHA-256, so no timing of the comparison depends on secret bytes.
+func (s *Service) AppBySecret(ctx context.Context, secret string) (*App, error) {
+	if len(secret) != 64 {
+		return nil, apperr.ErrNotFound
+	}
+	return s.store.AppBySecretHash(ctx, HashToken(secret))
+}
+
+// LoginRequest is the inner body of auth/login.
+type LoginRequest struct {
+	LicenseKey string
+	HWID       string
+	IP         string
+}
+
+// LoginResult is a successful login.
+type LoginResult struct {
+	SessionToken string
+	Key          Key
+	HWID         string
+}
+
+// Login activates a key on first use, binds the device, and opens a session,
+// retiring the oldest session when the key's seats are full. It returns
+// MISSING_FIELDS, INVALID_KEY, MAINTENANCE, BANNED, PAUSED, EXPIRED,
+// HWID_MISMATCH or DEVICE_LIMIT.
+func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*LoginResult, error) {
+	if req.LicenseKey == "" {
+		return nil, missing("license_key")
+	}
+	if req.HWID == "" {
+		return nil, missing("hwid")
+	}
+	if len(req.HWID) > 256 {
+		return nil, invalidField("hwid", "longer than 256 characters")
+	}
+	if app.Settings.Maintenance {
+		return nil, killError(CodeMaintenance, app)
+	}
+	now := s.Now()
+	token, err := s.randomHex(32)
+	if err != nil {
+		return nil, err
+	}
+	var res *LoginResult
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return errInvalidKey
+		} else if err != nil {
+			return err
+		}
+		if e := statusError(k.StatusAt(now)); e != nil {
+			return e
+		}
+		if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+			return err
+		}
+		if k.Status == StatusUnused {
+			if err := activate(ctx, tx, app, k, req.HWID, now); err != nil {
+				return err
+			}
+		}
+		if err := retireOverflow(ctx, tx, k, req.HWID, now); err != nil {
+			return err
+		}
+		sess := &Session{
+			ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
+			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now,
+		}
+		if err := tx.InsertSession(ctx, sess); err != nil {
+			return err
+		}
+		res = &LoginResult{SessionToken: token, Key: *k, HWID: req.HWID}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// bindDevice records hwid on k, refusing a new device once max_devices are bound.
+func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
+	devices, err := tx.Devices(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	known := false
+	for _, d := range devices {
+		if d.HWID == hwid {
+			known = true
+			break
+		}
+	}
+	if !known && len(devices) >= k.MaxDevices {
+		if k.MaxDevices <= 1 {
+			return errHWIDMatch
+		}
+		return apperr.New(apperr.Forbidden, CodeDeviceLimit, "This license key is already in use on the maximum number of devices.").
+			With("devices_used", len(devices)).With("max_devices", k.MaxDevices)
+	}
+	return tx.UpsertDevice(ctx, k.ID, hwid, now)
+}
+
+// retireOverflow ends sessions until one more fits in the key's seats. It
+// retires the oldest session of the same device first (an app restarted after
+// a crash replaces its own stale session rather than another machine's), then
+// the oldest session overall.
+func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
+	live, err := tx.LiveSessionsOfKey(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	for len(live) >= max(k.MaxDevices, 1) {
+		victim := 0
+		for i, ss := range live {
+			if ss.HWID == hwid {
+				victim = i
+				break
+			}
+		}
+		if err := tx.EndSession(ctx, live[victim].ID, CodeSessionExpired, now); err != nil {
+			return err
+		}
+		live = append(live[:victim], live[victim+1:]...)
+	}
+	return nil
+}
+
+// Heartbeat keeps a session alive, or ends it and returns the kill code:
+// SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,
+// BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's key.
+func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey string) error {
+	if token == "" {
+		return missing("session_id")
+	}
+	now := s.Now()
+	v, err := s.store.HeartbeatView(ctx, HashToken(token))
+	if errors.Is(err, apperr.ErrNotFound) {
+		return errSessionGone
+	} else if err != nil {
+		return err
+	}
+	sess := &v.Session
+	if sess.AppID != app.ID {
+		return errSessionGone
+	}
+	if sess.EndedAt != nil {
+		return killError(sess.EndReason, app)
+	}
+	if licenseKey != "" && v.KeyExists && licenseKey != v.KeyString {
+		return errMismatch
+	}
+	reason := ""
+	switch {
+	case now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
+		reason = CodeSessionExpired
+	case !v.KeyExists:
+		reason = CodeSessionRevoked
+	case app.Settings.Maintenance:
+		reason = CodeMaintenance
+	default:
+		k := Key{Status: v.KeyStatus, ExpiresAt: v.KeyExpiry}
+		if e := statusError(k.StatusAt(now)); e != nil {
+			reason = e.Code
+		}
+	}
+	if reason != "" {
+		if err := s.endSession(ctx, sess.ID, reason, now); err != nil {
+			return err
+		}
+		return killError(reason, app)
+	}
+	s.mu.Lock()
+	s.touched[sess.ID] = now
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Service) lastSeen(sess *Session) time.Time {
+	s.mu.Lock()
+	t, ok := s.touched[sess.ID]
+	s.mu.Unlock()
+	if ok && t.After(sess.LastSeenAt) {
+		return t
+	}
+	return sess.LastSeenAt
+}
+
+func (s *Service) endSession(ctx context.Context, id, reason string, now time.Time) error {
+	s.mu.Lock()
+	delete(s.touched, id)
+	s.mu.Unlock()
+	return s.store.InTx(ctx, func(tx Tx) error { return tx.EndSession(ctx, id, reason, now) })
+}
+
+// FlushTouches writes buffered heartbeat times. Call it periodically and at
+// shutdown; a lost buffer only makes sessions look up to one period older.
+func (s *Service) FlushTouches(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.touched) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	batch := s.touched
+	s.touched = make(map[string]time.Time, len(batch))
+	s.mu.Unlock()
+	if err := s.store.TouchSessions(ctx, batch); err != nil {
+		s.mu.Lock()
+		for id, t := range batch { // keep them for the next flush unless newer
+			if cur, ok := s.touched[id]; !ok || cur.Before(t) {
+				s.touched[id] = t
+			}
+		}
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// ReapSessions ends sessions silent for longer than the session timeout and
+// purges sessions that ended more than a day ago. Buffered heartbeats are
+// written first so a live session is never reaped for a stale time.
+func (s *Service) ReapSessions(ctx context.Context) (int, error) {
+	if err := s.FlushTouches(ctx); err != nil {
+		return 0, err
+	}
+	now := s.Now()
+	return s.store.ReapSessions(ctx, now.Add(-s.cfg.SessionTimeout), now, now.Add(-24*time.Hour))
+}
+
+// Logout closes a session at once and frees its seat; the device stays bound.
+// Logging out an unknown or ended session succeeds (clients ignore failures).
+func (s *Service) Logout(ctx context.Context, app *App, token string) error {
+	if token == "" {
+		return missing("session_id")
+	}
+	now := s.Now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		sess, err := tx.SessionByTokenHash(ctx, HashToken(token))
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if sess.AppID != app.ID || sess.EndedAt != nil {
+			return nil
+		}
+		s.mu.Lock()
+		delete(s.touched, sess.ID)
+		s.mu.Unlock()
+		return tx.EndSession(ctx, sess.ID, endLogout, now)
+	})
+}
+
+// CheckKey returns the key for licenseKey without opening a session or
+// binding a device. It returns MISSING_FIELDS or INVALID_KEY.
+func (s *Service) CheckKey(ctx context.Context, app *App, licenseKey string) (*Key, error) {
+	if licenseKey == "" {
+		return nil, missing("license_key")
+	}
+	k, err := s.store.Key(ctx, app.ID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, errInvalidKey
+	}
+	return k, err
+}
+
+// Validate is CheckKey that also refuses keys that are not usable now
+// (BANNED, PAUSED, EXPIRED).
+func (s *Service) Validate(ctx context.Context, app *App, licenseKey string) (*Key, error) {
+	k, err := s.CheckKey(ctx, app, licenseKey)
+	if err != nil {
+		return nil, err
+	}
+	if e := statusError(k.StatusAt(s.Now())); e != nil {
+		return nil, e
+	}
+	return k, nil
+}
+
+func (s *Service) randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := io.ReadFull(s.random, b); err != nil {
+		return "", apperr.Wrap(err, "random")
+	}
+	return hex.EncodeToString(b), nil
+}

@@ -1,0 +1,86 @@
+package license
+
+import (
+	"context"
+	"time"
+
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Store is the persistence license needs. Reads outside a transaction may see
+// slightly stale data; every decision that changes state runs in InTx.
+// Methods return apperr.ErrNotFound / apperr.ErrConflict for missing rows and
+// uniqueness violations.
+type Store interface {
+	AppBySecretHash(ctx context.Context, hash string) (*App, error)
+	App(ctx context.Context, id string) (*App, error)
+	Apps(ctx context.Context) ([]App, error)
+
+	Key(ctx context.Context, appID, licenseKey string) (*Key, error)
+	Keys(ctx context.Context, f KeyFilter) ([]Key, error)
+	Devices(ctx context.Context, keyID int64) ([]Device, error)
+	Sessions(ctx context.Context, f SessionFilter) ([]Session, error)
+
+	// HeartbeatView reads a session and its key's state in one query.
+	HeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
+	// TouchSessions records last-seen times of live sessions in one write.
+	TouchSessions(ctx context.Context, seen map[string]time.Time) error
+	// ReapSessions ends live sessions last seen before cutoff and deletes ended
+	// sessions older than purgeBefore. It returns how many it ended.
+	ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error)
+
+	InTx(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is a write transaction. Key reads inside it lock the row on engines that
+// can, so concurrent logins of one key serialise.
+type Tx interface {
+	InsertApp(ctx context.Context, a *App, secretHash string) error
+	UpdateApp(ctx context.Context, a *App, secretHash string) error
+	DeleteApp(ctx context.Context, id string) error
+
+	KeyForUpdate(ctx context.Context, appID, licenseKey string) (*Key, error)
+	InsertKeys(ctx context.Context, keys []Key) error
+	UpdateKey(ctx context.Context, k *Key) error
+	DeleteKey(ctx context.Context, id int64) error
+
+	Devices(ctx context.Context, keyID int64) ([]Device, error)
+	UpsertDevice(ctx context.Context, keyID int64, hwid string, now time.Time) error
+	DeleteDevices(ctx context.Context, keyID int64) (int, error)
+
+	// LiveSessionsOfKey returns the key's open sessions, oldest first.
+	LiveSessionsOfKey(ctx context.Context, keyID int64) ([]Session, error)
+	InsertSession(ctx context.Context, s *Session) error
+	// SessionByTokenHash returns a session whether live or ended.
+	SessionByTokenHash(ctx context.Context, hash string) (*Session, error)
+	SessionByID(ctx context.Context, id string) (*Session, error)
+	// EndSession ends one live session; ending an ended one is a no-op.
+	EndSession(ctx context.Context, id, reason string, now time.Time) error
+	// EndKeySessions ends every live session of a key and returns how many.
+	EndKeySessions(ctx context.Context, keyID int64, reason string, now time.Time) (int, error)
+
+	InsertResetRequest(ctx context.Context, r *ResetRequest) error
+
+	AddEvent(ctx context.Context, e event.Event) error
+	AddAudit(ctx context.Context, e audit.Entry) error
+}
+
+// KeyFilter selects keys for listing. Status filters on the effective status at
+// Now. After is the cursor: only keys with a larger ID are returned.
+type KeyFilter struct {
+	AppID  string
+	Status Status
+	Query  string
+	After  int64
+	Limit  int
+	Now    time.Time
+}
+
+// SessionFilter selects live sessions for listing.
+type SessionFilter struct {
+	AppID string
+	KeyID int64
+	After string
+	Limit int
+}

@@ -1,0 +1,285 @@
+// Package server wires keyward together: database, services, background jobs
+// and HTTP listeners, with an ordered shutdown (HTTP, then workers, then the
+// database). Tests boot the same object on 127.0.0.1:0.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/acme/autocert"
+
+	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/httpapi"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/sweep"
+)
+
+// Options are the parts of a server that are not configuration.
+type Options struct {
+	Now    func() time.Time // default time.Now
+	Log    *slog.Logger     // default discards
+	Stdout io.Writer        // where the generated first-admin password is printed
+	// Intervals of the background jobs (tests shorten them); zero means default.
+	FlushEvery time.Duration
+	ReapEvery  time.Duration
+}
+
+// Server is a running keyward.
+type Server struct {
+	cfg     config.Config
+	opts    Options
+	DB      *store.DB
+	License *license.Service
+	Admins  *admin.Service
+	api     *httpapi.API
+	jobs    *sweep.Runner
+	servers []*http.Server
+	addr    net.Addr
+}
+
+// New opens the database, migrates it (or checks it with NoMigrate), builds
+// the services and creates the first admin when there is none.
+func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, opts: opts, DB: db}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) init(ctx context.Context) error {
+	if s.cfg.NoMigrate {
+		if err := s.DB.CheckSchema(ctx); err != nil {
+			return err
+		}
+	} else if _, err := s.DB.Migrate(ctx); err != nil {
+		return err
+	}
+	if err := s.DB.CheckSchema(ctx); err != nil {
+		return err
+	}
+	s.License = license.NewService(s.DB.LicenseStore(), s.opts.Now, rand.Reader, license.Config{SessionTimeout: s.cfg.SessionTimeout})
+	var err error
+	s.Admins, err = admin.New(ctx, s.DB.AdminStore(), s.opts.Now, admin.Config{BcryptCost: s.cfg.BcryptCost, TokenTTL: s.cfg.TokenTTL})
+	if err != nil {
+		return err
+	}
+	if err := s.bootstrapAdmin(ctx); err != nil {
+		return err
+	}
+	s.api = httpapi.New(s.License, s.Admins, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy})
+	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
+	if flush <= 0 {
+		flush = time.Second
+	}
+	if reap <= 0 {
+		reap = 15 * time.Second
+	}
+	s.jobs = sweep.New(s.opts.Log,
+		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
+		sweep.Job{Name: "reap-sessions", Interval: reap, Run: func(ctx context.Context) error {
+			n, err := s.License.ReapSessions(ctx)
+			if n > 0 {
+				s.opts.Log.Info("reaped silent sessions", "count", n)
+			}
+			return err
+		}},
+	)
+	return nil
+}
+
+// bootstrapAdmin creates the first admin when none exists, from the
+// configured password or a generated one printed once.
+func (s *Server) bootstrapAdmin(ctx context.Context) error {
+	has, err := s.Admins.HasUsers(ctx)
+	if err != nil || has {
+		return err
+	}
+	pass := s.cfg.AdminPassword
+	generated := pass == ""
+	if generated {
+		pass = GeneratePassword()
+	}
+	if _, err := s.Admins.CreateUser(ctx, audit.System, s.cfg.AdminUsername, pass); err != nil {
+		return fmt.Errorf("create first admin: %w", err)
+	}
+	if generated {
+		fmt.Fprintf(s.opts.Stdout, "Created admin %q with password: %s\nThis password is shown only once.\n", s.cfg.AdminUsername, pass)
+	} else {
+		fmt.Fprintf(s.opts.Stdout, "Created admin %q from KEYWARD_ADMIN_PASSWORD.\n", s.cfg.AdminUsername)
+	}
+	return nil
+}
+
+// GeneratePassword returns 20 random characters from an unambiguous alphabet.
+func GeneratePassword() string {
+	const alphabet = "abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 20)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// Handler returns the HTTP handler of every route.
+func (s *Server) Handler() http.Handler { return s.api.Handler() }
+
+// Start starts the background jobs and the listeners; it returns once they
+// accept connections.
+func (s *Server) Start(ctx context.Context) error {
+	s.jobs.Start(ctx)
+	handler := s.Handler()
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		s.jobs.Stop()
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.addr = ln.Addr()
+	main := s.newHTTPServer(handler)
+	var redirect http.Handler
+	if s.cfg.TLS() {
+		tlsCfg, challenge, err := s.tlsConfig()
+		if err != nil {
+			ln.Close()
+			s.jobs.Stop()
+			return err
+		}
+		main.TLSConfig = tlsCfg
+		ln = tls.NewListener(ln, tlsCfg)
+		redirect = redirectHandler(handler)
+		if challenge != nil {
+			redirect = challenge(redirect)
+		}
+	}
+	s.serve(main, ln)
+	httpAddr := s.cfg.HTTPAddr
+	if httpAddr == "" && s.cfg.ACMEDomain != "" {
+		httpAddr = ":80"
+	}
+	if redirect != nil && httpAddr != "" {
+		pl, err := net.Listen("tcp", httpAddr)
+		if err != nil {
+			s.Close(ctx)
+			return fmt.Errorf("listen on %s: %w", httpAddr, err)
+		}
+		s.serve(s.newHTTPServer(redirect), pl)
+	}
+	return nil
+}
+
+func (s *Server) newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+	}
+}
+
+func (s *Server) serve(srv *http.Server, ln net.Listener) {
+	s.servers = append(s.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.opts.Log.Error("http server stopped", "err", err)
+		}
+	}()
+}
+
+// tlsConfig returns the TLS configuration and, with ACME, the wrapper that
+// answers HTTP-01 challenges on the plain listener.
+func (s *Server) tlsConfig() (*tls.Config, func(http.Handler) http.Handler, error) {
+	if s.cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCert, s.cfg.TLSKey)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil, nil
+	}
+	m := &autocert.Manager{
+		Prompt:     autocert.AcceptTOS,
+		HostPolicy: autocert.HostWhitelist(strings.Split(s.cfg.ACMEDomain, ",")...),
+		Cache:      autocert.DirCache(filepath.Join(s.cfg.Data, "acme")),
+		Email:      s.cfg.ACMEEmail,
+	}
+	cfg := m.TLSConfig()
+	cfg.MinVersion = tls.VersionTLS12
+	return cfg, m.HTTPHandler, nil
+}
+
+// redirectHandler serves the plain-HTTP listener when TLS is on: the client
+// API is answered in place, because shipped clients do not follow redirects
+// and their bodies are enveloped anyway (sdk-compat §7.1); everything else is
+// redirected to HTTPS with 308 so that POST bodies survive.
+func redirectHandler(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if strings.HasPrefix(p, "/api/") && !strings.HasPrefix(p, "/api/admin/") && !strings.HasPrefix(p, "/api/reseller/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
+	})
+}
+
+// Addr is the main listener's address (useful with port 0).
+func (s *Server) Addr() string {
+	if s.addr == nil {
+		return ""
+	}
+	return s.addr.String()
+}
+
+// Close shuts down in order: stop accepting and finish in-flight requests
+// (until ctx ends), stop the background jobs (flushing buffered heartbeats),
+// then close the database.
+func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	for _, srv := range s.servers {
+		if err := srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.jobs != nil {
+		s.jobs.Stop()
+	}
+	errs = append(errs, s.DB.Close())
+	return errors.Join(errs...)
+}

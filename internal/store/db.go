@@ -1,0 +1,291 @@
+// Package store is all of keyward's SQL: one implementation over database/sql
+// for SQLite (modernc, pure Go) and PostgreSQL (pgx), embedded migrations per
+// engine, and driver errors translated to apperr sentinels at this boundary.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// Engine names a database engine.
+type Engine string
+
+// Supported engines.
+const (
+	SQLite   Engine = "sqlite"
+	Postgres Engine = "postgres"
+)
+
+// DB is keyward's database. On SQLite it keeps one writer connection (so write
+// transactions queue in Go instead of failing with SQLITE_BUSY) and a pool of
+// readers; on PostgreSQL both are the same pool.
+type DB struct {
+	engine Engine
+	write  *sql.DB
+	read   *sql.DB
+	now    func() time.Time
+}
+
+// Options configure Open.
+type Options struct {
+	// DataDir holds keyward.db when URL is empty.
+	DataDir string
+	// URL selects PostgreSQL when it starts with postgres:// or postgresql://.
+	URL string
+	// ReadConns is the SQLite reader pool size (default 8).
+	ReadConns int
+}
+
+// Open connects to the database Options select. It does not migrate.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	if strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://") {
+		return openPostgres(ctx, o.URL)
+	}
+	if o.URL != "" {
+		return nil, fmt.Errorf("database url: only postgres:// URLs are supported (leave it empty for SQLite under the data directory)")
+	}
+	return openSQLite(ctx, o)
+}
+
+func openSQLite(ctx context.Context, o Options) (*DB, error) {
+	if o.DataDir == "" {
+		return nil, errors.New("data directory is empty")
+	}
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	path := filepath.Join(o.DataDir, "keyward.db")
+	// busy_timeout comes before journal_mode so that switching to WAL waits
+	// for other processes instead of failing.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
+		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	n := o.ReadConns
+	if n <= 0 {
+		n = 8
+	}
+	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	return &DB{engine: SQLite, write: w, read: r, now: time.Now}, nil
+}
+
+func openPostgres(ctx context.Context, url string) (*DB, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return &DB{engine: Postgres, write: db, read: db, now: time.Now}, nil
+}
+
+// Engine reports which engine db runs on.
+func (db *DB) Engine() Engine { return db.engine }
+
+// Close closes every connection.
+func (db *DB) Close() error {
+	err := db.write.Close()
+	if db.read != db.write {
+		err = errors.Join(err, db.read.Close())
+	}
+	return err
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+func (db *DB) provider() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations/"+string(db.engine))
+	if err != nil {
+		return nil, err
+	}
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	dialect := goose.DialectSQLite3
+	if db.engine == Postgres {
+		dialect = goose.DialectPostgres
+		// Several keyward processes may start at once: one migrates, the others wait.
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	return goose.NewProvider(dialect, db.write, sub, opts...)
+}
+
+// Migrate applies every pending migration and returns the schema version.
+func (db *DB) Migrate(ctx context.Context) (int64, error) {
+	p, err := db.provider()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	return p.GetDBVersion(ctx)
+}
+
+// CheckSchema returns an error unless the schema is exactly at the version
+// this binary knows: older means migrations are pending, newer means the
+// binary is older than the database.
+func (db *DB) CheckSchema(ctx context.Context) error {
+	p, err := db.provider()
+	if err != nil {
+		return err
+	}
+	cur, target, err := p.GetVersions(ctx)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur < target:
+		return fmt.Errorf("database schema is at version %d, this keyward needs %d: run keyward migrate", cur, target)
+	case cur > target:
+		return fmt.Errorf("database schema is at version %d, newer than this keyward (%d): run a newer keyward", cur, target)
+	}
+	return nil
+}
+
+// rebind turns ? placeholders into $1, $2 … for PostgreSQL. Queries in this
+// package never contain a literal ? inside strings.
+func (db *DB) rebind(q string) string {
+	if db.engine != Postgres {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + 8)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// forUpdate is the row-locking suffix of the engine (SQLite's single writer
+// already serialises write transactions).
+func (db *DB) forUpdate() string {
+	if db.engine == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// queryer is what *sql.DB and *sql.Tx share.
+type queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// tx runs fn in a write transaction, committing when fn returns nil.
+func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
+	t, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return translate(err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			t.Rollback()
+			return
+		}
+		err = translate(t.Commit())
+	}()
+	return fn(t)
+}
+
+// translate maps driver errors to apperr sentinels; others pass unchanged.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return apperr.ErrNotFound
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == "23505" {
+		return fmt.Errorf("%w: %s", apperr.ErrConflict, pg.ConstraintName)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %s", apperr.ErrConflict, se.Error())
+		}
+	}
+	return err
+}
+
+// Times are stored as Unix milliseconds (BIGINT) on both engines, so the same
+// code and the same move tool serve both.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func optMS(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMS(v.Int64)
+	return &t
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// addEvent writes one outbox row inside the caller's transaction.
+func addEvent(ctx context.Context, db *DB, q queryer, e event.Event) error {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("event %s data: %w", e.Type, err)
+	}
+	var app any
+	if e.AppID != "" {
+		app = e.AppID
+	}
+	_, err = q.ExecContext(ctx, db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?)`),
+		app, e.Type, string(data), ms(e.CreatedAt))
+	return translate(err)
+}
+
+// addAudit appends one audit entry inside the caller's transaction.
+func addAudit(ctx context.Context, db *DB, q queryer, e audit.Entry) error {
+	details := []byte("{}")
+	if len(e.Details) > 0 {
+		var err error
+		if details, err = json.Marshal(e.Details); err != nil {
+			return fmt.Errorf("audit %s details: %w", e.Action, err)
+		}
+	}
+	var app any
+	if e.AppID != "" {
+		app = e.AppID
+	}
+	_, err := q.ExecContext(ctx, db.rebind(`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, ip, action, app_id, target, details)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ms(e.At), e.Actor.Kind, e.Actor.ID, e.Actor.Name, e.Actor.IP, e.Action, app, e.Target, string(details))
+	return translate(err)
+}
+
+// Events returns outbox rows after id, oldest first (for tests and the
+// webhook dispatcher).
+func (db *DB) Events(ctx context.Context, afterID int64, limit int) ([]event.Event, error) {
+	rows, err := db.read.QueryContext(ctx, db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?`),
+		afterID, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var e event.Event
+		var data string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &at); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = fromMS(at)
+		out = append(out, e)
+	}
+	return out, translate(rows.Err())
+}
+
+// AuditFilter selects audit entries.
+type AuditFilter struct {
+	AppID  string
+	Action string
+	Before int64 // cursor: entries with a smaller ID
+	Limit  int
+}
+
+// Audit returns audit entries, newest first.
+func (db *DB) Audit(ctx context.Context, f AuditFilter) ([]audit.Entry, error) {
+	q := `SELECT id, at, actor_kind, actor_id, actor_name, ip, action, COALESCE(app_id, ''), target, details FROM audit_log WHERE 1 = 1`
+	var args []any
+	if f.AppID != "" {
+		q += ` AND app_id = ?`
+		args = append(args, f.AppID)
+	}
+	if f.Action != "" {
+		q += ` AND action = ?`
+		args = append(args, f.Action)
+	}
+	if f.Before > 0 {
+		q += ` AND id < ?`
+		args = append(args, f.Before)
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := db.read.QueryContext(ctx, db.rebind(q), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []audit.Entry
+	for rows.Next() {
+		var e audit.Entry
+		var at int64
+		var details string
+		if err := rows.Scan(&e.ID, &at, &e.Actor.Kind, &e.Actor.ID, &e.Actor.Name, &e.Actor.IP, &e.Action, &e.AppID, &e.Target, &details); err != nil {
+			return nil, err
+		}
+		e.At = fromMS(at)
+		if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, translate(rows.Err())
+}

@@ -1,0 +1,429 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// LicenseStore returns db as the license package's Store.
+func (db *DB) LicenseStore() license.Store { return licenseStore{db} }
+
+type licenseStore struct{ db *DB }
+
+// licenseTx is one write transaction of the license store.
+type licenseTx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{s.db, tx}) })
+}
+
+const appCols = `id, name, version, secret, settings, created_at, updated_at`
+
+func scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
+	var a license.App
+	var settings string
+	var created, updated int64
+	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated); err != nil {
+		return nil, translate(err)
+	}
+	a.Settings = license.DefaultSettings()
+	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
+		return nil, fmt.Errorf("app %s settings: %w", a.ID, err)
+	}
+	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	return &a, nil
+}
+
+func (s licenseStore) AppBySecretHash(ctx context.Context, hash string) (*license.App, error) {
+	return scanApp(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+appCols+` FROM apps WHERE secret_hash = ?`), hash))
+}
+
+func (s licenseStore) App(ctx context.Context, id string) (*license.App, error) {
+	return scanApp(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+appCols+` FROM apps WHERE id = ?`), id))
+}
+
+func (s licenseStore) Apps(ctx context.Context) ([]license.App, error) {
+	rows, err := s.db.read.QueryContext(ctx, `SELECT `+appCols+` FROM apps ORDER BY created_at, id`)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.App
+	for rows.Next() {
+		a, err := scanApp(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) InsertApp(ctx context.Context, a *license.App, secretHash string) error {
+	settings, _ := json.Marshal(a.Settings)
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO apps (id, name, version, secret, secret_hash, settings, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), a.ID, a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.CreatedAt), ms(a.UpdatedAt))
+	return translate(err)
+}
+
+func (t licenseTx) UpdateApp(ctx context.Context, a *license.App, secretHash string) error {
+	settings, _ := json.Marshal(a.Settings)
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET name = ?, version = ?, secret = ?, secret_hash = ?, settings = ?, updated_at = ?
+		WHERE id = ?`), a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.UpdatedAt), a.ID)
+	return affected(res, err)
+}
+
+func (t licenseTx) DeleteApp(ctx context.Context, id string) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM apps WHERE id = ?`), id)
+	return affected(res, err)
+}
+
+func affected(res sql.Result, err error) error {
+	if err != nil {
+		return translate(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return apperr.ErrNotFound
+	}
+	return nil
+}
+
+const keyCols = `id, app_id, license_key, status, key_type, duration, max_devices, note, features,
+	activated_at, expires_at, last_self_reset_at, created_at, updated_at`
+
+func scanKey(row interface{ Scan(...any) error }) (*license.Key, error) {
+	var k license.Key
+	var features string
+	var activated, expires, lastReset sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&k.ID, &k.AppID, &k.LicenseKey, &k.Status, &k.Type, &k.Duration, &k.MaxDevices, &k.Note, &features,
+		&activated, &expires, &lastReset, &created, &updated); err != nil {
+		return nil, translate(err)
+	}
+	k.Features = json.RawMessage(features)
+	k.ActivatedAt, k.ExpiresAt, k.LastSelfResetAt = fromNullMS(activated), fromNullMS(expires), fromNullMS(lastReset)
+	k.CreatedAt, k.UpdatedAt = fromMS(created), fromMS(updated)
+	return &k, nil
+}
+
+func (s licenseStore) Key(ctx context.Context, appID, licenseKey string) (*license.Key, error) {
+	return scanKey(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+keyCols+` FROM license_keys WHERE app_id = ? AND license_key = ?`),
+		appID, licenseKey))
+}
+
+// Keys lists keys by effective status: an active key past its expiry counts
+// as expired.
+func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.Key, error) {
+	q := `SELECT ` + keyCols + ` FROM license_keys WHERE app_id = ? AND id > ?`
+	args := []any{f.AppID, f.After}
+	now := ms(f.Now)
+	switch f.Status {
+	case "":
+	case license.StatusActive:
+		q += ` AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)`
+		args = append(args, now)
+	case license.StatusExpired:
+		q += ` AND (status = 'expired' OR (status = 'active' AND expires_at IS NOT NULL AND expires_at <= ?))`
+		args = append(args, now)
+	default:
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	if f.Query != "" {
+		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(f.Query)) + "%"
+		q += ` AND (LOWER(license_key) LIKE ? ESCAPE '\' OR LOWER(note) LIKE ? ESCAPE '\')`
+		args = append(args, like, like)
+	}
+	q += ` ORDER BY id LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *k)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) KeyForUpdate(ctx context.Context, appID, licenseKey string) (*license.Key, error) {
+	return scanKey(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys WHERE app_id = ? AND license_key = ?`+t.db.forUpdate()),
+		appID, licenseKey))
+}
+
+// InsertKeys inserts keys in multi-row statements and fills in their IDs.
+func (t licenseTx) InsertKeys(ctx context.Context, keys []license.Key) error {
+	const chunk = 200
+	for start := 0; start < len(keys); start += chunk {
+		part := keys[start:min(start+chunk, len(keys))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO license_keys (app_id, license_key, status, key_type, duration, max_devices, note, features, created_at, updated_at) VALUES `)
+		args := make([]any, 0, len(part)*10)
+		for i, k := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, k.AppID, k.LicenseKey, string(k.Status), string(k.Type), k.Duration, k.MaxDevices, k.Note,
+				string(k.FeaturesJSON()), ms(k.CreatedAt), ms(k.UpdatedAt))
+		}
+		b.WriteString(" RETURNING id, license_key")
+		rows, err := t.tx.QueryContext(ctx, t.db.rebind(b.String()), args...)
+		if err != nil {
+			return translate(err)
+		}
+		ids := make(map[string]int64, len(part))
+		for rows.Next() {
+			var id int64
+			var s string
+			if err := rows.Scan(&id, &s); err != nil {
+				rows.Close()
+				return err
+			}
+			ids[s] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return translate(err)
+		}
+		for i := range part {
+			part[i].ID = ids[part[i].LicenseKey]
+		}
+	}
+	return nil
+}
+
+func (t licenseTx) UpdateKey(ctx context.Context, k *license.Key) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET license_key = ?, status = ?, duration = ?, max_devices = ?,
+		note = ?, features = ?, activated_at = ?, expires_at = ?, last_self_reset_at = ?, updated_at = ? WHERE id = ?`),
+		k.LicenseKey, string(k.Status), k.Duration, k.MaxDevices, k.Note, string(k.FeaturesJSON()),
+		optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.UpdatedAt), k.ID)
+	return affected(res, err)
+}
+
+func (t licenseTx) DeleteKey(ctx context.Context, id int64) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM license_keys WHERE id = ?`), id)
+	return affected(res, err)
+}
+
+func devices(ctx context.Context, db *DB, q queryer, keyID int64) ([]license.Device, error) {
+	rows, err := q.QueryContext(ctx, db.rebind(`SELECT key_id, hwid, created_at, last_seen_at FROM devices WHERE key_id = ? ORDER BY created_at, hwid`), keyID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Device
+	for rows.Next() {
+		var d license.Device
+		var created, seen int64
+		if err := rows.Scan(&d.KeyID, &d.HWID, &created, &seen); err != nil {
+			return nil, err
+		}
+		d.CreatedAt, d.LastSeenAt = fromMS(created), fromMS(seen)
+		out = append(out, d)
+	}
+	return out, translate(rows.Err())
+}
+
+func (s licenseStore) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
+	return devices(ctx, s.db, s.db.read, keyID)
+}
+
+func (t licenseTx) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
+	return devices(ctx, t.db, t.tx, keyID)
+}
+
+func (t licenseTx) UpsertDevice(ctx context.Context, keyID int64, hwid string, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO devices (key_id, hwid, created_at, last_seen_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (key_id, hwid) DO UPDATE SET last_seen_at = excluded.last_seen_at`), keyID, hwid, ms(now), ms(now))
+	return translate(err)
+}
+
+func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM devices WHERE key_id = ?`), keyID)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.hwid, s.ip, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
+
+func scanSession(row interface{ Scan(...any) error }, extra ...any) (*license.Session, error) {
+	var ss license.Session
+	var keyID, ended sql.NullInt64
+	var reason sql.NullString
+	var created, seen int64
+	dest := append([]any{&ss.ID, &ss.TokenHash, &ss.AppID, &keyID, &ss.HWID, &ss.IP, &created, &seen, &ended, &reason}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, translate(err)
+	}
+	if keyID.Valid {
+		ss.KeyID = &keyID.Int64
+	}
+	ss.CreatedAt, ss.LastSeenAt, ss.EndedAt, ss.EndReason = fromMS(created), fromMS(seen), fromNullMS(ended), reason.String
+	return &ss, nil
+}
+
+func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]license.Session, error) {
+	q := `SELECT ` + sessionCols + `, COALESCE(k.license_key, '') FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id
+		WHERE s.app_id = ? AND s.ended_at IS NULL AND s.id > ?`
+	args := []any{f.AppID, f.After}
+	if f.KeyID != 0 {
+		q += ` AND s.key_id = ?`
+		args = append(args, f.KeyID)
+	}
+	q += ` ORDER BY s.id LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Session
+	for rows.Next() {
+		var lk string
+		ss, err := scanSession(rows, &lk)
+		if err != nil {
+			return nil, err
+		}
+		ss.LicenseKey = lk
+		out = append(out, *ss)
+	}
+	return out, translate(rows.Err())
+}
+
+func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
+	var v license.HeartbeatView
+	var status, lk sql.NullString
+	var expires sql.NullInt64
+	ss, err := scanSession(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+sessionCols+`, k.status, k.expires_at, k.license_key
+		FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id WHERE s.token_hash = ?`), tokenHash), &status, &expires, &lk)
+	if err != nil {
+		return nil, err
+	}
+	v.Session = *ss
+	v.KeyExists = status.Valid
+	v.KeyStatus, v.KeyExpiry, v.KeyString = license.Status(status.String), fromNullMS(expires), lk.String
+	return &v, nil
+}
+
+// TouchSessions writes heartbeat times in one transaction. Ended sessions are
+// left alone, and a time never moves backwards.
+func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, s.db.rebind(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND ended_at IS NULL AND last_seen_at < ?`))
+		if err != nil {
+			return translate(err)
+		}
+		defer stmt.Close()
+		for id, t := range seen {
+			if _, err := stmt.ExecContext(ctx, ms(t), id, ms(t)); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
+}
+
+func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error) {
+	var n int64
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE ended_at IS NULL AND last_seen_at < ?`),
+			ms(now), license.CodeSessionExpired, ms(cutoff))
+		if err != nil {
+			return translate(err)
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM sessions WHERE ended_at IS NOT NULL AND ended_at < ?`), ms(purgeBefore)); err != nil {
+			return translate(err)
+		}
+		_, err = tx.ExecContext(ctx, s.db.rebind(`DELETE FROM envelope_replays WHERE expires_at < ?`), ms(now))
+		return translate(err)
+	})
+	return int(n), err
+}
+
+func (t licenseTx) LiveSessionsOfKey(ctx context.Context, keyID int64) ([]license.Session, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.key_id = ? AND s.ended_at IS NULL
+		ORDER BY s.created_at, s.id`), keyID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *ss)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) InsertSession(ctx context.Context, ss *license.Session) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO sessions (id, token_hash, app_id, key_id, hwid, ip, created_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), ss.ID, ss.TokenHash, ss.AppID, ss.KeyID, ss.HWID, ss.IP, ms(ss.CreatedAt), ms(ss.LastSeenAt))
+	return translate(err)
+}
+
+func (t licenseTx) SessionByTokenHash(ctx context.Context, hash string) (*license.Session, error) {
+	return scanSession(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.token_hash = ?`), hash))
+}
+
+func (t licenseTx) SessionByID(ctx context.Context, id string) (*license.Session, error) {
+	return scanSession(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.id = ?`), id))
+}
+
+func (t licenseTx) EndSession(ctx context.Context, id, reason string, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL`),
+		ms(now), reason, id)
+	return translate(err)
+}
+
+func (t licenseTx) EndKeySessions(ctx context.Context, keyID int64, reason string, now time.Time) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE key_id = ? AND ended_at IS NULL`),
+		ms(now), reason, keyID)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func (t licenseTx) InsertResetRequest(ctx context.Context, r *license.ResetRequest) error {
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO hwid_reset_requests (app_id, key_id, license_key, username, hwid, reason, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), r.AppID, r.KeyID, r.LicenseKey, r.Username, r.HWID, r.Reason, ms(r.CreatedAt)).Scan(&r.ID))
+}
+
+func (t licenseTx) AddEvent(ctx context.Context, e event.Event) error {
+	return addEvent(ctx, t.db, t.tx, e)
+}
+
+func (t licenseTx) AddAudit(ctx context.Context, e audit.Entry) error {
+	return addAudit(ctx, t.db, t.tx, e)
+}

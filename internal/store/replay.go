@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// ClaimReplay records that the envelope with this MAC is being answered. It
+// returns claimed=true for the first caller across every keyward process;
+// later callers get claimed=false and the stored reply (nil while the first
+// caller has not finished).
+func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (claimed bool, reply []byte, err error) {
+	err = db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO envelope_replays (app_id, mac, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (app_id, mac) DO NOTHING`), appID, mac, ms(expires))
+		if err != nil {
+			return translate(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			claimed = true
+			return nil
+		}
+		var r sql.NullString
+		if err := tx.QueryRowContext(ctx, db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`), appID, mac).Scan(&r); err != nil {
+			return translate(err)
+		}
+		if r.Valid {
+			reply = []byte(r.String)
+		}
+		return nil
+	})
+	return claimed, reply, err
+}
+
+// CompleteReplay stores the reply given to a claimed envelope.
+func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byte) error {
+	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`), string(reply), appID, mac)
+	return translate(err)
+}
+
+// ReplayReply reads the stored reply of an envelope, nil while pending.
+func (db *DB) ReplayReply(ctx context.Context, appID, mac string) ([]byte, error) {
+	var r sql.NullString
+	err := db.read.QueryRowContext(ctx, db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`), appID, mac).Scan(&r)
+	if errors.Is(err, sql.ErrNoRows) || !r.Valid {
+		return nil, nil
+	}
+	return []byte(r.String), translate(err)
+}
+
+// ReleaseReplay forgets a claim whose request failed internally, so that the
+// client's retry is processed afresh.
+func (db *DB) ReleaseReplay(ctx context.Context, appID, mac string) error {
+	_, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM envelope_replays WHERE app_id = ? AND mac = ? AND reply IS NULL`), appID, mac)
+	return translate(err)
+}

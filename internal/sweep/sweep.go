@@ -1,0 +1,74 @@
+// Package sweep runs keyward's periodic background work with an explicit
+// lifecycle: Start launches the loops, Stop ends them and waits, and stopping
+// twice is safe.
+package sweep
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Job is one periodic task.
+type Job struct {
+	Name     string
+	Interval time.Duration
+	Run      func(context.Context) error
+	// Final runs once after the loop stops (for example to flush buffers).
+	Final func(context.Context) error
+}
+
+// Runner runs jobs until stopped.
+type Runner struct {
+	jobs   []Job
+	log    *slog.Logger
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// New returns a Runner for jobs.
+func New(log *slog.Logger, jobs ...Job) *Runner { return &Runner{jobs: jobs, log: log} }
+
+// Start launches every job's loop.
+func (r *Runner) Start(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	for _, j := range r.jobs {
+		r.wg.Add(1)
+		go r.loop(ctx, j)
+	}
+}
+
+func (r *Runner) loop(ctx context.Context, j Job) {
+	defer r.wg.Done()
+	t := time.NewTicker(j.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if j.Final != nil {
+				fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := j.Final(fctx); err != nil {
+					r.log.Error("job final run failed", "job", j.Name, "err", err)
+				}
+				cancel()
+			}
+			return
+		case <-t.C:
+			if err := j.Run(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("job failed", "job", j.Name, "err", err)
+			}
+		}
+	}
+}
+
+// Stop ends every loop, runs final steps and waits for them.
+func (r *Runner) Stop() {
+	r.once.Do(func() {
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.wg.Wait()
+	})
+}
