@@ -1,0 +1,159 @@
+// Package kwtest boots real keyward servers for tests: a real listener on
+// 127.0.0.1:0, a real database (SQLite in a temp dir, or a fresh PostgreSQL
+// database when KEYWARD_TEST_DATABASE_URL is set), an injectable clock, and
+// clients that speak the real wire protocol (envelopes included).
+package kwtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/server"
+)
+
+// Clock is a settable clock for servers under test.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at a fixed, realistic instant.
+func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// Engines returns the engines to test on: sqlite always, postgres when
+// KEYWARD_TEST_DATABASE_URL is set.
+func Engines() []string {
+	if os.Getenv("KEYWARD_TEST_DATABASE_URL") != "" {
+		return []string{"sqlite", "postgres"}
+	}
+	return []string{"sqlite"}
+}
+
+// ForEachEngine runs fn as a subtest per engine.
+func ForEachEngine(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, e := range Engines() {
+		t.Run(e, func(t *testing.T) { fn(t, e) })
+	}
+}
+
+// PostgresURL creates a fresh, empty PostgreSQL database for this test on the
+// server of KEYWARD_TEST_DATABASE_URL and drops it when the test ends.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("KEYWARD_TEST_DATABASE_URL")
+	if base == "" {
+		t.Fatal("KEYWARD_TEST_DATABASE_URL is not set")
+	}
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "kw_" + hex.EncodeToString(b)
+	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+		admin.Close()
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		admin.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+		admin.Close()
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Options adjust a test server.
+type Options struct {
+	Engine      string // "sqlite" (default) or "postgres"
+	DatabaseURL string // share an existing database (several servers, one PostgreSQL)
+	DataDir     string // share an existing SQLite data directory
+	Clock       *Clock // default NewClock()
+	Configure   func(*config.Config)
+	FlushEvery  time.Duration
+	ReapEvery   time.Duration
+}
+
+// AdminPassword is the password of the "admin" user every test server has.
+const AdminPassword = "correct horse battery staple"
+
+// Server is a running keyward under test.
+type Server struct {
+	*server.Server
+	T     testing.TB
+	URL   string
+	Clock *Clock
+	// DatabaseURL is the PostgreSQL database (empty on SQLite); DataDir the data directory.
+	DatabaseURL string
+	DataDir     string
+	token       string
+}
+
+// Start boots a server and stops it when the test ends.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	if o.Clock == nil {
+		o.Clock = NewClock()
+	}
+	cfg := config.Config{
+		Database:       config.Database{Data: o.DataDir, DatabaseURL: o.DatabaseURL},
+		Addr:           "127.0.0.1:0",
+		SessionTimeout: 180 * time.Second,
+		BcryptCost:     4,
+		TokenTTL:       12 * time.Hour,
+		AdminUsername:  "admin",
+		AdminPassword:  AdminPassword,
+	}
+	if cfg.Data == "" {
+		cfg.Data = t.TempDir()
+	}
+	if o.Engine == "postgres" && cfg.DatabaseURL == "" {
+		cfg.DatabaseURL = PostgresURL(t)
+	}
+	if o.Configure != nil {
+		o.Configure(&cfg)
+	}
+	ctx := context.Background()
+	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("server.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+	})
+	scheme := "http://"
+	if cfg.TLS() {
+		scheme = "https://"
+	}
+	return &Server{Server: srv, T: t, URL: scheme + strings.Replace(srv.Addr(), "[::]", "127.0.0.1", 1), Clock: o.Clock,
+		DatabaseURL: cfg.DatabaseURL, DataDir: cfg.Data}
+}
