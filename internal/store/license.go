@@ -177,15 +177,16 @@ func (t licenseTx) InsertKeys(ctx context.Context, keys []license.Key) error {
 	for start := 0; start < len(keys); start += chunk {
 		part := keys[start:min(start+chunk, len(keys))]
 		var b strings.Builder
-		b.WriteString(`INSERT INTO license_keys (app_id, license_key, status, key_type, duration, max_devices, note, features, created_at, updated_at) VALUES `)
-		args := make([]any, 0, len(part)*10)
+		b.WriteString(`INSERT INTO license_keys (app_id, license_key, status, key_type, duration, max_devices, note, features,
+			activated_at, expires_at, last_self_reset_at, created_at, updated_at) VALUES `)
+		args := make([]any, 0, len(part)*13)
 		for i, k := range part {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, k.AppID, k.LicenseKey, string(k.Status), string(k.Type), k.Duration, k.MaxDevices, k.Note,
-				string(k.FeaturesJSON()), ms(k.CreatedAt), ms(k.UpdatedAt))
+				string(k.FeaturesJSON()), optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.CreatedAt), ms(k.UpdatedAt))
 		}
 		b.WriteString(" RETURNING id, license_key")
 		rows, err := t.tx.QueryContext(ctx, t.db.rebind(b.String()), args...)

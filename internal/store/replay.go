@@ -48,10 +48,15 @@ func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byt
 func (db *DB) ReplayReply(ctx context.Context, appID, mac string) ([]byte, error) {
 	var r sql.NullString
 	err := db.read.QueryRowContext(ctx, db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`), appID, mac).Scan(&r)
-	if errors.Is(err, sql.ErrNoRows) || !r.Valid {
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, translate(err)
+	}
+	if !r.Valid {
 		return nil, nil
 	}
-	return []byte(r.String), translate(err)
+	return []byte(r.String), nil
 }
 
 // ReleaseReplay forgets a claim whose request failed internally, so that the
