@@ -1,8 +1,107 @@
 package cli
 
-import "errors"
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"time"
 
-// loadtestCmd is filled in by the load tool.
-type loadtestCmd struct{}
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/loadtest"
+	"github.com/keyward/keyward/internal/server"
+)
 
-func (loadtestCmd) Run(e *env) error { return errors.New("not implemented yet") }
+// loadtestCmd drives a keyward (a running one at --url, or one it starts in
+// this process on a fresh SQLite database) and prints throughput and latency
+// next to the echo baseline.
+type loadtestCmd struct {
+	URL           string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive; empty starts one in this process."`
+	AdminUsername string        `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Admin user that provisions the test app (with --url or --database-url)."`
+	AdminPassword string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
+	Data          string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
+	DatabaseURL   string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
+	Mode          string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key" help:"What to measure: heartbeat, login or check-key."`
+	Sessions      int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
+	Keys          int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
+	Conns         int           `name:"conns" default:"32" help:"Concurrent connections."`
+	Duration      time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
+	Warmup        time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
+	Keep          bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
+	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
+}
+
+func (c *loadtestCmd) Run(e *env) error {
+	o := loadtest.Options{
+		URL: c.URL, AdminUsername: c.AdminUsername, AdminPassword: c.AdminPassword,
+		Mode: loadtest.Mode(c.Mode), Sessions: c.Sessions, Keys: c.Keys, Conns: c.Conns,
+		Duration: c.Duration, Warmup: c.Warmup, Keep: c.Keep, Progress: e.stderr,
+	}
+	if c.URL == "" {
+		stop, err := c.startServer(e.ctx, &o)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	if c.CPUProfile != "" {
+		f, err := os.Create(c.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := loadtest.Run(e.ctx, o)
+	if err != nil {
+		return err
+	}
+	rep.Print(e.stdout)
+	if rep.Target.Errors > 0 || rep.Echo.Errors > 0 {
+		return fmt.Errorf("%d %s errors, %d echo errors", rep.Target.Errors, rep.Target.Name, rep.Echo.Errors)
+	}
+	return nil
+}
+
+// startServer boots a keyward in this process on 127.0.0.1 with a fresh
+// temporary SQLite database (or --data / --database-url) and points o at it.
+func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options) (stop func(), err error) {
+	data, cleanup := c.Data, func() {}
+	if data == "" && c.DatabaseURL == "" {
+		if data, err = os.MkdirTemp("", "keyward-loadtest-"); err != nil {
+			return nil, err
+		}
+		cleanup = func() { os.RemoveAll(data) }
+	}
+	if o.AdminPassword == "" {
+		o.AdminPassword = server.GeneratePassword()
+	}
+	cfg := config.Config{
+		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL},
+		Addr:     "127.0.0.1:0", SessionTimeout: 180 * time.Second, BcryptCost: 10, TokenTTL: time.Hour,
+		LogFormat: "text", LogLevel: "warn", AdminUsername: o.AdminUsername, AdminPassword: o.AdminPassword,
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	srv, err := server.New(ctx, cfg, server.Options{Log: log, Stdout: io.Discard})
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		srv.Close(context.Background())
+		cleanup()
+		return nil, err
+	}
+	o.URL = "http://" + srv.Addr()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+		cleanup()
+	}, nil
+}

@@ -1,0 +1,349 @@
+// Package loadtest drives a running keyward over real HTTP the way shipped
+// apps do — enveloped logins, heartbeats and check-keys — and measures, in
+// the same run, an echo baseline: a handler that only opens and seals an
+// envelope. The ratio of the two says how much of the machine's ceiling for
+// enveloped requests the license logic and the database leave.
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/internal/envelope"
+)
+
+// Mode is the kind of request a run measures.
+type Mode string
+
+// Modes.
+const (
+	Heartbeat Mode = "heartbeat" // heartbeats of live sessions (the hot path)
+	Login     Mode = "login"     // logins, each one device per key, re-opening its session
+	CheckKey  Mode = "check-key" // enveloped check-keys of existing keys
+)
+
+// Options configure a run.
+type Options struct {
+	URL           string // keyward base URL, e.g. http://127.0.0.1:8080
+	AdminUsername string
+	AdminPassword string
+
+	Mode     Mode
+	Sessions int           // live sessions opened before measuring heartbeats
+	Keys     int           // keys generated (default: Sessions, at least Conns)
+	Conns    int           // concurrent connections (default 32)
+	Duration time.Duration // measuring time per phase (default 10s)
+	Warmup   time.Duration // unmeasured time before each phase (default 1s)
+	// EchoURL is an echo baseline server (EchoHandler); empty starts one in
+	// this process.
+	EchoURL string
+	// Keep leaves the provisioned app in the database (default: deleted).
+	Keep bool
+	// Now is the clock envelopes are sealed with (default time.Now).
+	Now func() time.Time
+	// Progress receives one line per provisioning step; nil discards.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Mode == "" {
+		o.Mode = Heartbeat
+	}
+	switch o.Mode {
+	case Heartbeat, Login, CheckKey:
+	default:
+		return fmt.Errorf("unknown mode %q (heartbeat, login, check-key)", o.Mode)
+	}
+	if o.Conns <= 0 {
+		o.Conns = 32
+	}
+	if o.Sessions <= 0 {
+		o.Sessions = 10000
+	}
+	if o.Keys <= 0 {
+		o.Keys = o.Sessions
+		if o.Mode != Heartbeat {
+			o.Keys = max(1000, o.Conns)
+		}
+	}
+	if o.Duration <= 0 {
+		o.Duration = 10 * time.Second
+	}
+	if o.Warmup < 0 {
+		o.Warmup = 0
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	return nil
+}
+
+// Report is the outcome of a run: the baseline and the measured mode.
+type Report struct {
+	Mode     Mode
+	Sessions int
+	Conns    int
+	Echo     Result
+	Target   Result
+}
+
+// Ratio is the measured mode's throughput as a fraction of the echo baseline.
+func (r *Report) Ratio() float64 {
+	if r.Echo.RPS() == 0 {
+		return 0
+	}
+	return r.Target.RPS() / r.Echo.RPS()
+}
+
+// Print writes the report as a small table.
+func (r *Report) Print(w io.Writer) {
+	fmt.Fprintf(w, "mode %s, %d live sessions, %d connections, %s per phase\n",
+		r.Mode, r.Sessions, r.Conns, r.Target.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %8s\n", "phase", "requests", "req/s", "p50", "p99", "errors")
+	for _, res := range []Result{r.Echo, r.Target} {
+		fmt.Fprintf(w, "%-10s %10d %10.0f %10s %10s %8d\n", res.Name, res.Requests, res.RPS(),
+			fmtDur(res.P50), fmtDur(res.P99), res.Errors)
+	}
+	fmt.Fprintf(w, "%s / echo: %.0f%%\n", r.Mode, 100*r.Ratio())
+	for _, res := range []Result{r.Echo, r.Target} {
+		if res.FirstError != "" {
+			fmt.Fprintf(w, "first %s error: %s\n", res.Name, res.FirstError)
+		}
+	}
+}
+
+func fmtDur(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+}
+
+// Run provisions an app, keys and sessions on the keyward at o.URL through its
+// admin API, measures the echo baseline and then the chosen mode, and removes
+// the app again unless o.Keep.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	echoURL := o.EchoURL
+	if echoURL == "" {
+		stop, url, err := StartEcho(o.Now)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		echoURL = url
+	}
+	t, err := Provision(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := t.Close(ctx, o.Keep); err != nil {
+			fmt.Fprintf(o.Progress, "warning: %v\n", err)
+		}
+	}()
+
+	rep := &Report{Mode: o.Mode, Sessions: len(t.Sessions), Conns: o.Conns}
+	fmt.Fprintf(o.Progress, "measuring echo baseline for %s\n", o.Duration)
+	rep.Echo = Measure(ctx, "echo", o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
+		return t.Echo(ctx, echoURL, i)
+	})
+	fmt.Fprintf(o.Progress, "measuring %s for %s\n", o.Mode, o.Duration)
+	rep.Target = Measure(ctx, string(o.Mode), o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
+		return t.Do(ctx, o.Mode, i)
+	})
+	return rep, nil
+}
+
+// StartEcho serves EchoHandler on 127.0.0.1 and returns its URL and a stop function.
+func StartEcho(now func() time.Time) (stop func(), url string, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: EchoHandler(now), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, "http://" + ln.Addr().String() + "/", nil
+}
+
+// Target is a provisioned app on a keyward: its secret, keys, and the live
+// sessions opened on them.
+type Target struct {
+	c        *client
+	token    string
+	AppID    string
+	Secret   string
+	keys     envelope.Keys
+	Keys     []string
+	Sessions []Session
+}
+
+// Session is a live session and the key it runs on.
+type Session struct {
+	ID, Key string
+}
+
+// Provision signs in to the admin API, creates an app, generates o.Keys
+// lifetime keys, and (in heartbeat mode) opens o.Sessions sessions over
+// o.Conns connections.
+func Provision(ctx context.Context, o Options) (*Target, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	c := newClient(o.URL, o.Conns, o.Now)
+	var login struct{ Token string }
+	if err := c.admin(ctx, "", "POST", "/api/admin/login.php",
+		map[string]string{"username": o.AdminUsername, "password": o.AdminPassword}, &login); err != nil {
+		return nil, fmt.Errorf("admin sign-in: %w", err)
+	}
+	var created struct {
+		App struct {
+			ID     string `json:"app_id"`
+			Secret string `json:"secret"`
+		}
+	}
+	name := "loadtest " + time.Now().UTC().Format(time.RFC3339)
+	if err := c.admin(ctx, login.Token, "POST", "/api/admin/apps.php", map[string]any{"name": name, "version": "1.0.0"}, &created); err != nil {
+		return nil, fmt.Errorf("create app: %w", err)
+	}
+	t := &Target{c: c, token: login.Token, AppID: created.App.ID, Secret: created.App.Secret, keys: envelope.Derive(created.App.Secret)}
+	fail := func(err error) (*Target, error) {
+		t.Close(ctx, o.Keep)
+		return nil, err
+	}
+
+	perKey := 1
+	if o.Mode == Heartbeat {
+		perKey = (o.Sessions + o.Keys - 1) / o.Keys
+	}
+	fmt.Fprintf(o.Progress, "app %s: generating %d keys\n", t.AppID, o.Keys)
+	for len(t.Keys) < o.Keys {
+		n := min(10000, o.Keys-len(t.Keys))
+		var gen struct {
+			Keys []struct {
+				LicenseKey string `json:"license_key"`
+			}
+		}
+		if err := c.admin(ctx, t.token, "POST", "/api/admin/keys.php", map[string]any{"app_id": t.AppID, "count": n,
+			"key_type": "lifetime", "max_devices": perKey, "note": "loadtest"}, &gen); err != nil {
+			return fail(fmt.Errorf("generate keys: %w", err))
+		}
+		for _, k := range gen.Keys {
+			t.Keys = append(t.Keys, k.LicenseKey)
+		}
+	}
+	if o.Mode != Heartbeat {
+		return t, nil
+	}
+
+	fmt.Fprintf(o.Progress, "opening %d sessions\n", o.Sessions)
+	t.Sessions = make([]Session, o.Sessions)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  = make(chan int)
+	)
+	for w := 0; w < o.Conns; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				key := t.Keys[i%len(t.Keys)]
+				r, err := t.login(ctx, key, "loadtest-device-"+strconv.Itoa(i))
+				if err != nil {
+					mu.Lock()
+					first = cmp(first, err)
+					mu.Unlock()
+					continue
+				}
+				t.Sessions[i] = Session{ID: r.SessionID, Key: key}
+			}
+		}()
+	}
+	for i := 0; i < o.Sessions; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return fail(fmt.Errorf("open sessions: %w", first))
+	}
+	return t, nil
+}
+
+func cmp(first, err error) error {
+	if first == nil {
+		return err
+	}
+	return first
+}
+
+func (t *Target) login(ctx context.Context, key, hwid string) (*reply, error) {
+	inner, _ := json.Marshal(map[string]string{"license_key": key, "hwid": hwid})
+	return t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/login.php", inner)
+}
+
+// Do sends the i-th request of mode: heartbeats cycle through the sessions,
+// logins and check-keys through the keys.
+func (t *Target) Do(ctx context.Context, mode Mode, i int) error {
+	var err error
+	switch mode {
+	case Heartbeat:
+		if len(t.Sessions) == 0 {
+			return errors.New("no sessions provisioned")
+		}
+		s := t.Sessions[i%len(t.Sessions)]
+		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/heartbeat.php", heartbeatBody(s))
+	case Login:
+		k := i % len(t.Keys)
+		_, err = t.login(ctx, t.Keys[k], "loadtest-login-"+strconv.Itoa(k))
+	case CheckKey:
+		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[i%len(t.Keys)]})
+		var r *reply
+		r, err = t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/check-key.php", inner)
+		if err == nil && (r.Valid == nil || !*r.Valid) {
+			err = errors.New("check-key: key reported not valid")
+		}
+	default:
+		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	return err
+}
+
+// Echo sends the i-th heartbeat body to the echo baseline at url.
+func (t *Target) Echo(ctx context.Context, url string, i int) error {
+	s := Session{ID: "echo", Key: "echo"}
+	if len(t.Sessions) > 0 {
+		s = t.Sessions[i%len(t.Sessions)]
+	}
+	_, err := t.c.sealed(ctx, t.keys, t.Secret, url, heartbeatBody(s))
+	return err
+}
+
+func heartbeatBody(s Session) []byte {
+	b, _ := json.Marshal(map[string]string{"session_id": s.ID, "license_key": s.Key})
+	return b
+}
+
+// Close deletes the provisioned app (unless keep) and releases connections.
+func (t *Target) Close(ctx context.Context, keep bool) error {
+	defer t.c.close()
+	if keep || t.AppID == "" {
+		return nil
+	}
+	if err := t.c.admin(context.WithoutCancel(ctx), t.token, "DELETE", "/api/admin/apps.php?app_id="+t.AppID, nil, nil); err != nil {
+		return fmt.Errorf("delete the load test app %s: %w", t.AppID, err)
+	}
+	return nil
+}

@@ -1,0 +1,94 @@
+package loadtest_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/kwtest"
+	"github.com/keyward/keyward/internal/loadtest"
+)
+
+// TestRunEveryMode drives a real server briefly in each mode and checks that
+// the run provisioned what it was asked for, completed requests without a
+// single failure, and removed its app afterwards.
+func TestRunEveryMode(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		srv := kwtest.Start(t, kwtest.Options{Engine: engine})
+		for _, mode := range []loadtest.Mode{loadtest.Heartbeat, loadtest.Login, loadtest.CheckKey} {
+			t.Run(string(mode), func(t *testing.T) {
+				rep, err := loadtest.Run(context.Background(), loadtest.Options{
+					URL: srv.URL, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword,
+					Mode: mode, Sessions: 40, Keys: 20, Conns: 4,
+					Duration: 300 * time.Millisecond, Now: srv.Clock.Now,
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Target.Name != string(mode) || rep.Echo.Name != "echo" {
+					t.Errorf("phase names %q, %q", rep.Echo.Name, rep.Target.Name)
+				}
+				for _, r := range []loadtest.Result{rep.Echo, rep.Target} {
+					if r.Requests == 0 || r.Errors != 0 {
+						t.Errorf("%s: %d requests, %d errors (first: %s)", r.Name, r.Requests, r.Errors, r.FirstError)
+					}
+					if r.P50 <= 0 || r.P99 < r.P50 {
+						t.Errorf("%s: p50 %v p99 %v", r.Name, r.P50, r.P99)
+					}
+				}
+				if mode == loadtest.Heartbeat && rep.Sessions != 40 {
+					t.Errorf("opened %d sessions, want 40", rep.Sessions)
+				}
+				var out strings.Builder
+				rep.Print(&out)
+				if !strings.Contains(out.String(), string(mode)+" / echo:") {
+					t.Errorf("report lacks the ratio line:\n%s", out.String())
+				}
+				apps := srv.MustAdmin("GET", "/api/admin/apps.php", nil).Body["apps"].([]any)
+				if len(apps) != 0 {
+					t.Errorf("%d apps left behind after the run", len(apps))
+				}
+			})
+		}
+	})
+}
+
+// TestMeasureCountsFailures checks the accounting: every call is a request,
+// failed calls are errors, and the first failure is reported.
+func TestMeasureCountsFailures(t *testing.T) {
+	var calls atomic.Int64
+	res := loadtest.Measure(context.Background(), "x", 3, 0, 50*time.Millisecond, func(ctx context.Context, i int) error {
+		if calls.Add(1)%2 == 0 {
+			return errOdd
+		}
+		return nil
+	})
+	if res.Requests != calls.Load() || res.Requests == 0 {
+		t.Fatalf("requests %d, calls %d", res.Requests, calls.Load())
+	}
+	if res.Errors != res.Requests/2 {
+		t.Errorf("errors %d, want %d", res.Errors, res.Requests/2)
+	}
+	if res.FirstError != errOdd.Error() {
+		t.Errorf("first error %q", res.FirstError)
+	}
+}
+
+type stringErr string
+
+func (e stringErr) Error() string { return string(e) }
+
+const errOdd = stringErr("every second call fails")
+
+// TestRunRefusesBadCredentials makes sure a wrong admin password is an error
+// before any load is generated.
+func TestRunRefusesBadCredentials(t *testing.T) {
+	srv := kwtest.Start(t, kwtest.Options{})
+	_, err := loadtest.Run(context.Background(), loadtest.Options{URL: srv.URL, AdminUsername: "admin",
+		AdminPassword: "wrong password", Duration: time.Millisecond, Now: srv.Clock.Now})
+	if err == nil || !strings.Contains(err.Error(), "admin sign-in") {
+		t.Fatalf("err = %v, want an admin sign-in failure", err)
+	}
+}
