@@ -95,6 +95,7 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 		return tx.AddAudit(ctx, entry(actor, now, "app.update", cur.ID, cur.ID,
 			map[string]any{"name": cur.Name, "version": cur.Version, "settings": cur.Settings}))
 	})
+	s.apps.clear()
 	return out, err
 }
 
@@ -120,12 +121,14 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 		out = a
 		return tx.AddAudit(ctx, entry(actor, now, "app.regenerate_secret", id, id, nil))
 	})
+	s.apps.clear()
 	return out, err
 }
 
 // DeleteApp deletes an app with its keys, devices and sessions.
 func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) error {
 	now := s.Now()
+	defer s.apps.clear()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteApp(ctx, id); errors.Is(err, apperr.ErrNotFound) {
 			return notFound("App")

@@ -18,6 +18,10 @@ type Config struct {
 	// SessionTimeout is how long a session may go without a heartbeat before
 	// it is reaped (and refused at its next heartbeat).
 	SessionTimeout time.Duration
+	// AppCacheTTL is how long an app resolved from its secret is reused
+	// before it is read again (default 1s; negative disables). It bounds how
+	// long a change made through another process takes to be seen here.
+	AppCacheTTL time.Duration
 }
 
 // Service implements the license and session rules. It is safe for concurrent
@@ -29,6 +33,7 @@ type Service struct {
 	random io.Reader
 	cfg    Config
 
+	apps    *appCache
 	mu      sync.Mutex
 	touched map[string]time.Time // session ID → last heartbeat not yet written
 }
@@ -42,7 +47,11 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 180 * time.Second
 	}
-	return &Service{store: store, now: now, random: random, cfg: cfg, touched: map[string]time.Time{}}
+	if cfg.AppCacheTTL == 0 {
+		cfg.AppCacheTTL = time.Second
+	}
+	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
+		touched: map[string]time.Time{}}
 }
 
 // Now returns the service clock's time.
@@ -56,11 +65,23 @@ func HashToken(token string) string {
 
 // AppBySecret resolves the app whose secret is secret. The lookup is by the
 // secret's SHA-256, so no timing of the comparison depends on secret bytes.
+// Apps are cached briefly (Config.AppCacheTTL).
 func (s *Service) AppBySecret(ctx context.Context, secret string) (*App, error) {
 	if len(secret) != 64 {
 		return nil, apperr.ErrNotFound
 	}
-	return s.store.AppBySecretHash(ctx, HashToken(secret))
+	hash := HashToken(secret)
+	now := s.now()
+	a, gen := s.apps.get(hash, now)
+	if a != nil {
+		return a, nil
+	}
+	a, err := s.store.AppBySecretHash(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	s.apps.put(hash, a, gen, now)
+	return a, nil
 }
 
 // LoginRequest is the inner body of auth/login.
@@ -229,11 +250,20 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		}
 		return killError(reason, app)
 	}
-	s.mu.Lock()
-	s.touched[sess.ID] = now
-	s.mu.Unlock()
+	if now.Sub(sess.LastSeenAt) >= touchResolution {
+		s.mu.Lock()
+		s.touched[sess.ID] = now
+		s.mu.Unlock()
+	}
 	return nil
 }
+
+// touchResolution is how fresh a session's stored last-seen time may be for a
+// heartbeat to leave it alone. Clients beat at the app's heartbeat_interval
+// (at least this long), so each of their beats is written; a client beating
+// faster costs one write per session per touchResolution, not one per beat,
+// and its silence is measured at most this much early.
+const touchResolution = 10 * time.Second
 
 func (s *Service) lastSeen(sess *Session) time.Time {
 	s.mu.Lock()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,6 +47,10 @@ type DB struct {
 	write  *sql.DB
 	read   *sql.DB
 	now    func() time.Time
+
+	// hot caches prepared statements of the hot-path reads (query → *sql.Stmt),
+	// so SQLite does not parse them on every heartbeat.
+	hot sync.Map
 }
 
 // Options configure Open.
@@ -97,7 +102,7 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	if n <= 0 {
 		n = 8
 	}
-	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(268435456)")
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -126,8 +131,31 @@ func openPostgres(ctx context.Context, url string) (*DB, error) {
 // Engine reports which engine db runs on.
 func (db *DB) Engine() Engine { return db.engine }
 
+// hotRow runs a hot-path read through a cached prepared statement on the
+// reader pool. q uses ? placeholders.
+func (db *DB) hotRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st, ok := db.hot.Load(q); ok {
+		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
+	}
+	st, err := db.read.PrepareContext(ctx, db.rebind(q))
+	if err != nil {
+		// Let the plain query report the error through Row.Scan.
+		return db.read.QueryRowContext(ctx, db.rebind(q), args...)
+	}
+	if prev, loaded := db.hot.LoadOrStore(q, st); loaded {
+		st.Close()
+		st = prev.(*sql.Stmt)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
 // Close closes every connection.
 func (db *DB) Close() error {
+	db.hot.Range(func(q, st any) bool {
+		st.(*sql.Stmt).Close()
+		db.hot.Delete(q)
+		return true
+	})
 	err := db.write.Close()
 	if db.read != db.write {
 		err = errors.Join(err, db.read.Close())

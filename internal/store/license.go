@@ -47,7 +47,7 @@ func scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
 }
 
 func (s licenseStore) AppBySecretHash(ctx context.Context, hash string) (*license.App, error) {
-	return scanApp(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+appCols+` FROM apps WHERE secret_hash = ?`), hash))
+	return scanApp(s.db.hotRow(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
 }
 
 func (s licenseStore) App(ctx context.Context, id string) (*license.App, error) {
@@ -315,12 +315,14 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 	return out, translate(rows.Err())
 }
 
+var heartbeatViewQuery = `SELECT ` + sessionCols + `, k.status, k.expires_at, k.license_key
+	FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id WHERE s.token_hash = ?`
+
 func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
 	var v license.HeartbeatView
 	var status, lk sql.NullString
 	var expires sql.NullInt64
-	ss, err := scanSession(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+sessionCols+`, k.status, k.expires_at, k.license_key
-		FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id WHERE s.token_hash = ?`), tokenHash), &status, &expires, &lk)
+	ss, err := scanSession(s.db.hotRow(ctx, heartbeatViewQuery, tokenHash), &status, &expires, &lk)
 	if err != nil {
 		return nil, err
 	}
