@@ -250,7 +250,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		}
 		return killError(reason, app)
 	}
-	if now.Sub(sess.LastSeenAt) >= touchResolution {
+	if now.Sub(sess.LastSeenAt) >= s.touchResolution() {
 		s.mu.Lock()
 		s.touched[sess.ID] = now
 		s.mu.Unlock()
@@ -259,11 +259,12 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 }
 
 // touchResolution is how fresh a session's stored last-seen time may be for a
-// heartbeat to leave it alone. Clients beat at the app's heartbeat_interval
-// (at least this long), so each of their beats is written; a client beating
-// faster costs one write per session per touchResolution, not one per beat,
-// and its silence is measured at most this much early.
-const touchResolution = 10 * time.Second
+// heartbeat to leave it alone: a eighteenth of the session timeout (10 s for
+// the default 180 s). Clients beating at the default 30 s interval have every
+// beat written; a client beating faster costs one write per session per
+// resolution instead of one per beat, and its silence is measured at most
+// that much (under 6 % of the timeout) early.
+func (s *Service) touchResolution() time.Duration { return s.cfg.SessionTimeout / 18 }
 
 func (s *Service) lastSeen(sess *Session) time.Time {
 	s.mu.Lock()

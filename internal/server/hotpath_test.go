@@ -45,8 +45,9 @@ func TestAppChangesReachTheHotPath(t *testing.T) {
 }
 
 // A heartbeat writes the session's last-seen time unless the stored one is
-// less than 10 s old: clients beating at the app's interval (≥ 10 s) have
-// every beat recorded; a client beating faster costs one write per 10 s.
+// less than a eighteenth of the session timeout old (10 s of the default
+// 180 s): clients beating at the default 30 s interval have every beat
+// recorded; a client beating faster costs one write per 10 s.
 func TestHeartbeatTouchesAreCoalesced(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, FlushEvery: time.Hour})
