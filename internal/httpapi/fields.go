@@ -46,8 +46,7 @@ func parseFields(b []byte) (fields, error) {
 		return fields{}, nil
 	}
 	var f fields
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&f); err != nil || f == nil || dec.More() {
+	if err := json.Unmarshal(b, &f); err != nil || f == nil {
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "The request body must be a JSON object.")
 	}
 	return f, nil

@@ -13,28 +13,44 @@ import (
 // it. Entries are grouped in 10-second buckets by expiry so expired ones go in
 // one delete; when the cache holds more than max entries the oldest bucket is
 // dropped early (routes whose side effects matter also use the shared store).
+//
+// Every verified envelope of every client lands here, so an entry is kept
+// small: the 32-byte MAC as the key (it was verified under the app's key, so
+// it also tells apps apart) and the reply bytes, about 120 bytes in all.
 type replayCache struct {
 	mu      sync.Mutex
-	buckets map[int64]map[string]*replayEntry
+	buckets map[int64]map[replayKey]replayEntry
 	size    int
 	max     int
 	swept   int64
+	// changed is closed and replaced whenever a pending entry finishes, waking
+	// the (rare) duplicates waiting for one.
+	changed chan struct{}
 }
 
+// replayKey is an envelope's MAC.
+type replayKey [32]byte
+
 type replayEntry struct {
-	done  chan struct{}
-	reply []byte // nil when the first request failed internally
+	reply   []byte // the first reply; nil while pending
+	pending bool
 }
 
 func newReplayCache(max int) *replayCache {
-	return &replayCache{buckets: map[int64]map[string]*replayEntry{}, max: max}
+	return &replayCache{buckets: map[int64]map[replayKey]replayEntry{}, max: max, changed: make(chan struct{})}
 }
 
 const bucketSeconds = 10
 
-// claim returns the entry for key and whether the caller is the first to see
-// it (and so must call finish).
-func (c *replayCache) claim(key string, expires, now time.Time) (*replayEntry, bool) {
+func keyOf(mac []byte) replayKey {
+	var k replayKey
+	copy(k[:], mac)
+	return k
+}
+
+// claim reports whether the caller is the first to see the envelope (and so
+// must call finish). A later caller gets the first reply from wait.
+func (c *replayCache) claim(key replayKey, expires, now time.Time) bool {
 	b := expires.Unix() / bucketSeconds
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -49,14 +65,13 @@ func (c *replayCache) claim(key string, expires, now time.Time) (*replayEntry, b
 	}
 	m := c.buckets[b]
 	if m == nil {
-		m = map[string]*replayEntry{}
+		m = map[replayKey]replayEntry{}
 		c.buckets[b] = m
 	}
-	if e, ok := m[key]; ok {
-		return e, false
+	if _, ok := m[key]; ok {
+		return false
 	}
-	e := &replayEntry{done: make(chan struct{})}
-	m[key] = e
+	m[key] = replayEntry{pending: true}
 	c.size++
 	for c.size > c.max && len(c.buckets) > 1 {
 		oldest := int64(-1)
@@ -68,30 +83,47 @@ func (c *replayCache) claim(key string, expires, now time.Time) (*replayEntry, b
 		c.size -= len(c.buckets[oldest])
 		delete(c.buckets, oldest)
 	}
-	return e, true
+	return true
 }
 
-// finish publishes the reply of a claimed entry. A nil reply (internal
-// failure) also removes the entry so a retry runs again.
-func (c *replayCache) finish(key string, expires time.Time, e *replayEntry, reply []byte) {
-	e.reply = reply
-	if reply == nil {
-		c.mu.Lock()
-		if m := c.buckets[expires.Unix()/bucketSeconds]; m != nil && m[key] == e {
-			delete(m, key)
-			c.size--
+// finish publishes the reply of a claimed envelope. A nil reply (internal
+// failure) removes the entry so a retry runs again.
+func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m := c.buckets[expires.Unix()/bucketSeconds]; m != nil {
+		if e, ok := m[key]; ok && e.pending {
+			if reply == nil {
+				delete(m, key)
+				c.size--
+			} else {
+				m[key] = replayEntry{reply: reply}
+			}
 		}
-		c.mu.Unlock()
 	}
-	close(e.done)
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
-// wait blocks until the first request's reply is known.
-func (e *replayEntry) wait(ctx context.Context) ([]byte, bool) {
-	select {
-	case <-e.done:
-		return e.reply, e.reply != nil
-	case <-ctx.Done():
-		return nil, false
+// wait blocks until the first request's reply is known. It returns false when
+// there is none to give: the first request failed internally, the entry was
+// evicted, or ctx ended.
+func (c *replayCache) wait(ctx context.Context, key replayKey, expires time.Time) ([]byte, bool) {
+	for {
+		c.mu.Lock()
+		e, ok := c.buckets[expires.Unix()/bucketSeconds][key]
+		changed := c.changed
+		c.mu.Unlock()
+		if !ok {
+			return nil, false
+		}
+		if !e.pending {
+			return e.reply, true
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, false
+		}
 	}
 }

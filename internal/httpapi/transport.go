@@ -160,18 +160,17 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 	}
 	ctx := r.Context()
 	expires := time.Unix(env.T, 0).Add(envelope.Window)
-	cacheKey := app.ID + string(mac)
-	entry, first := a.cache.claim(cacheKey, expires, now)
-	if !first {
-		if reply, ok := entry.wait(ctx); ok {
+	key := keyOf(mac)
+	if !a.cache.claim(key, expires, now) {
+		if reply, ok := a.cache.wait(ctx, key, expires); ok {
 			a.writeSealed(w, r, keys, reply)
 		} else {
 			a.writeError(w, r, errBusy)
 		}
 		return
 	}
-	reply, err := a.runOnce(ctx, r, app, plain, hex.EncodeToString(mac), expires, h, scope)
-	a.cache.finish(cacheKey, expires, entry, reply)
+	reply, err := a.runOnce(ctx, r, app, plain, mac, expires, h, scope)
+	a.cache.finish(key, expires, reply)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -182,9 +181,11 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 // runOnce produces the inner reply of a verified envelope, claiming it in the
 // shared store first for replayShared routes. An error return means no reply
 // was produced (internal failure or a duplicate still in flight elsewhere).
-func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, plain []byte, mac string, expires time.Time,
+func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, plain, macBytes []byte, expires time.Time,
 	h clientHandler, scope replayScope) ([]byte, error) {
+	var mac string
 	if scope == replayShared {
+		mac = hex.EncodeToString(macBytes)
 		claimed, prior, err := a.replays.ClaimReplay(ctx, app.ID, mac, expires)
 		if err != nil {
 			return nil, err
