@@ -131,7 +131,8 @@ type Session struct {
 }
 
 // HeartbeatView is what one read gives the heartbeat: the session and the state
-// of its key.
+// of its key. Only the session fields the heartbeat decides on are filled: ID,
+// TokenHash, AppID, KeyID, LastSeenAt, EndedAt and EndReason.
 type HeartbeatView struct {
 	Session   Session
 	KeyStatus Status

@@ -315,18 +315,26 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 	return out, translate(rows.Err())
 }
 
-var heartbeatViewQuery = `SELECT ` + sessionCols + `, k.status, k.expires_at, k.license_key
+// heartbeatViewQuery reads only what the heartbeat decides on: it runs on
+// every heartbeat of every client.
+var heartbeatViewQuery = `SELECT s.id, s.app_id, s.key_id, s.last_seen_at, s.ended_at, s.end_reason,
+	k.status, k.expires_at, k.license_key
 	FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id WHERE s.token_hash = ?`
 
 func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
 	var v license.HeartbeatView
-	var status, lk sql.NullString
-	var expires sql.NullInt64
-	ss, err := scanSession(s.db.hotRow(ctx, heartbeatViewQuery, tokenHash), &status, &expires, &lk)
+	ss := &v.Session
+	var keyID, ended, expires sql.NullInt64
+	var reason, status, lk sql.NullString
+	var seen int64
+	err := s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &keyID, &seen, &ended, &reason, &status, &expires, &lk)
 	if err != nil {
-		return nil, err
+		return nil, translate(err)
 	}
-	v.Session = *ss
+	if keyID.Valid {
+		ss.KeyID = &keyID.Int64
+	}
+	ss.TokenHash, ss.LastSeenAt, ss.EndedAt, ss.EndReason = tokenHash, fromMS(seen), fromNullMS(ended), reason.String
 	v.KeyExists = status.Valid
 	v.KeyStatus, v.KeyExpiry, v.KeyString = license.Status(status.String), fromNullMS(expires), lk.String
 	return &v, nil
