@@ -1,0 +1,120 @@
+package httpapi
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+var replayT0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func macN(n byte) replayKey { return keyOf([]byte{n, 1, 2, 3}) }
+
+func TestReplayCacheAnswersARepeatWithTheFirstReply(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	if !c.claim(macN(1), exp, replayT0) {
+		t.Fatal("first claim refused")
+	}
+	if c.claim(macN(1), exp, replayT0) {
+		t.Fatal("second claim of the same MAC granted")
+	}
+	if !c.claim(macN(2), exp, replayT0) {
+		t.Fatal("claim of another MAC refused")
+	}
+	c.finish(macN(1), exp, []byte("first"))
+	got, ok := c.wait(context.Background(), macN(1), exp)
+	if !ok || string(got) != "first" {
+		t.Fatalf("wait = %q, %v; want the first reply", got, ok)
+	}
+}
+
+func TestReplayCacheWaitersWakeWhenTheFirstFinishes(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	var wg sync.WaitGroup
+	replies := make([]string, 4)
+	for i := range replies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b, ok := c.wait(context.Background(), macN(1), exp)
+			if ok {
+				replies[i] = string(b)
+			}
+		}()
+	}
+	// Finishing another entry wakes the waiters, which must go back to waiting.
+	c.claim(macN(2), exp, replayT0)
+	c.finish(macN(2), exp, []byte("other"))
+	c.finish(macN(1), exp, []byte("first"))
+	wg.Wait()
+	for i, r := range replies {
+		if r != "first" {
+			t.Errorf("waiter %d got %q, want the first reply", i, r)
+		}
+	}
+}
+
+func TestReplayCacheFailedFirstLetsARetryRun(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	c.finish(macN(1), exp, nil)
+	if _, ok := c.wait(context.Background(), macN(1), exp); ok {
+		t.Fatal("wait found a reply for a request that failed")
+	}
+	if !c.claim(macN(1), exp, replayT0) {
+		t.Fatal("a retry after an internal failure was refused")
+	}
+}
+
+func TestReplayCacheWaitGivesUpWithTheContext(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := c.wait(ctx, macN(1), exp); ok {
+		t.Fatal("wait on a pending entry with a cancelled context reported a reply")
+	}
+}
+
+func TestReplayCacheForgetsEntriesOnceTheWindowHasPassed(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	c.finish(macN(1), exp, []byte("first"))
+	// Still inside the window: remembered.
+	if c.claim(macN(1), exp, exp.Add(-time.Second)) {
+		t.Fatal("entry forgotten before its expiry")
+	}
+	// A later claim, past the expiry bucket, sweeps it.
+	c.claim(macN(9), exp.Add(time.Hour), exp.Add(bucketSeconds*time.Second))
+	if c.size != 1 {
+		t.Fatalf("size after sweep = %d, want 1", c.size)
+	}
+	if _, ok := c.wait(context.Background(), macN(1), exp); ok {
+		t.Fatal("expired entry still answered")
+	}
+}
+
+func TestReplayCacheDropsTheOldestBucketWhenFull(t *testing.T) {
+	c := newReplayCache(2)
+	early := replayT0.Add(100 * time.Second)
+	late := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), early, replayT0)
+	c.claim(macN(2), late, replayT0)
+	c.claim(macN(3), late, replayT0) // over the cap: the early bucket goes
+	if c.size != 2 {
+		t.Fatalf("size = %d, want 2", c.size)
+	}
+	if c.claim(macN(2), late, replayT0) || c.claim(macN(3), late, replayT0) {
+		t.Fatal("entries of the newest bucket were dropped")
+	}
+	if !c.claim(macN(1), early, replayT0) {
+		t.Fatal("entry of the dropped bucket still present")
+	}
+}
