@@ -47,6 +47,8 @@ type DB struct {
 	write  *sql.DB
 	read   *sql.DB
 	now    func() time.Time
+	// lockPath is SQLite's migration lock file (see sqliteMigrateLock).
+	lockPath string
 
 	// hot caches prepared statements of the hot-path reads (query → *sql.Stmt),
 	// so SQLite does not parse them on every heartbeat.
@@ -110,7 +112,7 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	return &DB{engine: SQLite, write: w, read: r, now: time.Now}, nil
+	return &DB{engine: SQLite, write: w, read: r, now: time.Now, lockPath: filepath.Join(o.DataDir, "migrate.lock")}, nil
 }
 
 func openPostgres(ctx context.Context, url string) (*DB, error) {
@@ -173,7 +175,9 @@ func (db *DB) provider() (*goose.Provider, error) {
 	}
 	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
 	dialect := goose.DialectSQLite3
-	if db.engine == Postgres {
+	if db.engine == SQLite {
+		opts = append(opts, goose.WithSessionLocker(&sqliteMigrateLock{path: db.lockPath}))
+	} else {
 		dialect = goose.DialectPostgres
 		// Several keyward processes may start at once: one migrates, the others wait.
 		locker, err := lock.NewPostgresSessionLocker()

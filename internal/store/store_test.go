@@ -235,3 +235,40 @@ func TestConcurrentMigrationsPostgres(t *testing.T) {
 		}
 	}
 }
+
+// Several processes starting at once on a fresh database (or `keyward
+// migrate` racing a starting server) must all come up: one migrates, the
+// others wait and find the schema done.
+func TestConcurrentFirstMigrations(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			o := e.opts(t)
+			const n = 4
+			dbs := make([]*store.DB, n)
+			for i := range dbs {
+				dbs[i] = open(t, o)
+			}
+			versions := make([]int64, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i, db := range dbs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					versions[i], errs[i] = db.Migrate(ctx)
+				}()
+			}
+			wg.Wait()
+			for i := range dbs {
+				if errs[i] != nil || versions[i] != versions[0] || versions[0] < 1 {
+					t.Errorf("Migrate #%d = %d, %v; want version %d (≥ 1), nil", i, versions[i], errs[i], versions[0])
+				}
+				if err := dbs[i].CheckSchema(ctx); err != nil {
+					t.Errorf("CheckSchema #%d: %v", i, err)
+				}
+			}
+		})
+	}
+}
