@@ -176,9 +176,12 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	maxDev, _, err := c.f.int("max_devices")
+	maxDev, given, err := c.f.int("max_devices")
 	if err != nil {
 		return nil, err
+	}
+	if given && maxDev < 1 { // absent means 1; an explicit 0 is a mistake
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
 	}
 	if in.Note, err = c.f.str("note"); err != nil {
 		return nil, err
@@ -277,12 +280,15 @@ func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, e
 		return nil, err
 	}
 	f.Limit = int(limit)
+	if f.Limit <= 0 || f.Limit > 1000 { // the page size Sessions uses
+		f.Limit = 100
+	}
 	ss, err := a.lic.Sessions(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	res := map[string]any{"success": true, "sessions": sessionViews(ss), "next_cursor": nil}
-	if len(ss) > 0 && (f.Limit == 0 && len(ss) == 100 || len(ss) == f.Limit) {
+	if len(ss) > 0 && len(ss) == f.Limit {
 		res["next_cursor"] = ss[len(ss)-1].ID
 	}
 	return res, nil
@@ -315,6 +321,9 @@ func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
+	if limit <= 0 || limit > 1000 { // the page size Audit uses
+		limit = 100
+	}
 	entries, err := a.db.Audit(ctx, storeAuditFilter(c.q.Get("app_id"), c.q.Get("action"), before, int(limit)))
 	if err != nil {
 		return nil, err
@@ -325,7 +334,7 @@ func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, erro
 			"details": e.Details, "actor": map[string]any{"kind": e.Actor.Kind, "id": e.Actor.ID, "name": e.Actor.Name, "ip": e.Actor.IP}}
 	}
 	res := map[string]any{"success": true, "entries": out, "next_cursor": nil}
-	if len(entries) > 0 {
+	if len(entries) > 0 && len(entries) == int(limit) {
 		res["next_cursor"] = strconv.FormatInt(entries[len(entries)-1].ID, 10)
 	}
 	return res, nil

@@ -135,7 +135,7 @@ func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) e
 		} else if err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "app.delete", "", id, nil))
+		return tx.AddAudit(ctx, entry(actor, now, "app.delete", id, id, nil))
 	})
 }
 
