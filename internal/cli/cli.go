@@ -141,7 +141,7 @@ type adminCmd struct {
 
 type adminCreateCmd struct {
 	config.Database `embed:""`
-	Username        string `name:"username" required:"" help:"Username (3-64 letters, digits or _ . @ -)."`
+	Username        string `name:"username" required:"" env:"KEYWARD_NEW_ADMIN_USERNAME" help:"Username (3-64 letters, digits or _ . @ -)."`
 	Password        string `name:"password" env:"KEYWARD_NEW_ADMIN_PASSWORD" help:"Password (8-72 bytes); generated and printed when empty."`
 	BcryptCost      int    `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost."`
 }
