@@ -80,7 +80,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.recoverer(securityHeaders(mux))
+	return a.recoverer(a.securityHeaders(mux))
 }
 
 // only refuses every method but m with a JSON 405.
@@ -116,14 +116,35 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 	})
 }
 
-func securityHeaders(next http.Handler) http.Handler {
+// securityHeaders sets the headers every reply carries, and HSTS on replies
+// to HTTPS requests so browsers (the dashboard) keep to HTTPS.
+func (a *API) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
+		if a.isHTTPS(r) {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// isHTTPS reports whether the caller reached keyward over HTTPS: directly, or
+// with TrustProxy through a proxy whose X-Forwarded-Proto (its last entry, the
+// one the trusted proxy set) says https. keyward does not redirect on a
+// forwarded "http": behind a plain-HTTP proxy that would lock the owner out,
+// and a TLS-terminating proxy redirects on its own.
+func (a *API) isHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if !a.cfg.TrustProxy {
+		return false
+	}
+	protos := strings.Split(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(protos[len(protos)-1]), "https")
 }
 
 // clientIP is the caller's address: the connection's peer, or with TrustProxy

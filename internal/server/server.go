@@ -178,7 +178,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		main.TLSConfig = tlsCfg
 		ln = tls.NewListener(ln, tlsCfg)
-		redirect = redirectHandler(handler)
+		_, port, _ := net.SplitHostPort(s.addr.String())
+		redirect = redirectHandler(handler, port)
 		if challenge != nil {
 			redirect = challenge(redirect)
 		}
@@ -243,8 +244,10 @@ func (s *Server) tlsConfig() (*tls.Config, func(http.Handler) http.Handler, erro
 // redirectHandler serves the plain-HTTP listener when TLS is on: the client
 // API is answered in place, because shipped clients do not follow redirects
 // and their bodies are enveloped anyway (sdk-compat §7.1); everything else is
-// redirected to HTTPS with 308 so that POST bodies survive.
-func redirectHandler(api http.Handler) http.Handler {
+// redirected to HTTPS with 308 so that POST bodies survive. The redirect
+// keeps the host the client asked for and points at httpsPort, the TLS
+// listener's port (left out when it is 443).
+func redirectHandler(api http.Handler, httpsPort string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		if strings.HasPrefix(p, "/api/") && !strings.HasPrefix(p, "/api/admin/") && !strings.HasPrefix(p, "/api/reseller/") {
@@ -254,6 +257,12 @@ func redirectHandler(api http.Handler) http.Handler {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
+		}
+		host = strings.Trim(host, "[]")
+		if httpsPort != "" && httpsPort != "443" {
+			host = net.JoinHostPort(host, httpsPort)
+		} else if strings.Contains(host, ":") {
+			host = "[" + host + "]"
 		}
 		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
 	})
