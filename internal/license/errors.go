@@ -1,6 +1,10 @@
 package license
 
-import "github.com/keyward/keyward/internal/apperr"
+import (
+	"strings"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
 
 // Wire error codes used by this package (sdk-compat §2.1).
 const (
@@ -57,7 +61,11 @@ func killError(reason string, app *App) *apperr.Error {
 	case CodeExpired:
 		return errExpired
 	case CodeMaintenance:
-		return apperr.New(apperr.Forbidden, CodeMaintenance, app.Settings.MaintenanceMessage)
+		msg := app.Settings.MaintenanceMessage
+		if strings.TrimSpace(msg) == "" { // clients show the message; never send a blank one
+			msg = DefaultSettings().MaintenanceMessage
+		}
+		return apperr.New(apperr.Forbidden, CodeMaintenance, msg)
 	case CodeHWIDReset:
 		return apperr.New(apperr.Forbidden, CodeHWIDReset, "This device's binding was reset. Please log in again.")
 	case CodeSessionRevoked:
