@@ -139,7 +139,7 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 				return err
 			}
 		}
-		if err := retireOverflow(ctx, tx, k, req.HWID, now); err != nil {
+		if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
 			return err
 		}
 		sess := &Session{
@@ -182,21 +182,28 @@ func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) 
 }
 
 // retireOverflow ends sessions until one more fits in the key's seats. It
-// retires the oldest session of the same device first (an app restarted after
-// a crash replaces its own stale session rather than another machine's), then
-// the oldest session overall.
-func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
+// retires, in order: a session already silent past the timeout (stale
+// before: dead, just not reaped yet), the oldest session of the same device
+// (an app restarted after a crash replaces its own stale session rather than
+// another machine's), then the oldest session overall.
+func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now, staleBefore time.Time) error {
 	live, err := tx.LiveSessionsOfKey(ctx, k.ID)
 	if err != nil {
 		return err
 	}
 	for len(live) >= max(k.MaxDevices, 1) {
-		victim := 0
+		victim, sameDevice := -1, -1
 		for i, ss := range live {
-			if ss.HWID == hwid {
+			if ss.LastSeenAt.Before(staleBefore) {
 				victim = i
 				break
 			}
+			if sameDevice < 0 && ss.HWID == hwid {
+				sameDevice = i
+			}
+		}
+		if victim < 0 {
+			victim = max(sameDevice, 0)
 		}
 		if err := tx.EndSession(ctx, live[victim].ID, CodeSessionExpired, now); err != nil {
 			return err
