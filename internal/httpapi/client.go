@@ -112,7 +112,9 @@ func (a *API) validate(ctx context.Context, c *call) (map[string]any, error) {
 	}
 	k, err := a.lic.Validate(ctx, c.app, lk)
 	if err != nil {
-		if e := apperr.From(err); e.Kind == apperr.Forbidden {
+		// Every refusal of the key itself is a 401 with valid:false, as
+		// check-key answers; other errors (internal ones) pass through.
+		if e := apperr.From(err); e.Kind == apperr.Forbidden || e.Kind == apperr.Unauthenticated {
 			c := *e
 			c.Kind = apperr.Unauthenticated
 			return nil, c.With("valid", false)
