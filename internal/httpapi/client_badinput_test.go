@@ -1,0 +1,286 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/keyward/keyward/internal/envelope"
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// Bad input against every client route: each is refused with a 4xx JSON
+// failure carrying the expected error_code and a message free of internals,
+// and none of them changes anything.
+
+// clBodyLimit is clientBodyLimit of fields.go.
+const clBodyLimit = 64 << 10
+
+// clRoute describes one client route for the bad-input table.
+type clRoute struct {
+	path string
+	// transport: "env" (envelope only), "mirror" (check-key) or "plain".
+	transport string
+	// wrongTypes and missing are inner bodies that must be refused with
+	// MISSING_FIELDS before anything happens.
+	wrongTypes []map[string]any
+	missing    []map[string]any
+}
+
+func clRoutes(unused, active, sid string) []clRoute {
+	return []clRoute{
+		{path: clLogin, transport: "env",
+			wrongTypes: []map[string]any{
+				{"license_key": 12345, "hwid": "pc"},
+				{"license_key": unused, "hwid": map[string]any{"id": "pc"}},
+				{"license_key": unused, "hwid": 7},
+				{"license_key": []any{unused}, "hwid": "pc"},
+				{"license_key": true, "hwid": "pc"},
+				{"license_key": unused, "hwid": strings.Repeat("x", 257)},
+				// NUL characters (JSON \u0000) cannot be stored by PostgreSQL.
+				{"license_key": unused, "hwid": "pc\x00"},
+				{"license_key": unused + "\x00", "hwid": "pc"},
+			},
+			missing: []map[string]any{{}, {"license_key": unused}, {"hwid": "pc"}, {"license_key": "", "hwid": "pc"}}},
+		{path: clHeartbeat, transport: "env",
+			wrongTypes: []map[string]any{
+				{"session_id": 1, "license_key": active},
+				{"session_id": sid, "license_key": 42},
+				{"session_id": sid, "license_key": map[string]any{}},
+				{"session_id": []any{sid}},
+				{"session_id": sid + "\x00", "license_key": active},
+				{"session_id": sid, "license_key": active + "\x00"},
+			},
+			missing: []map[string]any{{}, {"license_key": active}, {"session_id": ""}}},
+		{path: clLogout, transport: "env",
+			wrongTypes: []map[string]any{{"session_id": 99}, {"session_id": map[string]any{"id": sid}}, {"session_id": false},
+				{"session_id": sid + "\x00"}},
+			missing: []map[string]any{{}, {"license_key": active}, {"session_id": nil}}},
+		{path: clCheckKey, transport: "mirror",
+			wrongTypes: []map[string]any{{"license_key": 1}, {"license_key": map[string]any{}}, {"license_key": []any{}},
+				{"license_key": "\x00" + active}},
+			missing: []map[string]any{{}, {"hwid": "pc"}, {"license_key": "  "}}},
+		{path: clValidate, transport: "plain",
+			wrongTypes: []map[string]any{{"license_key": 1.5}, {"license_key": []any{active}}, {"license_key": active + "\x00"}},
+			missing:    []map[string]any{{}, {"license_key": nil}}},
+		{path: clRequestHWID, transport: "plain",
+			wrongTypes: []map[string]any{
+				{"license_key": 5},
+				{"license_key": active, "username": 5},
+				{"license_key": active, "hwid": map[string]any{}},
+				{"license_key": active, "reason": []any{"x"}},
+				{"license_key": active, "reason": "New\x00PC"},
+				{"license_key": active, "hwid": "\x00"},
+				{"license_key": active + "\x00"},
+				{"username": "a\x00b"},
+			},
+			missing: []map[string]any{{}, {"reason": "New PC"}, {"hwid": "pc"}}},
+		{path: clSelfReset, transport: "plain",
+			wrongTypes: []map[string]any{
+				{"key": 5},
+				{"key": active, "reason": 5},
+				{"license_key": map[string]any{}},
+				{"key": true, "license_key": active},
+				{"key": active, "reason": "x\x00"},
+				{"key": active + "\x00"},
+			},
+			missing: []map[string]any{{}, {"reason": "Reset from app"}, {"key": "", "reason": "x"}}},
+	}
+}
+
+// clNoInternals fails when a message shows Go, SQL or stack internals.
+func clNoInternals(t testing.TB, what string, r *kwtest.Reply) {
+	t.Helper()
+	msg := strings.ToLower(r.Str("message"))
+	for _, bad := range []string{"json:", "invalid character", "unexpected end", "sql", "panic", "goroutine", "runtime",
+		".go:", "internal/", "unmarshal", "http:", "pgx", "sqlite"} {
+		if strings.Contains(msg, bad) {
+			t.Fatalf("%s: message leaks internals (%q): %s", what, bad, r)
+		}
+	}
+}
+
+// clRefused fails unless r is a 4xx JSON failure with code.
+func clRefused(t testing.TB, what string, r *kwtest.Reply, status int, code string) {
+	t.Helper()
+	if r.Status >= 500 {
+		t.Fatalf("%s: server error %s", what, r)
+	}
+	if r.Body == nil {
+		t.Fatalf("%s: reply is not JSON: %s", what, r)
+	}
+	if r.Status != status || r.Body["success"] != false || r.Body["error_code"] != code {
+		t.Fatalf("%s: got %s (sealed=%v, body %v), want %d %s", what, r, r.Sealed, r.Body, status, code)
+	}
+	if m, _ := r.Body["message"].(string); m == "" {
+		t.Fatalf("%s: no message: %s", what, r)
+	}
+	clNoInternals(t, what, r)
+}
+
+func TestClientBadInput(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Bad")
+		keys := a.GenerateKeys(2, "lifetime", 0, 1)
+		unused, active := keys[0], keys[1]
+		sid := a.Login(active, "pc")
+
+		for _, rt := range clRoutes(unused, active, sid) {
+			t.Run(rt.path, func(t *testing.T) {
+				a := clAppOn(t, a)
+				s := a.S
+
+				// Wrong methods: 405 JSON with Allow, secret or not.
+				for _, m := range []string{"GET", "PUT", "DELETE", "PATCH", "OPTIONS"} {
+					for _, h := range []http.Header{clHeader(a.Secret), nil} {
+						r := s.Do(m, rt.path, h, []byte(`{"license_key":"`+active+`"}`))
+						clRefused(t, m, r, 405, "METHOD_NOT_ALLOWED")
+						if r.Header.Get("Allow") != "POST" {
+							t.Fatalf("%s: Allow = %q", m, r.Header.Get("Allow"))
+						}
+					}
+				}
+				if resp, err := kwtest.HTTP.Head(s.URL + rt.path); err != nil || resp.StatusCode != 405 {
+					t.Fatalf("HEAD: %v %v", resp, err)
+				} else {
+					resp.Body.Close()
+				}
+
+				// Missing secret: plain 401 INVALID_APP, whatever the body.
+				for _, body := range [][]byte{nil, []byte(`{}`), a.Seal(map[string]any{"license_key": active}).Marshal()} {
+					clRefused(t, "no secret", s.Do("POST", rt.path, http.Header{"Content-Type": {"application/json"}}, body),
+						401, "INVALID_APP")
+				}
+
+				// Not JSON, or JSON that is not an object.
+				for _, body := range []string{`{"license_key":`, `not json`, `{'license_key':'x'}`, `[]`, `[{"license_key":"x"}]`,
+					`"license_key"`, `null`, `42`, `true`, "\xff\xfe{}", `{"license_key":"x"} trailing`} {
+					r := s.Do("POST", rt.path, clHeader(a.Secret), []byte(body))
+					if rt.transport == "env" {
+						clRefused(t, body, r, 400, "CRYPTO_ERROR")
+					} else {
+						clRefused(t, body, r, 400, "MISSING_FIELDS")
+					}
+					if envelope.IsEnvelope(r.Raw) {
+						t.Fatalf("%q: refusal enveloped", body)
+					}
+				}
+
+				// Wrong field types and missing fields: MISSING_FIELDS, sealed
+				// when the request was.
+				for _, group := range [][]map[string]any{rt.wrongTypes, rt.missing} {
+					for _, inner := range group {
+						what := string(clJSON(t, inner))
+						if len(what) > 80 {
+							what = what[:80]
+						}
+						if rt.transport != "plain" {
+							r := a.Env(rt.path, inner)
+							if !r.Sealed {
+								t.Fatalf("%s sealed: reply not sealed: %s", what, r)
+							}
+							clRefused(t, what+" sealed", r, 200, "MISSING_FIELDS")
+						}
+						if rt.transport != "env" {
+							r := a.Plain(rt.path, inner)
+							if r.Sealed {
+								t.Fatalf("%s: plain request got a sealed reply", what)
+							}
+							clRefused(t, what, r, 400, "MISSING_FIELDS")
+						}
+					}
+				}
+
+				// Bodies over 64 KiB: BODY_TOO_LARGE, with or without a length.
+				big := []byte(`{"license_key":"` + active + `","pad":"` + strings.Repeat("a", clBodyLimit) + `"}`)
+				clRefused(t, "large", s.Do("POST", rt.path, clHeader(a.Secret), big), 400, "BODY_TOO_LARGE")
+				clRefused(t, "large chunked", clChunked(t, s, rt.path, a.Secret, big), 400, "BODY_TOO_LARGE")
+				huge := bytes.Repeat([]byte(" "), 4<<20)
+				clRefused(t, "huge", clChunked(t, s, rt.path, a.Secret, huge), 400, "BODY_TOO_LARGE")
+			})
+		}
+
+		// Nothing changed: the unused key is unused and unbound, the active
+		// key keeps its one device and one live session, nothing was queued
+		// or reset.
+		k := clKey(t, a, unused)
+		if k["status"] != "unused" || len(k["devices"].([]any)) != 0 || k["activated_at"] != nil {
+			t.Fatalf("unused key changed: %v", k)
+		}
+		k = clKey(t, a, active)
+		if len(k["devices"].([]any)) != 1 || len(k["sessions"].([]any)) != 1 || k["last_self_reset_at"] != nil {
+			t.Fatalf("active key changed: %v", k)
+		}
+		clBeatOK(t, a, sid, active)
+		if n := len(clSessions(t, a, "")); n != 1 {
+			t.Fatalf("%d live sessions, want 1", n)
+		}
+		evs, err := s.DB.Events(context.Background(), 0, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.AppID == a.ID && e.Type != "key.created" && e.Type != "key.activated" {
+				t.Fatalf("bad input caused event %s %v", e.Type, e.Data)
+			}
+		}
+	})
+}
+
+// clChunked POSTs body with no Content-Length (chunked) and decodes the reply.
+func clChunked(t testing.TB, s *kwtest.Server, path, secret string, body []byte) *kwtest.Reply {
+	t.Helper()
+	req, err := http.NewRequest("POST", s.URL+path, io.MultiReader(bytes.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = clHeader(secret)
+	resp, err := kwtest.HTTP.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &kwtest.Reply{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if err := json.Unmarshal(raw, &r.Body); err != nil {
+		t.Fatalf("POST %s: reply is not a JSON object: %s", path, raw)
+	}
+	return r
+}
+
+// The body limit is exactly 64 KiB: a body of that size is read, one byte
+// more is refused.
+func TestClientBodyLimitBoundary(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Limit")
+		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
+		sized := func(n int) []byte {
+			head := `{"license_key":"` + key + `","pad":"`
+			return []byte(head + strings.Repeat("a", n-len(head)-2) + `"}`)
+		}
+		for _, path := range []string{clCheckKey, clValidate} {
+			at := sized(clBodyLimit)
+			if len(at) != clBodyLimit {
+				t.Fatalf("built %d bytes", len(at))
+			}
+			clOK(t, s.Do("POST", path, clHeader(a.Secret), at))
+			clRefused(t, path, s.Do("POST", path, clHeader(a.Secret), sized(clBodyLimit+1)), 400, "BODY_TOO_LARGE")
+		}
+		// An envelope just under the limit is read and verified.
+		inner := map[string]any{"license_key": key, "hwid": "pc", "pad": strings.Repeat("p", 47<<10)}
+		env := a.Seal(inner).Marshal()
+		if len(env) > clBodyLimit || len(env) < clBodyLimit-2048 {
+			t.Fatalf("envelope of %d bytes", len(env))
+		}
+		clOK(t, a.PostEnvelope(clLogin, env))
+	})
+}
