@@ -45,7 +45,7 @@ func FuzzApplySettings(f *testing.F) {
 			if !errors.As(err, &e) || e.Kind != apperr.Invalid || e.Code != "MISSING_FIELDS" {
 				t.Fatalf("applySettings(%s) = %#v, want an Invalid MISSING_FIELDS error", body, err)
 			}
-			if s != before {
+			if !reflect.DeepEqual(s, before) {
 				t.Fatalf("refused patch %s changed the settings: %+v", body, s)
 			}
 			return
@@ -60,7 +60,7 @@ func FuzzApplySettings(f *testing.F) {
 		raw, _ := json.Marshal(s)
 		p2 := map[string]json.RawMessage{}
 		json.Unmarshal(raw, &p2)
-		if err := applySettings(&again, p2); err != nil || again != s {
+		if err := applySettings(&again, p2); err != nil || !reflect.DeepEqual(again, s) {
 			t.Fatalf("re-applying %s: %v, %+v != %+v", raw, err, again, s)
 		}
 	})

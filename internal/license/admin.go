@@ -35,7 +35,22 @@ func (a *App) Validate() error {
 		return invalidField("message", "must be at most 1000 characters")
 	case len(st.DownloadURL) > 2048:
 		return invalidField("download_url", "must be at most 2048 characters")
+	case st.TrialDurationUnit != "hours" && st.TrialDurationUnit != "days":
+		return invalidField("trial_duration_unit", `must be "hours" or "days"`)
+	case st.TrialDuration < 1 || st.trialLength() > 3650*24*time.Hour:
+		return invalidField("trial_duration", "must be at least 1 and at most ten years")
+	case st.TrialMaxDevices < 1 || st.TrialMaxDevices > 10000:
+		return invalidField("trial_max_devices", "must be 1 to 10000")
+	case st.TrialIPLimit < 0 || st.TrialIPLimit > 100000:
+		return invalidField("trial_ip_limit", "must be 0 (no cap) to 100000")
+	case st.TrialIPWindowHours < 1 || st.TrialIPWindowHours > 8760:
+		return invalidField("trial_ip_window_hours", "must be 1 to 8760")
 	}
+	f, err := checkFeatures(st.TrialFeatures)
+	if err != nil {
+		return invalidField("trial_features", "must be an object of flag names to booleans, numbers or strings")
+	}
+	a.Settings.TrialFeatures = f
 	return nil
 }
 

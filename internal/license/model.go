@@ -33,6 +33,26 @@ type AppSettings struct {
 	SelfResetEnabled       bool   `json:"self_reset_enabled"`
 	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
 	KeyPrefix              string `json:"key_prefix"`
+
+	// Trials (auth/trial.php): off until the owner turns them on. A trial
+	// lasts TrialDuration TrialDurationUnit ("hours" or "days"); at most
+	// TrialIPLimit new trials per client IP in TrialIPWindowHours (0: no cap).
+	TrialEnabled       bool            `json:"trial_enabled"`
+	TrialDuration      int             `json:"trial_duration"`
+	TrialDurationUnit  string          `json:"trial_duration_unit"`
+	TrialMaxDevices    int             `json:"trial_max_devices"`
+	TrialFeatures      json.RawMessage `json:"trial_features"`
+	TrialIPLimit       int             `json:"trial_ip_limit"`
+	TrialIPWindowHours int             `json:"trial_ip_window_hours"`
+}
+
+// trialLength is how long a trial lasts.
+func (st AppSettings) trialLength() time.Duration {
+	unit := 24 * time.Hour
+	if st.TrialDurationUnit == "hours" {
+		unit = time.Hour
+	}
+	return time.Duration(st.TrialDuration) * unit
 }
 
 // DefaultSettings are the settings of a new app.
@@ -42,6 +62,12 @@ func DefaultSettings() AppSettings {
 		MaintenanceMessage:     "The application is under maintenance. Please try again later.",
 		SelfResetEnabled:       true,
 		SelfResetCooldownHours: 12,
+		TrialDuration:          3,
+		TrialDurationUnit:      "days",
+		TrialMaxDevices:        1,
+		TrialFeatures:          json.RawMessage("{}"),
+		TrialIPLimit:           3,
+		TrialIPWindowHours:     24,
 	}
 }
 
@@ -139,6 +165,21 @@ type HeartbeatView struct {
 	KeyExpiry *time.Time
 	KeyString string
 	KeyExists bool
+}
+
+// Trial records the one trial a device got from an app. KeyID is nil once the
+// owner deleted the trial key; the device still counts as having had its trial.
+type Trial struct {
+	ID        int64
+	AppID     string
+	HWID      string
+	KeyID     *int64
+	IP        string
+	CreatedAt time.Time
+	// Filled by listings that join the key.
+	LicenseKey string
+	Status     Status
+	ExpiresAt  *time.Time
 }
 
 // ResetRequest is an end user's request, queued for the owner, to clear a

@@ -30,6 +30,10 @@ type Store interface {
 	// sessions older than purgeBefore. It returns how many it ended.
 	ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error)
 
+	// Trials lists an app's trials, newest first, joined with their keys;
+	// before is the cursor (a trial's ID; 0 for the first page).
+	Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, error)
+
 	InTx(ctx context.Context, fn func(Tx) error) error
 }
 
@@ -61,6 +65,17 @@ type Tx interface {
 	EndKeySessions(ctx context.Context, keyID int64, reason string, now time.Time) (int, error)
 
 	InsertResetRequest(ctx context.Context, r *ResetRequest) error
+
+	// LockApp serialises writers of one app's trials across processes (a
+	// row lock on PostgreSQL; SQLite has a single writer anyway).
+	LockApp(ctx context.Context, appID string) error
+	// KeyByIDForUpdate reads a key of the app by its ID, locking the row.
+	KeyByIDForUpdate(ctx context.Context, appID string, id int64) (*Key, error)
+	// TrialOf returns the trial a device got from an app (ErrNotFound if none).
+	TrialOf(ctx context.Context, appID, hwid string) (*Trial, error)
+	// CountTrialsFromIP counts the app's trials started from ip since then.
+	CountTrialsFromIP(ctx context.Context, appID, ip string, since time.Time) (int, error)
+	InsertTrial(ctx context.Context, t *Trial) error
 
 	AddEvent(ctx context.Context, e event.Event) error
 	AddAudit(ctx context.Context, e audit.Entry) error

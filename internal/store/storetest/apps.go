@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func testApps(t *testing.T, db *store.DB) {
 	a1 := newApp("app-1", t0)
 	a1.Settings = license.AppSettings{HeartbeatInterval: 45, Maintenance: true, MaintenanceMessage: "back soon ✓",
 		LoginMessage: "hello", DownloadURL: "https://example.com/dl", SelfResetEnabled: false, SelfResetCooldownHours: 3,
-		KeyPrefix: "KW"}
+		KeyPrefix: "KW", TrialEnabled: true, TrialDuration: 12, TrialDurationUnit: "hours", TrialMaxDevices: 2,
+		TrialFeatures: json.RawMessage(`{"pro":true}`), TrialIPLimit: 5, TrialIPWindowHours: 6}
 	a2 := newApp("app-2", t0.Add(-time.Hour))
 	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
 		if err := tx.InsertApp(ctx, a1, "hash-1"); err != nil {

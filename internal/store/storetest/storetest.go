@@ -43,6 +43,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"ReplayExpiry", testReplayExpiry},
 		{"ReplayConcurrentClaims", testReplayConcurrentClaims},
 		{"ConcurrentKeyUpdates", testConcurrentKeyUpdates},
+		{"Trials", testTrials},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
