@@ -67,6 +67,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/update/validate.php", only("POST", a.plain(a.validate)))
 	mux.Handle("/api/auth/request-hwid-reset.php", only("POST", a.plain(a.requestHWIDReset)))
 	mux.Handle("/api/customer/reset-hwid.php", only("POST", a.plain(a.selfReset)))
+	mux.Handle("/api/auth/trial.php", only("POST", a.plain(a.trial)))
 
 	// Admin API: bearer token.
 	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
@@ -76,6 +77,7 @@ func (a *API) Handler() http.Handler {
 		"GET": a.getKeys, "POST": a.postKeys, "PUT": a.updateKey, "DELETE": a.deleteKey}))
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
+	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})

@@ -1,0 +1,172 @@
+package license
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Trial error codes (sdk-compat §2.1).
+const (
+	CodeTrialDisabled = "TRIAL_DISABLED"
+	CodeTrialUsed     = "TRIAL_USED"
+	CodeTrialLimit    = "TRIAL_LIMIT"
+)
+
+var (
+	errTrialDisabled = apperr.New(apperr.Forbidden, CodeTrialDisabled, "Trials are not available for this application.")
+	errTrialUsed     = apperr.New(apperr.Forbidden, CodeTrialUsed, "The trial on this device has already been used.")
+	errTrialLimit    = apperr.New(apperr.Forbidden, CodeTrialLimit, "Too many trials have been started from this network. Please try again later.")
+)
+
+// TrialPrefix starts every trial key: TRIAL-XXXXX-XXXXX-XXXXX.
+const TrialPrefix = "TRIAL"
+
+// TrialRequest is a device asking for a trial.
+type TrialRequest struct {
+	HWID string
+	IP   string
+}
+
+// TrialResult is an issued (or resumed) trial with a ready session.
+type TrialResult struct {
+	Key          Key
+	SessionToken string
+	New          bool // false when the device got its running trial back
+}
+
+// StartTrial gives a device its one trial of the app: a new, active trial key
+// bound to the device with a session open on it, or — when the device already
+// has a running trial — that key again with a new session. It returns
+// MISSING_FIELDS, MAINTENANCE, TRIAL_DISABLED, TRIAL_USED (the device's trial
+// is over or its key was deleted), TRIAL_LIMIT (the per-IP cap), BANNED or
+// PAUSED (the owner stopped the trial key).
+func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*TrialResult, error) {
+	if req.HWID == "" {
+		return nil, missing("hwid")
+	}
+	if len(req.HWID) > 256 {
+		return nil, invalidField("hwid", "longer than 256 characters")
+	}
+	st := app.Settings
+	if !st.TrialEnabled {
+		return nil, errTrialDisabled
+	}
+	if st.Maintenance {
+		return nil, killError(CodeMaintenance, app)
+	}
+	now := s.Now()
+	token, err := s.randomHex(32)
+	if err != nil {
+		return nil, err
+	}
+	var res *TrialResult
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.LockApp(ctx, app.ID); err != nil {
+			return err
+		}
+		k, isNew, err := s.trialKey(ctx, tx, app, req, now)
+		if err != nil {
+			return err
+		}
+		if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+			return err
+		}
+		if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
+			return err
+		}
+		sess := &Session{ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
+			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now}
+		if err := tx.InsertSession(ctx, sess); err != nil {
+			return err
+		}
+		res = &TrialResult{Key: *k, SessionToken: token, New: isNew}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// trialKey finds the device's running trial key or issues a new one.
+func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialRequest, now time.Time) (*Key, bool, error) {
+	prior, err := tx.TrialOf(ctx, app.ID, req.HWID)
+	switch {
+	case err == nil:
+		if prior.KeyID == nil {
+			return nil, false, errTrialUsed
+		}
+		k, err := tx.KeyByIDForUpdate(ctx, app.ID, *prior.KeyID)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil, false, errTrialUsed
+		} else if err != nil {
+			return nil, false, err
+		}
+		st := k.StatusAt(now)
+		if st == StatusExpired {
+			return nil, false, errTrialUsed
+		}
+		if e := statusError(st); e != nil {
+			return nil, false, e
+		}
+		return k, false, nil
+	case !errors.Is(err, apperr.ErrNotFound):
+		return nil, false, err
+	}
+	st := app.Settings
+	if st.TrialIPLimit > 0 {
+		since := now.Add(-time.Duration(st.TrialIPWindowHours) * time.Hour)
+		n, err := tx.CountTrialsFromIP(ctx, app.ID, req.IP, since)
+		if err != nil {
+			return nil, false, err
+		}
+		if n >= st.TrialIPLimit {
+			return nil, false, errTrialLimit
+		}
+	}
+	lk, err := NewKeyString(s.random, TrialPrefix)
+	if err != nil {
+		return nil, false, err
+	}
+	lk = lk[:len(lk)-6] // TRIAL- and three groups of five
+	exp := now.Add(st.trialLength())
+	features, err := checkFeatures(st.TrialFeatures)
+	if err != nil {
+		return nil, false, err
+	}
+	keys := []Key{{AppID: app.ID, LicenseKey: lk, Status: StatusActive, Type: TypeDays,
+		Duration: int(math.Ceil(st.trialLength().Hours() / 24)), MaxDevices: st.TrialMaxDevices,
+		Note: "trial", Features: features, ActivatedAt: &now, ExpiresAt: &exp, CreatedAt: now, UpdatedAt: now}}
+	if err := tx.InsertKeys(ctx, keys); err != nil {
+		return nil, false, err
+	}
+	k := &keys[0]
+	if err := tx.InsertTrial(ctx, &Trial{AppID: app.ID, HWID: req.HWID, KeyID: &k.ID, IP: req.IP, CreatedAt: now}); err != nil {
+		return nil, false, err
+	}
+	err = tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.TrialCreated, CreatedAt: now,
+		Data: map[string]any{"app_id": app.ID, "license_key": lk, "hwid": req.HWID, "expires_at": Timestamp(exp)}})
+	return k, true, err
+}
+
+// Trials lists an app's trials, newest first, and the cursor of the next page
+// (0 at the end).
+func (s *Service) Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, int64, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	ts, err := s.store.Trials(ctx, appID, before, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	var next int64
+	if len(ts) == limit {
+		next = ts[len(ts)-1].ID
+	}
+	return ts, next, nil
+}
