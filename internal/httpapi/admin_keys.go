@@ -147,6 +147,9 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 		if err != nil {
 			return nil, err
 		}
+		if action == "convert" {
+			return a.convertTrial(ctx, c, appID, lk)
+		}
 		days, _, err := c.f.int("days")
 		if err != nil {
 			return nil, err
@@ -197,6 +200,31 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 		out[i] = keys[i].AdminView(now)
 	}
 	return map[string]any{"success": true, "keys": out}, nil
+}
+
+// convertTrial: POST keys.php?action=convert {license_key, key_type,
+// duration_value?, max_devices?} turns a trial key into a full key.
+func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (map[string]any, error) {
+	typ, err := c.f.str("key_type")
+	if err != nil {
+		return nil, err
+	}
+	dur, _, err := c.f.int("duration_value")
+	if err != nil {
+		return nil, err
+	}
+	maxDev, given, err := c.f.int("max_devices")
+	if err != nil {
+		return nil, err
+	}
+	if given && maxDev < 1 {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
+	}
+	k, err := a.lic.ConvertTrial(ctx, c.actor, appID, lk, license.ConvertInput{Type: license.KeyType(typ), Duration: int(dur), MaxDevices: int(maxDev)})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
 }
 
 // updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?}.

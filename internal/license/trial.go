@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 )
 
@@ -169,4 +171,54 @@ func (s *Service) Trials(ctx context.Context, appID string, before int64, limit 
 		next = ts[len(ts)-1].ID
 	}
 	return ts, next, nil
+}
+
+// ConvertInput turns a trial key into a full key: Type and Duration (days,
+// counted from the conversion) as for generated keys; MaxDevices 0 keeps the
+// trial's seats.
+type ConvertInput struct {
+	Type       KeyType
+	Duration   int
+	MaxDevices int
+}
+
+// ConvertTrial turns a trial key into a full key without changing its string,
+// so the customer's running app keeps working: a days key runs Duration days
+// from now, a lifetime key never expires, and an expired trial becomes active
+// again. The device binding and open sessions stay. It returns NOT_FOUND,
+// MISSING_FIELDS or CONFLICT (not a trial key, or banned).
+func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, licenseKey string, in ConvertInput) (*Key, error) {
+	switch {
+	case in.Type != TypeDays && in.Type != TypeLifetime:
+		return nil, invalidField("key_type", "must be days or lifetime")
+	case in.Type == TypeDays && (in.Duration < 1 || in.Duration > 36500):
+		return nil, invalidField("duration_value", "is required for days keys and must be 1 to 36500")
+	case in.Type == TypeLifetime && in.Duration != 0:
+		return nil, invalidField("duration_value", "is not allowed for lifetime keys")
+	case in.MaxDevices < 0 || in.MaxDevices > 10000:
+		return nil, invalidField("max_devices", "must be 1 to 10000")
+	}
+	details := map[string]any{"key_type": in.Type, "duration": in.Duration}
+	return s.mutateKey(ctx, actor, appID, licenseKey, "key.convert", details, func(tx Tx, k *Key, now time.Time) error {
+		if !strings.HasPrefix(k.LicenseKey, TrialPrefix+"-") {
+			return conflict("Only trial keys can be converted.")
+		}
+		if k.Status == StatusBanned {
+			return conflict("A banned key cannot be converted; unban it first.")
+		}
+		k.Type, k.Duration, k.ExpiresAt = in.Type, in.Duration, nil
+		if in.Type == TypeDays {
+			exp := now.Add(time.Duration(in.Duration) * 24 * time.Hour)
+			k.ExpiresAt = &exp
+		}
+		if k.Status == StatusExpired {
+			k.Status = StatusActive
+		}
+		if in.MaxDevices > 0 {
+			k.MaxDevices = in.MaxDevices
+			details["max_devices"] = in.MaxDevices
+		}
+		k.Note = "converted trial"
+		return nil
+	})
 }
