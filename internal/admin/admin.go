@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/lockout"
 )
 
 // User is an admin account.
@@ -43,6 +45,11 @@ type Store interface {
 type Config struct {
 	BcryptCost int           // default bcrypt.DefaultCost+2 (12)
 	TokenTTL   time.Duration // JWT lifetime; default 12 h
+	// Guard counts failed sign-ins (nil: no lockouts); SignIn applies per
+	// username, SignInIP per client IP.
+	Guard    *lockout.Guard
+	SignIn   lockout.Policy
+	SignInIP lockout.Policy
 }
 
 // Service signs admins in and verifies their tokens.
@@ -136,9 +143,19 @@ func (s *Service) HasUsers(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// Login checks a username and password and returns a signed token. An unknown
-// username costs the same bcrypt comparison as a wrong password.
-func (s *Service) Login(ctx context.Context, username, password string) (string, error) {
+// Login checks a username and password, from the client address ip, and
+// returns a signed token. An unknown username costs the same bcrypt
+// comparison as a wrong password. Repeated failures per username or per IP
+// lock sign-in (TOO_MANY_ATTEMPTS) without comparing the password.
+func (s *Service) Login(ctx context.Context, username, password, ip string) (string, error) {
+	name := strings.ToLower(username)
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	subs := []lockout.Subject{{Scope: "admin", ID: name, Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
+	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+		return "", err
+	}
 	u, err := s.store.AdminByUsername(ctx, username)
 	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 		return "", err
@@ -148,7 +165,13 @@ func (s *Service) Login(ctx context.Context, username, password string) (string,
 		hash = []byte(u.PasswordHash)
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil {
+		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
+			return "", err
+		}
 		return "", ErrInvalidCredentials
+	}
+	if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
+		return "", err
 	}
 	now := s.now()
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{

@@ -17,6 +17,18 @@ type Database struct {
 	DatabaseURL string `name:"database-url" env:"KEYWARD_DATABASE_URL" help:"postgres:// URL; empty uses SQLite under --data."`
 }
 
+// Limits are the abuse limits: password hashing cost of app user accounts,
+// sign-in lockouts (shared through the database by every process) and the
+// per-IP request limiter (per process).
+type Limits struct {
+	AccountBcryptCost int `name:"account-bcrypt-cost" default:"10" env:"KEYWARD_ACCOUNT_BCRYPT_COST" help:"bcrypt cost for app user account passwords (4-15); every account sign-in pays it."`
+
+	LockoutFailures   int           `name:"lockout-failures" default:"10" env:"KEYWARD_LOCKOUT_FAILURES" help:"Failed sign-ins of one username within --lockout-window that lock it (0: off)."`
+	LockoutIPFailures int           `name:"lockout-ip-failures" default:"50" env:"KEYWARD_LOCKOUT_IP_FAILURES" help:"Failed sign-ins from one IP within --lockout-window that lock it (0: off)."`
+	LockoutWindow     time.Duration `name:"lockout-window" default:"15m" env:"KEYWARD_LOCKOUT_WINDOW" help:"Window in which failed sign-ins are counted."`
+	LockoutDuration   time.Duration `name:"lockout-duration" default:"15m" env:"KEYWARD_LOCKOUT_DURATION" help:"How long a locked username or IP stays locked."`
+}
+
 // Config is everything serve needs.
 type Config struct {
 	Database `embed:""`
@@ -33,6 +45,8 @@ type Config struct {
 	SessionTimeout time.Duration `name:"session-timeout" default:"180s" env:"KEYWARD_SESSION_TIMEOUT" help:"Reap sessions with no heartbeat for this long."`
 	BcryptCost     int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
 	TokenTTL       time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
+
+	Limits `embed:""`
 
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
@@ -72,6 +86,15 @@ func (c *Config) Validate() error {
 	}
 	if c.BcryptCost < 4 || c.BcryptCost > 15 {
 		errs = append(errs, fmt.Errorf("--bcrypt-cost (KEYWARD_BCRYPT_COST) %d: must be 4 to 15", c.BcryptCost))
+	}
+	if c.AccountBcryptCost < 4 || c.AccountBcryptCost > 15 {
+		errs = append(errs, fmt.Errorf("--account-bcrypt-cost (KEYWARD_ACCOUNT_BCRYPT_COST) %d: must be 4 to 15", c.AccountBcryptCost))
+	}
+	if c.LockoutFailures < 0 || c.LockoutIPFailures < 0 {
+		errs = append(errs, errors.New("--lockout-failures and --lockout-ip-failures must not be negative"))
+	}
+	if c.LockoutWindow < time.Second || c.LockoutDuration < time.Second {
+		errs = append(errs, errors.New("--lockout-window and --lockout-duration must be at least 1s"))
 	}
 	if c.TokenTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("--token-ttl (KEYWARD_TOKEN_TTL) %s: must be at least 1m", c.TokenTTL))

@@ -28,4 +28,9 @@ const (
 	TrialCreated       = "trial.created"
 	HWIDResetRequested = "hwid_reset.requested"
 	AppRevoked         = "app.revoked"
+	SuspiciousActivity = "suspicious_activity"
+
+	// keyward's own events, beyond the API reference's list.
+	AccountCreated = "account.created" // an app user account signed up
+	KeyRedeemed    = "key.redeemed"    // a key's time went to an account
 )

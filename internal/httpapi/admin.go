@@ -122,7 +122,7 @@ func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: username and password."))
 		return
 	}
-	tok, err := a.admins.Login(r.Context(), user, pass)
+	tok, err := a.admins.Login(r.Context(), user, pass, a.clientIP(r))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -98,6 +98,11 @@ type Options struct {
 	ReapEvery   time.Duration
 }
 
+// Limits are the abuse limits of test servers: the defaults, with the
+// cheapest bcrypt cost.
+var Limits = config.Limits{AccountBcryptCost: 4, LockoutFailures: 10, LockoutIPFailures: 50,
+	LockoutWindow: 15 * time.Minute, LockoutDuration: 15 * time.Minute}
+
 // AdminPassword is the password of the "admin" user every test server has.
 const AdminPassword = "correct horse battery staple"
 
@@ -124,6 +129,7 @@ func Start(t testing.TB, o Options) *Server {
 		Addr:           "127.0.0.1:0",
 		SessionTimeout: 180 * time.Second,
 		BcryptCost:     4,
+		Limits:         Limits,
 		TokenTTL:       12 * time.Hour,
 		AdminUsername:  "admin",
 		AdminPassword:  AdminPassword,

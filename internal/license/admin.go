@@ -45,6 +45,14 @@ func (a *App) Validate() error {
 		return invalidField("trial_ip_limit", "must be 0 (no cap) to 100000")
 	case st.TrialIPWindowHours < 1 || st.TrialIPWindowHours > 8760:
 		return invalidField("trial_ip_window_hours", "must be 1 to 8760")
+	case st.AccountSignupDays < 0 || st.AccountSignupDays > 36500:
+		return invalidField("account_signup_days", "must be 0 to 36500")
+	case st.AccountMaxDevices < 1 || st.AccountMaxDevices > 10000:
+		return invalidField("account_max_devices", "must be 1 to 10000")
+	case st.AccountRedeemMode != RedeemStack && st.AccountRedeemMode != RedeemRestart:
+		return invalidField("account_redeem_mode", `must be "stack" or "restart"`)
+	case st.AccountPasswordMinLength < 6 || st.AccountPasswordMinLength > 72:
+		return invalidField("account_password_min_length", "must be 6 to 72")
 	}
 	f, err := checkFeatures(st.TrialFeatures)
 	if err != nil {
@@ -412,10 +420,18 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 		if k.ActivatedAt != nil {
 			restored = StatusActive
 		}
+		if k.Status == StatusRedeemed && action != ActionBan && action != ActionRotate {
+			return conflict("This key was redeemed onto an account: act on the account, or ban the key to take its time back.")
+		}
 		switch action {
 		case ActionBan:
 			if k.Status == StatusBanned {
 				return nil
+			}
+			if k.Status == StatusRedeemed {
+				if err := takeBack(ctx, tx, k, now); err != nil {
+					return err
+				}
 			}
 			k.Status = StatusBanned
 			if _, err := tx.EndKeySessions(ctx, k.ID, CodeBanned, now); err != nil {
@@ -427,6 +443,14 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 				return conflict("The key is not banned.")
 			}
 			k.Status = restored
+			if _, err := tx.RedemptionOfKey(ctx, k.ID); err == nil {
+				k.Status = StatusRedeemed
+				if err := giveBack(ctx, tx, k, now); err != nil {
+					return err
+				}
+			} else if !errors.Is(err, apperr.ErrNotFound) {
+				return err
+			}
 			return ev(event.KeyUnbanned, map[string]any{})
 		case ActionPause:
 			switch k.Status {

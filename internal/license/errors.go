@@ -45,7 +45,6 @@ var (
 	errBanned      = apperr.New(apperr.Forbidden, CodeBanned, "This license key has been banned.")
 	errPaused      = apperr.New(apperr.Forbidden, CodePaused, "This license key is paused.")
 	errExpired     = apperr.New(apperr.Forbidden, CodeExpired, "This license key has expired.")
-	errHWIDMatch   = apperr.New(apperr.Forbidden, CodeHWIDMismatch, "This license key is bound to another device.")
 	errSessionGone = apperr.New(apperr.Forbidden, CodeSessionExpired, "Your session has expired. Please log in again.")
 	errMismatch    = apperr.New(apperr.Forbidden, CodeSessionMismatch, "This session belongs to another license key.")
 )
@@ -85,6 +84,8 @@ func statusError(s Status) *apperr.Error {
 		return errPaused
 	case StatusExpired:
 		return errExpired
+	case StatusRedeemed:
+		return errKeyRedeemed
 	}
 	return nil
 }

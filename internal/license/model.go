@@ -44,7 +44,26 @@ type AppSettings struct {
 	TrialFeatures      json.RawMessage `json:"trial_features"`
 	TrialIPLimit       int             `json:"trial_ip_limit"`
 	TrialIPWindowHours int             `json:"trial_ip_window_hours"`
+
+	// App user accounts (auth/account-*.php): off until the owner turns them
+	// on. A new account gets AccountSignupDays of time (0: none until a key
+	// is redeemed) and AccountMaxDevices seats. Redeeming a key adds its days
+	// to the running time ("stack") or counts them from now ("restart"), and
+	// raises the seats to the key's when AccountTakesKeyDevices is set.
+	AccountsEnabled          bool   `json:"accounts_enabled"`
+	AccountKeyRequired       bool   `json:"account_key_required"`
+	AccountSignupDays        int    `json:"account_signup_days"`
+	AccountMaxDevices        int    `json:"account_max_devices"`
+	AccountRedeemMode        string `json:"account_redeem_mode"`
+	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
+	AccountPasswordMinLength int    `json:"account_password_min_length"`
 }
+
+// Redeem modes of AppSettings.AccountRedeemMode.
+const (
+	RedeemStack   = "stack"
+	RedeemRestart = "restart"
+)
 
 // trialLength is how long a trial lasts.
 func (st AppSettings) trialLength() time.Duration {
@@ -68,6 +87,11 @@ func DefaultSettings() AppSettings {
 		TrialFeatures:          json.RawMessage("{}"),
 		TrialIPLimit:           3,
 		TrialIPWindowHours:     24,
+
+		AccountMaxDevices:        1,
+		AccountRedeemMode:        RedeemStack,
+		AccountTakesKeyDevices:   true,
+		AccountPasswordMinLength: 8,
 	}
 }
 
@@ -81,6 +105,9 @@ const (
 	StatusPaused  Status = "paused"
 	StatusBanned  Status = "banned"
 	StatusExpired Status = "expired"
+	// StatusRedeemed marks a key whose time went to an app user account; it
+	// no longer signs in on its own (KEY_REDEEMED).
+	StatusRedeemed Status = "redeemed"
 )
 
 // KeyType says how a key's time is counted.
@@ -132,9 +159,10 @@ func (k *Key) DaysRemaining(now time.Time) *int {
 	return &d
 }
 
-// Device is a machine bound to a key.
+// Device is a machine bound to a key or, for account devices, to an account.
 type Device struct {
 	KeyID      int64
+	AccountID  int64
 	HWID       string
 	CreatedAt  time.Time
 	LastSeenAt time.Time
@@ -146,7 +174,8 @@ type Session struct {
 	ID         string
 	TokenHash  string
 	AppID      string
-	KeyID      *int64 // nil once the key was deleted
+	KeyID      *int64 // nil once the key was deleted, and for account sessions
+	AccountID  *int64 // the account of an account session; nil once deleted
 	HWID       string
 	IP         string
 	CreatedAt  time.Time
@@ -157,8 +186,10 @@ type Session struct {
 }
 
 // HeartbeatView is what one read gives the heartbeat: the session and the state
-// of its key. Only the session fields the heartbeat decides on are filled: ID,
-// TokenHash, AppID, KeyID, LastSeenAt, EndedAt and EndReason.
+// of its key, or of its account for an account session (KeyStatus, KeyExpiry
+// and KeyExists then describe the account, and KeyString is empty). Only the
+// session fields the heartbeat decides on are filled: ID, TokenHash, AppID,
+// KeyID, AccountID, LastSeenAt, EndedAt and EndReason.
 type HeartbeatView struct {
 	Session   Session
 	KeyStatus Status

@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/lockout"
 )
 
 // Config holds the tunables of the license service.
@@ -22,6 +25,14 @@ type Config struct {
 	// before it is read again (default 1s; negative disables). It bounds how
 	// long a change made through another process takes to be seen here.
 	AppCacheTTL time.Duration
+	// AccountBcryptCost is the bcrypt cost of app user account passwords
+	// (default 10): every account sign-in pays it once.
+	AccountBcryptCost int
+	// Guard counts failed account sign-ins (nil: no lockouts); SignIn
+	// applies per username, SignInIP per client IP, both per app.
+	Guard    *lockout.Guard
+	SignIn   lockout.Policy
+	SignInIP lockout.Policy
 }
 
 // Service implements the license and session rules. It is safe for concurrent
@@ -34,6 +45,7 @@ type Service struct {
 	cfg    Config
 
 	apps    *appCache
+	dummy   func() []byte // a bcrypt hash compared against for unknown usernames
 	mu      sync.Mutex
 	touched map[string]time.Time // session ID → last heartbeat not yet written
 }
@@ -50,7 +62,14 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 	if cfg.AppCacheTTL == 0 {
 		cfg.AppCacheTTL = time.Second
 	}
+	if cfg.AccountBcryptCost == 0 {
+		cfg.AccountBcryptCost = 10
+	}
 	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
+		dummy: sync.OnceValue(func() []byte {
+			h, _ := bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), cfg.AccountBcryptCost)
+			return h
+		}),
 		touched: map[string]time.Time{}}
 }
 
@@ -158,9 +177,32 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 	return res, nil
 }
 
+// seats are the devices and sessions of one key or account: bindDevice and
+// retireOverflow apply the same max_devices rules to both.
+type seats struct {
+	max     int
+	what    string // "license key" or "account", for messages
+	devices func() ([]Device, error)
+	bind    func(hwid string) error
+	live    func() ([]Session, error)
+}
+
+func keySeats(ctx context.Context, tx Tx, k *Key, now time.Time) seats {
+	return seats{max: k.MaxDevices, what: "license key",
+		devices: func() ([]Device, error) { return tx.Devices(ctx, k.ID) },
+		bind:    func(hwid string) error { return tx.UpsertDevice(ctx, k.ID, hwid, now) },
+		live:    func() ([]Session, error) { return tx.LiveSessionsOfKey(ctx, k.ID) }}
+}
+
 // bindDevice records hwid on k, refusing a new device once max_devices are bound.
 func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
-	devices, err := tx.Devices(ctx, k.ID)
+	return keySeats(ctx, tx, k, now).bindDevice(hwid)
+}
+
+// bindDevice records hwid, refusing a new device once max are bound:
+// HWID_MISMATCH for single-device holders, DEVICE_LIMIT otherwise.
+func (st seats) bindDevice(hwid string) error {
+	devices, err := st.devices()
 	if err != nil {
 		return err
 	}
@@ -171,27 +213,31 @@ func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) 
 			break
 		}
 	}
-	if !known && len(devices) >= k.MaxDevices {
-		if k.MaxDevices <= 1 {
-			return errHWIDMatch
+	if !known && len(devices) >= st.max {
+		if st.max <= 1 {
+			return apperr.New(apperr.Forbidden, CodeHWIDMismatch, "This "+st.what+" is bound to another device.")
 		}
-		return apperr.New(apperr.Forbidden, CodeDeviceLimit, "This license key is already in use on the maximum number of devices.").
-			With("devices_used", len(devices)).With("max_devices", k.MaxDevices)
+		return apperr.New(apperr.Forbidden, CodeDeviceLimit, "This "+st.what+" is already in use on the maximum number of devices.").
+			With("devices_used", len(devices)).With("max_devices", st.max)
 	}
-	return tx.UpsertDevice(ctx, k.ID, hwid, now)
+	return st.bind(hwid)
 }
 
-// retireOverflow ends sessions until one more fits in the key's seats. It
+func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now, staleBefore time.Time) error {
+	return keySeats(ctx, tx, k, now).retireOverflow(ctx, tx, hwid, now, staleBefore)
+}
+
+// retireOverflow ends sessions until one more fits in the seats. It
 // retires, in order: a session already silent past the timeout (stale
 // before: dead, just not reaped yet), the oldest session of the same device
 // (an app restarted after a crash replaces its own stale session rather than
 // another machine's), then the oldest session overall.
-func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now, staleBefore time.Time) error {
-	live, err := tx.LiveSessionsOfKey(ctx, k.ID)
+func (st seats) retireOverflow(ctx context.Context, tx Tx, hwid string, now, staleBefore time.Time) error {
+	live, err := st.live()
 	if err != nil {
 		return err
 	}
-	for len(live) >= max(k.MaxDevices, 1) {
+	for len(live) >= max(st.max, 1) {
 		victim, sameDevice := -1, -1
 		for i, ss := range live {
 			if ss.LastSeenAt.Before(staleBefore) {
@@ -234,7 +280,9 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 	if sess.EndedAt != nil {
 		return killError(sess.EndReason, app)
 	}
-	if licenseKey != "" && v.KeyExists && licenseKey != v.KeyString {
+	// Account sessions carry no key string: a license_key sent with them is
+	// not compared (it may name any key the account redeemed).
+	if licenseKey != "" && v.KeyString != "" && licenseKey != v.KeyString {
 		return errMismatch
 	}
 	reason := ""

@@ -34,6 +34,13 @@ type Store interface {
 	// before is the cursor (a trial's ID; 0 for the first page).
 	Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, error)
 
+	// AccountByUsername reads an account by its lower-cased username.
+	AccountByUsername(ctx context.Context, appID, usernameKey string) (*Account, error)
+	Accounts(ctx context.Context, f AccountFilter) ([]Account, error)
+	AccountDevices(ctx context.Context, accountID int64) ([]Device, error)
+	// Redemptions lists the keys redeemed onto an account, oldest first.
+	Redemptions(ctx context.Context, accountID int64) ([]Redemption, error)
+
 	InTx(ctx context.Context, fn func(Tx) error) error
 }
 
@@ -77,6 +84,26 @@ type Tx interface {
 	CountTrialsFromIP(ctx context.Context, appID, ip string, since time.Time) (int, error)
 	InsertTrial(ctx context.Context, t *Trial) error
 
+	// InsertAccount stores a new account (ErrConflict when the username is taken).
+	InsertAccount(ctx context.Context, a *Account) error
+	// AccountForUpdate reads an account by lower-cased username, locking the row.
+	AccountForUpdate(ctx context.Context, appID, usernameKey string) (*Account, error)
+	// AccountByIDForUpdate reads an account of the app by ID, locking the row.
+	AccountByIDForUpdate(ctx context.Context, appID string, id int64) (*Account, error)
+	UpdateAccount(ctx context.Context, a *Account) error
+	DeleteAccount(ctx context.Context, id int64) error
+	AccountDevices(ctx context.Context, accountID int64) ([]Device, error)
+	UpsertAccountDevice(ctx context.Context, accountID int64, hwid string, now time.Time) error
+	DeleteAccountDevices(ctx context.Context, accountID int64) (int, error)
+	// LiveSessionsOfAccount returns the account's open sessions, oldest first.
+	LiveSessionsOfAccount(ctx context.Context, accountID int64) ([]Session, error)
+	// EndAccountSessions ends every live session of an account.
+	EndAccountSessions(ctx context.Context, accountID int64, reason string, now time.Time) (int, error)
+	InsertRedemption(ctx context.Context, r *Redemption) error
+	// RedemptionOfKey returns the redemption of a key (ErrNotFound if none).
+	RedemptionOfKey(ctx context.Context, keyID int64) (*Redemption, error)
+	UpdateRedemption(ctx context.Context, r *Redemption) error
+
 	AddEvent(ctx context.Context, e event.Event) error
 	AddAudit(ctx context.Context, e audit.Entry) error
 }
@@ -92,10 +119,20 @@ type KeyFilter struct {
 	Now    time.Time
 }
 
+// AccountFilter selects accounts for listing. Query matches a substring of
+// the username or e-mail; After is the cursor (accounts with a larger ID).
+type AccountFilter struct {
+	AppID string
+	Query string
+	After int64
+	Limit int
+}
+
 // SessionFilter selects live sessions for listing.
 type SessionFilter struct {
-	AppID string
-	KeyID int64
-	After string
-	Limit int
+	AppID     string
+	KeyID     int64
+	AccountID int64
+	After     string
+	Limit     int
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/lockout"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
 )
@@ -89,9 +90,15 @@ func (s *Server) init(ctx context.Context) error {
 	if err := s.DB.CheckSchema(ctx); err != nil {
 		return err
 	}
-	s.License = license.NewService(s.DB.LicenseStore(), s.opts.Now, rand.Reader, license.Config{SessionTimeout: s.cfg.SessionTimeout})
+	lim := s.cfg.Limits
+	guard := lockout.New(s.DB.LockoutStore(), s.opts.Now)
+	signIn := lockout.Policy{MaxFailures: lim.LockoutFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
+	signInIP := lockout.Policy{MaxFailures: lim.LockoutIPFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
+	s.License = license.NewService(s.DB.LicenseStore(), s.opts.Now, rand.Reader, license.Config{SessionTimeout: s.cfg.SessionTimeout,
+		AccountBcryptCost: lim.AccountBcryptCost, Guard: guard, SignIn: signIn, SignInIP: signInIP})
 	var err error
-	s.Admins, err = admin.New(ctx, s.DB.AdminStore(), s.opts.Now, admin.Config{BcryptCost: s.cfg.BcryptCost, TokenTTL: s.cfg.TokenTTL})
+	s.Admins, err = admin.New(ctx, s.DB.AdminStore(), s.opts.Now, admin.Config{BcryptCost: s.cfg.BcryptCost, TokenTTL: s.cfg.TokenTTL,
+		Guard: guard, SignIn: signIn, SignInIP: signInIP})
 	if err != nil {
 		return err
 	}
@@ -113,6 +120,11 @@ func (s *Server) init(ctx context.Context) error {
 			if n > 0 {
 				s.opts.Log.Info("reaped silent sessions", "count", n)
 			}
+			return err
+		}},
+		sweep.Job{Name: "purge-lockouts", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+			// Counters older than a day of windows and locks can no longer matter.
+			_, err := guard.Purge(ctx, lim.LockoutWindow+lim.LockoutDuration+24*time.Hour)
 			return err
 		}},
 	)

@@ -205,7 +205,7 @@ func TestTLSBadCertificateRefused(t *testing.T) {
 func newServer(t *testing.T, configure func(*config.Config)) (*server.Server, error) {
 	t.Helper()
 	cfg := config.Config{Database: config.Database{Data: t.TempDir()}, Addr: "127.0.0.1:0", SessionTimeout: 180 * time.Second,
-		BcryptCost: 4, TokenTTL: time.Hour, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword}
+		BcryptCost: 4, TokenTTL: time.Hour, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword, Limits: kwtest.Limits}
 	configure(&cfg)
 	srv, err := server.New(t.Context(), cfg, server.Options{})
 	if err == nil {

@@ -269,19 +269,22 @@ func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) 
 	return int(n), err
 }
 
-const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.hwid, s.ip, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
+const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
 
 func scanSession(row interface{ Scan(...any) error }, extra ...any) (*license.Session, error) {
 	var ss license.Session
-	var keyID, ended sql.NullInt64
+	var keyID, accountID, ended sql.NullInt64
 	var reason sql.NullString
 	var created, seen int64
-	dest := append([]any{&ss.ID, &ss.TokenHash, &ss.AppID, &keyID, &ss.HWID, &ss.IP, &created, &seen, &ended, &reason}, extra...)
+	dest := append([]any{&ss.ID, &ss.TokenHash, &ss.AppID, &keyID, &accountID, &ss.HWID, &ss.IP, &created, &seen, &ended, &reason}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, translate(err)
 	}
 	if keyID.Valid {
 		ss.KeyID = &keyID.Int64
+	}
+	if accountID.Valid {
+		ss.AccountID = &accountID.Int64
 	}
 	ss.CreatedAt, ss.LastSeenAt, ss.EndedAt, ss.EndReason = fromMS(created), fromMS(seen), fromNullMS(ended), reason.String
 	return &ss, nil
@@ -294,6 +297,10 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 	if f.KeyID != 0 {
 		q += ` AND s.key_id = ?`
 		args = append(args, f.KeyID)
+	}
+	if f.AccountID != 0 {
+		q += ` AND s.account_id = ?`
+		args = append(args, f.AccountID)
 	}
 	q += ` ORDER BY s.id LIMIT ?`
 	args = append(args, f.Limit)
@@ -316,23 +323,29 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 }
 
 // heartbeatViewQuery reads only what the heartbeat decides on: it runs on
-// every heartbeat of every client.
-var heartbeatViewQuery = `SELECT s.id, s.app_id, s.key_id, s.last_seen_at, s.ended_at, s.end_reason,
-	k.status, k.expires_at, k.license_key
-	FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id WHERE s.token_hash = ?`
+// every heartbeat of every client. A session belongs to a key or an
+// account; the state comes from whichever it has.
+var heartbeatViewQuery = `SELECT s.id, s.app_id, s.key_id, s.account_id, s.last_seen_at, s.ended_at, s.end_reason,
+	COALESCE(k.status, a.status), CASE WHEN s.key_id IS NOT NULL THEN k.expires_at ELSE a.expires_at END, k.license_key
+	FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id LEFT JOIN accounts a ON a.id = s.account_id
+	WHERE s.token_hash = ?`
 
 func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
 	var v license.HeartbeatView
 	ss := &v.Session
-	var keyID, ended, expires sql.NullInt64
+	var keyID, accountID, ended, expires sql.NullInt64
 	var reason, status, lk sql.NullString
 	var seen int64
-	err := s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &keyID, &seen, &ended, &reason, &status, &expires, &lk)
+	err := s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &keyID, &accountID, &seen, &ended, &reason,
+		&status, &expires, &lk)
 	if err != nil {
 		return nil, translate(err)
 	}
 	if keyID.Valid {
 		ss.KeyID = &keyID.Int64
+	}
+	if accountID.Valid {
+		ss.AccountID = &accountID.Int64
 	}
 	ss.TokenHash, ss.LastSeenAt, ss.EndedAt, ss.EndReason = tokenHash, fromMS(seen), fromNullMS(ended), reason.String
 	v.KeyExists = status.Valid
@@ -397,8 +410,8 @@ func (t licenseTx) LiveSessionsOfKey(ctx context.Context, keyID int64) ([]licens
 }
 
 func (t licenseTx) InsertSession(ctx context.Context, ss *license.Session) error {
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO sessions (id, token_hash, app_id, key_id, hwid, ip, created_at, last_seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), ss.ID, ss.TokenHash, ss.AppID, ss.KeyID, ss.HWID, ss.IP, ms(ss.CreatedAt), ms(ss.LastSeenAt))
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO sessions (id, token_hash, app_id, key_id, account_id, hwid, ip, created_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ss.ID, ss.TokenHash, ss.AppID, ss.KeyID, ss.AccountID, ss.HWID, ss.IP, ms(ss.CreatedAt), ms(ss.LastSeenAt))
 	return translate(err)
 }
 

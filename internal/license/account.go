@@ -1,0 +1,330 @@
+package license
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Account is an app user account: an end user who signs in with a username
+// and password and holds license time, seats and features of their own,
+// filled by redeeming keys. Status is active, paused or banned as stored;
+// StatusAt adds expired. ExpiresAt nil means lifetime; an account without
+// time has an expiry in the past.
+type Account struct {
+	ID                    int64
+	AppID                 string
+	Username              string
+	Email                 string
+	PasswordHash          string
+	PasswordResetRequired bool
+	Status                Status
+	MaxDevices            int
+	Features              json.RawMessage
+	LicenseKey            string // the key redeemed last; "" when none
+	ExpiresAt             *time.Time
+	LastLoginAt           *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+// StatusAt returns the account's effective status at now.
+func (a *Account) StatusAt(now time.Time) Status {
+	if a.Status == StatusActive && a.ExpiresAt != nil && !now.Before(*a.ExpiresAt) {
+		return StatusExpired
+	}
+	return a.Status
+}
+
+// Lifetime reports whether the account never expires.
+func (a *Account) Lifetime() bool { return a.ExpiresAt == nil }
+
+// DaysRemaining returns the whole days left, rounded up; nil for lifetime.
+func (a *Account) DaysRemaining(now time.Time) *int {
+	k := Key{ExpiresAt: a.ExpiresAt}
+	return k.DaysRemaining(now)
+}
+
+// FeaturesJSON returns the account's feature map as raw JSON, {} when unset.
+func (a *Account) FeaturesJSON() json.RawMessage {
+	k := Key{Features: a.Features}
+	return k.FeaturesJSON()
+}
+
+// Redemption records a key redeemed onto an account: what it added, and the
+// expiry before a lifetime key, so banning the key can take it back.
+type Redemption struct {
+	KeyID          int64
+	AccountID      int64
+	DaysAdded      int
+	Lifetime       bool
+	PriorExpiresAt *time.Time
+	CreatedAt      time.Time
+	LicenseKey     string // filled by listings
+}
+
+// Account error codes (sdk-compat §1.8–§1.11, §2.1).
+const (
+	CodeInvalidCredentials    = "INVALID_CREDENTIALS"
+	CodeUsernameExists        = "USERNAME_EXISTS"
+	CodeKeyRequired           = "KEY_REQUIRED"
+	CodeKeyAlreadyUsed        = "KEY_ALREADY_USED"
+	CodeKeyInUse              = "KEY_IN_USE"
+	CodeKeyRedeemed           = "KEY_REDEEMED"
+	CodeAlreadyLifetime       = "ALREADY_LIFETIME"
+	CodeAccountsDisabled      = "ACCOUNTS_DISABLED"
+	CodePasswordResetRequired = "PASSWORD_RESET_REQUIRED"
+)
+
+var (
+	errInvalidCredentials = apperr.New(apperr.Unauthenticated, CodeInvalidCredentials, "Invalid username or password.")
+	errAccountsDisabled   = apperr.New(apperr.Forbidden, CodeAccountsDisabled, "User accounts are not enabled for this application.")
+	errUsernameExists     = apperr.New(apperr.Conflict, CodeUsernameExists, "This username is already taken.")
+	errKeyRequired        = apperr.New(apperr.Invalid, CodeKeyRequired, "A license key is required to create an account.")
+	errRedeemInvalidKey   = apperr.New(apperr.Invalid, CodeInvalidKey, "Invalid license key.")
+	errKeyAlreadyUsed     = apperr.New(apperr.Conflict, CodeKeyAlreadyUsed, "This license key has already been redeemed.")
+	errKeyInUse           = apperr.New(apperr.Conflict, CodeKeyInUse, "This license key is already activated and cannot be redeemed onto an account.")
+	errKeyRedeemed        = apperr.New(apperr.Forbidden, CodeKeyRedeemed, "This license key was redeemed onto an account. Sign in with the account instead.")
+	errAlreadyLifetime    = apperr.New(apperr.Conflict, CodeAlreadyLifetime, "This account already has lifetime access.")
+	errResetRequired      = apperr.New(apperr.Forbidden, CodePasswordResetRequired,
+		"Your password was reset by the application owner. Choose a new password with change-password, using the temporary one as the current password.")
+	errAccountBanned = apperr.New(apperr.Forbidden, CodeBanned, "This account has been banned.")
+	errAccountPaused = apperr.New(apperr.Forbidden, CodePaused, "This account is paused.")
+	errAccountNoTime = apperr.New(apperr.Forbidden, CodeExpired, "This account has no license time left. Redeem a license key to continue.")
+)
+
+// accountStatusError is the refusal for an account that may not sign in.
+func accountStatusError(st Status) *apperr.Error {
+	switch st {
+	case StatusBanned:
+		return errAccountBanned
+	case StatusPaused:
+		return errAccountPaused
+	case StatusExpired:
+		return errAccountNoTime
+	}
+	return nil
+}
+
+// usernameRE: 3 to 32 letters, digits, '.', '_' or '-', starting with a
+// letter or digit.
+var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{2,31}$`)
+
+// UsernameKey is the case-insensitive form usernames are unique by.
+func UsernameKey(username string) string { return strings.ToLower(username) }
+
+func checkUsername(u string) error {
+	if !usernameRE.MatchString(u) {
+		return invalidField("username", "use 3 to 32 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// checkPassword applies the app's password policy. bcrypt reads only 72
+// bytes, so longer passwords are refused rather than silently cut.
+func checkPassword(field, p string, minLen int) error {
+	switch {
+	case utf8.RuneCountInString(p) < minLen:
+		return invalidField(field, "must be at least "+strconv.Itoa(minLen)+" characters")
+	case len(p) > 72:
+		return invalidField(field, "must be at most 72 bytes")
+	}
+	return nil
+}
+
+func checkEmail(e string) error {
+	if e == "" {
+		return nil
+	}
+	at := strings.IndexByte(e, '@')
+	if len(e) > 254 || at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
+		return invalidField("email", "must be an e-mail address of at most 254 characters")
+	}
+	return nil
+}
+
+// hashPassword returns the bcrypt hash of p at the configured cost.
+func (s *Service) hashPassword(p string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(p), s.cfg.AccountBcryptCost)
+	if err != nil {
+		return "", apperr.Wrap(err, "bcrypt")
+	}
+	return string(h), nil
+}
+
+// RegisterRequest is the body of auth/account-register.
+type RegisterRequest struct {
+	Username   string
+	Password   string
+	Email      string
+	LicenseKey string
+}
+
+// Grant is what a redeemed key gave an account.
+type Grant struct {
+	DaysAdded int
+	Lifetime  bool
+	Mode      string
+}
+
+// Register creates an app user account, redeeming LicenseKey onto it when
+// given. It returns MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE,
+// KEY_REQUIRED, USERNAME_EXISTS and, for the key, INVALID_KEY,
+// KEY_ALREADY_USED, KEY_IN_USE, BANNED, PAUSED or EXPIRED.
+func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (*Account, *Grant, error) {
+	st := app.Settings
+	switch {
+	case req.Username == "":
+		return nil, nil, missing("username")
+	case req.Password == "":
+		return nil, nil, missing("password")
+	case !st.AccountsEnabled:
+		return nil, nil, errAccountsDisabled
+	case st.Maintenance:
+		return nil, nil, killError(CodeMaintenance, app)
+	}
+	if err := checkUsername(req.Username); err != nil {
+		return nil, nil, err
+	}
+	if err := checkPassword("password", req.Password, st.AccountPasswordMinLength); err != nil {
+		return nil, nil, err
+	}
+	if err := checkEmail(req.Email); err != nil {
+		return nil, nil, err
+	}
+	if st.AccountKeyRequired && req.LicenseKey == "" {
+		return nil, nil, errKeyRequired
+	}
+	hash, err := s.hashPassword(req.Password)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.Now()
+	noTime := now.Add(time.Duration(st.AccountSignupDays) * 24 * time.Hour)
+	a := &Account{AppID: app.ID, Username: req.Username, Email: req.Email, PasswordHash: hash, Status: StatusActive,
+		MaxDevices: st.AccountMaxDevices, Features: json.RawMessage("{}"), ExpiresAt: &noTime, CreatedAt: now, UpdatedAt: now}
+	grant := &Grant{Mode: st.AccountRedeemMode}
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		var k *Key
+		if req.LicenseKey != "" {
+			var err error
+			if k, err = redeemableKey(ctx, tx, app.ID, req.LicenseKey, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.InsertAccount(ctx, a); errors.Is(err, apperr.ErrConflict) {
+			return errUsernameExists
+		} else if err != nil {
+			return err
+		}
+		if k != nil {
+			g, err := redeem(ctx, tx, app, a, k, now)
+			if err != nil {
+				return err
+			}
+			grant = g
+			if err := tx.UpdateAccount(ctx, a); err != nil {
+				return err
+			}
+		}
+		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now,
+			Data: map[string]any{"app_id": app.ID, "username": a.Username, "license_key": a.LicenseKey}})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, grant, nil
+}
+
+// redeemableKey reads and locks a key that may be redeemed: unused and
+// neither banned nor paused.
+func redeemableKey(ctx context.Context, tx Tx, appID, licenseKey string, now time.Time) (*Key, error) {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, errRedeemInvalidKey
+	} else if err != nil {
+		return nil, err
+	}
+	switch k.StatusAt(now) {
+	case StatusUnused:
+		return k, nil
+	case StatusRedeemed:
+		return nil, errKeyAlreadyUsed
+	case StatusActive:
+		return nil, errKeyInUse
+	}
+	return nil, statusError(k.StatusAt(now))
+}
+
+// redeem moves k's time onto a (the caller saves a): a lifetime key makes
+// the account lifetime; a days key adds its days to the running time
+// ("stack") or counts them from now ("restart"). The key becomes redeemed.
+func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.Time) (*Grant, error) {
+	if a.Lifetime() {
+		return nil, errAlreadyLifetime
+	}
+	st := app.Settings
+	r := &Redemption{KeyID: k.ID, AccountID: a.ID, PriorExpiresAt: a.ExpiresAt, CreatedAt: now}
+	if k.Type == TypeLifetime {
+		r.Lifetime = true
+		a.ExpiresAt = nil
+	} else {
+		r.DaysAdded = k.Duration
+		base := now
+		if st.AccountRedeemMode != RedeemRestart && a.ExpiresAt.After(now) {
+			base = *a.ExpiresAt
+		}
+		exp := base.Add(time.Duration(k.Duration) * 24 * time.Hour)
+		a.ExpiresAt = &exp
+	}
+	if st.AccountTakesKeyDevices && k.MaxDevices > a.MaxDevices {
+		a.MaxDevices = k.MaxDevices
+	}
+	a.Features = mergeFeatures(a.Features, k.Features)
+	a.LicenseKey = k.LicenseKey
+	a.UpdatedAt = now
+	k.Status, k.ActivatedAt, k.UpdatedAt = StatusRedeemed, &now, now
+	if err := tx.UpdateKey(ctx, k); err != nil {
+		return nil, err
+	}
+	if err := tx.InsertRedemption(ctx, r); err != nil {
+		return nil, err
+	}
+	err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyRedeemed, CreatedAt: now, Data: map[string]any{
+		"app_id": app.ID, "license_key": k.LicenseKey, "username": a.Username, "days_added": r.DaysAdded, "lifetime": r.Lifetime}})
+	if err != nil {
+		return nil, err
+	}
+	return &Grant{DaysAdded: r.DaysAdded, Lifetime: r.Lifetime, Mode: st.AccountRedeemMode}, nil
+}
+
+// mergeFeatures returns base with the flags of add set over it.
+func mergeFeatures(base, add json.RawMessage) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	_ = json.Unmarshal(base, &m)
+	var extra map[string]json.RawMessage
+	if json.Unmarshal(add, &extra) != nil || len(extra) == 0 {
+		if len(base) == 0 {
+			return json.RawMessage("{}")
+		}
+		return base
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return base
+	}
+	return out
+}

@@ -1,0 +1,313 @@
+package license
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/lockout"
+)
+
+// Lockout scopes of account sign-ins; the app ID follows.
+const (
+	scopeAccount   = "account:"
+	scopeAccountIP = "account-ip:"
+)
+
+// signInSubjects are what a failed sign-in counts against: the username (an
+// unknown one too, so a lockout says nothing about existence) and the client IP.
+func (s *Service) signInSubjects(appID, username, ip string) []lockout.Subject {
+	u := UsernameKey(username)
+	if len(u) > 64 {
+		u = u[:64]
+	}
+	return []lockout.Subject{
+		{Scope: scopeAccount + appID, ID: u, Policy: s.cfg.SignIn},
+		{Scope: scopeAccountIP + appID, ID: ip, Policy: s.cfg.SignInIP},
+	}
+}
+
+// verifyAccount checks a username and password under the sign-in lockout.
+// An unknown username costs the same bcrypt comparison as a known one and
+// gets the same INVALID_CREDENTIALS. It returns TOO_MANY_ATTEMPTS while
+// locked, without comparing the password.
+func (s *Service) verifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
+	subs := s.signInSubjects(app.ID, username, ip)
+	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+		return nil, err
+	}
+	var a *Account
+	if len(username) <= 64 {
+		var err error
+		a, err = s.store.AccountByUsername(ctx, app.ID, UsernameKey(username))
+		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
+			return nil, err
+		}
+	}
+	ok := false
+	if a != nil {
+		ok = bcrypt.CompareHashAndPassword([]byte(a.PasswordHash), []byte(password)) == nil
+	} else {
+		_ = bcrypt.CompareHashAndPassword(s.dummy(), []byte(password))
+	}
+	if !ok {
+		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
+			return nil, err
+		}
+		return nil, errInvalidCredentials
+	}
+	if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// lockAccount re-reads a verified account under a row lock and refuses it
+// when its password changed since it was verified.
+func lockAccount(ctx context.Context, tx Tx, verified *Account) (*Account, error) {
+	a, err := tx.AccountByIDForUpdate(ctx, verified.AppID, verified.ID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, errInvalidCredentials
+	} else if err != nil {
+		return nil, err
+	}
+	if a.PasswordHash != verified.PasswordHash {
+		return nil, errInvalidCredentials
+	}
+	return a, nil
+}
+
+func accountSeats(ctx context.Context, tx Tx, a *Account, now time.Time) seats {
+	return seats{max: a.MaxDevices, what: "account",
+		devices: func() ([]Device, error) { return tx.AccountDevices(ctx, a.ID) },
+		bind:    func(hwid string) error { return tx.UpsertAccountDevice(ctx, a.ID, hwid, now) },
+		live:    func() ([]Session, error) { return tx.LiveSessionsOfAccount(ctx, a.ID) }}
+}
+
+// AccountLoginRequest is the body of auth/account-login.
+type AccountLoginRequest struct {
+	Username string
+	Password string
+	HWID     string
+	IP       string
+}
+
+// AccountLoginResult is a signed-in account with a new session.
+type AccountLoginResult struct {
+	SessionToken string
+	Account      Account
+}
+
+// AccountLogin signs an app user in and opens a session on the device under
+// the account's max_devices (the same rules as keys). Heartbeat and logout
+// then work on that session; a banned, paused or expired account dies at its
+// next heartbeat. It returns MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE,
+// TOO_MANY_ATTEMPTS, INVALID_CREDENTIALS, PASSWORD_RESET_REQUIRED, BANNED,
+// PAUSED, EXPIRED, HWID_MISMATCH or DEVICE_LIMIT.
+func (s *Service) AccountLogin(ctx context.Context, app *App, req AccountLoginRequest) (*AccountLoginResult, error) {
+	switch {
+	case req.Username == "":
+		return nil, missing("username")
+	case req.Password == "":
+		return nil, missing("password")
+	case req.HWID == "":
+		return nil, missing("hwid")
+	case len(req.HWID) > 256:
+		return nil, invalidField("hwid", "longer than 256 characters")
+	case !app.Settings.AccountsEnabled:
+		return nil, errAccountsDisabled
+	case app.Settings.Maintenance:
+		return nil, killError(CodeMaintenance, app)
+	}
+	verified, err := s.verifyAccount(ctx, app, req.Username, req.Password, req.IP)
+	if err != nil {
+		return nil, err
+	}
+	if verified.PasswordResetRequired {
+		return nil, errResetRequired
+	}
+	token, err := s.randomHex(32)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	var res *AccountLoginResult
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		a, err := lockAccount(ctx, tx, verified)
+		if err != nil {
+			return err
+		}
+		if e := accountStatusError(a.StatusAt(now)); e != nil {
+			return e
+		}
+		st := accountSeats(ctx, tx, a, now)
+		if err := st.bindDevice(req.HWID); err != nil {
+			return err
+		}
+		if err := st.retireOverflow(ctx, tx, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
+			return err
+		}
+		sess := &Session{ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, AccountID: &a.ID,
+			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now}
+		if err := tx.InsertSession(ctx, sess); err != nil {
+			return err
+		}
+		a.LastLoginAt, a.UpdatedAt = &now, now
+		if err := tx.UpdateAccount(ctx, a); err != nil {
+			return err
+		}
+		res = &AccountLoginResult{SessionToken: token, Account: *a}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// ChangePasswordRequest is the body of auth/change-password.
+type ChangePasswordRequest struct {
+	Username        string
+	CurrentPassword string
+	NewPassword     string
+	IP              string
+}
+
+// ChangePassword verifies the current password (under the sign-in lockout),
+// sets the new one, clears a forced reset and ends every session of the
+// account (their next heartbeat answers SESSION_REVOKED).
+func (s *Service) ChangePassword(ctx context.Context, app *App, req ChangePasswordRequest) error {
+	switch {
+	case req.Username == "":
+		return missing("username")
+	case req.CurrentPassword == "":
+		return missing("current_password")
+	case req.NewPassword == "":
+		return missing("new_password")
+	case !app.Settings.AccountsEnabled:
+		return errAccountsDisabled
+	}
+	if err := checkPassword("new_password", req.NewPassword, app.Settings.AccountPasswordMinLength); err != nil {
+		return err
+	}
+	if req.NewPassword == req.CurrentPassword {
+		return invalidField("new_password", "must differ from the current password")
+	}
+	verified, err := s.verifyAccount(ctx, app, req.Username, req.CurrentPassword, req.IP)
+	if err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(req.NewPassword)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	return s.store.InTx(ctx, func(tx Tx) error {
+		a, err := lockAccount(ctx, tx, verified)
+		if err != nil {
+			return err
+		}
+		a.PasswordHash, a.PasswordResetRequired, a.UpdatedAt = hash, false, now
+		if _, err := tx.EndAccountSessions(ctx, a.ID, CodeSessionRevoked, now); err != nil {
+			return err
+		}
+		return tx.UpdateAccount(ctx, a)
+	})
+}
+
+// RedeemRequest is the body of auth/account-redeem: a username and password
+// (accepted while the account is expired) or an account session's token.
+type RedeemRequest struct {
+	Username     string
+	Password     string
+	SessionToken string
+	LicenseKey   string
+	IP           string
+}
+
+// RedeemKey adds a key's time to an account (see redeem). Wrong passwords
+// and unknown keys count toward the sign-in lockout. It returns
+// MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE, TOO_MANY_ATTEMPTS,
+// INVALID_CREDENTIALS, SESSION_EXPIRED (not a live account session),
+// BANNED/PAUSED (of the account or the key), INVALID_KEY, KEY_ALREADY_USED,
+// KEY_IN_USE, EXPIRED or ALREADY_LIFETIME.
+func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*Account, *Grant, error) {
+	bySession := req.Username == "" && req.SessionToken != ""
+	switch {
+	case req.LicenseKey == "":
+		return nil, nil, missing("license_key")
+	case !bySession && req.Username == "":
+		return nil, nil, missing("username or session_id")
+	case !bySession && req.Password == "":
+		return nil, nil, missing("password")
+	case !app.Settings.AccountsEnabled:
+		return nil, nil, errAccountsDisabled
+	case app.Settings.Maintenance:
+		return nil, nil, killError(CodeMaintenance, app)
+	}
+	now := s.Now()
+	var verified *Account
+	var accountID int64
+	if bySession {
+		v, err := s.store.HeartbeatView(ctx, HashToken(req.SessionToken))
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil, nil, errSessionGone
+		} else if err != nil {
+			return nil, nil, err
+		}
+		ss := v.Session
+		if ss.AppID != app.ID || ss.AccountID == nil || ss.EndedAt != nil || now.Sub(s.lastSeen(&ss)) > s.cfg.SessionTimeout {
+			return nil, nil, errSessionGone
+		}
+		accountID = *ss.AccountID
+		if err := s.cfg.Guard.Check(ctx, s.signInSubjects(app.ID, "", req.IP)[1]); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		var err error
+		if verified, err = s.verifyAccount(ctx, app, req.Username, req.Password, req.IP); err != nil {
+			return nil, nil, err
+		}
+		accountID = verified.ID
+	}
+	var out *Account
+	var grant *Grant
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		var a *Account
+		var err error
+		if verified != nil {
+			a, err = lockAccount(ctx, tx, verified)
+		} else if a, err = tx.AccountByIDForUpdate(ctx, app.ID, accountID); errors.Is(err, apperr.ErrNotFound) {
+			err = errSessionGone
+		}
+		if err != nil {
+			return err
+		}
+		out = a
+		switch a.StatusAt(now) {
+		case StatusBanned, StatusPaused:
+			return accountStatusError(a.StatusAt(now))
+		}
+		k, err := redeemableKey(ctx, tx, app.ID, req.LicenseKey, now)
+		if err != nil {
+			return err
+		}
+		if grant, err = redeem(ctx, tx, app, a, k, now); err != nil {
+			return err
+		}
+		return tx.UpdateAccount(ctx, a)
+	})
+	if apperr.CodeOf(err) == CodeInvalidKey && out != nil {
+		// Outside the transaction: SQLite has one writer.
+		if ferr := s.cfg.Guard.Fail(ctx, s.signInSubjects(app.ID, out.Username, req.IP)...); ferr != nil {
+			return nil, nil, ferr
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, grant, nil
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/license"
+)
+
+const accountCols = `id, app_id, username, email, password_hash, password_reset_required, status, max_devices, features,
+	license_key, expires_at, last_login_at, created_at, updated_at`
+
+func scanAccount(row interface{ Scan(...any) error }) (*license.Account, error) {
+	var a license.Account
+	var features string
+	var expires, lastLogin sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&a.ID, &a.AppID, &a.Username, &a.Email, &a.PasswordHash, &a.PasswordResetRequired, &a.Status,
+		&a.MaxDevices, &features, &a.LicenseKey, &expires, &lastLogin, &created, &updated); err != nil {
+		return nil, translate(err)
+	}
+	a.Features = []byte(features)
+	a.ExpiresAt, a.LastLoginAt = fromNullMS(expires), fromNullMS(lastLogin)
+	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	return &a, nil
+}
+
+func featuresText(raw []byte) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	return string(raw)
+}
+
+func (s licenseStore) AccountByUsername(ctx context.Context, appID, usernameKey string) (*license.Account, error) {
+	return scanAccount(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+accountCols+` FROM accounts WHERE app_id = ? AND username_key = ?`),
+		appID, usernameKey))
+}
+
+// likeEscape escapes LIKE wildcards in a user's search text (ESCAPE '\').
+func likeEscape(q string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q)
+}
+
+func (s licenseStore) Accounts(ctx context.Context, f license.AccountFilter) ([]license.Account, error) {
+	q := `SELECT ` + accountCols + ` FROM accounts WHERE app_id = ? AND id > ?`
+	args := []any{f.AppID, f.After}
+	if f.Query != "" {
+		q += ` AND (username_key LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\')`
+		pat := "%" + likeEscape(strings.ToLower(f.Query)) + "%"
+		args = append(args, pat, pat)
+	}
+	q += ` ORDER BY id LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []license.Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, translate(rows.Err())
+}
+
+func accountDevices(ctx context.Context, db *DB, q queryer, accountID int64) ([]license.Device, error) {
+	rows, err := q.QueryContext(ctx, db.rebind(`SELECT account_id, hwid, created_at, last_seen_at FROM account_devices
+		WHERE account_id = ? ORDER BY created_at, hwid`), accountID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Device
+	for rows.Next() {
+		var d license.Device
+		var created, seen int64
+		if err := rows.Scan(&d.AccountID, &d.HWID, &created, &seen); err != nil {
+			return nil, translate(err)
+		}
+		d.CreatedAt, d.LastSeenAt = fromMS(created), fromMS(seen)
+		out = append(out, d)
+	}
+	return out, translate(rows.Err())
+}
+
+func (s licenseStore) AccountDevices(ctx context.Context, accountID int64) ([]license.Device, error) {
+	return accountDevices(ctx, s.db, s.db.read, accountID)
+}
+
+func (s licenseStore) Redemptions(ctx context.Context, accountID int64) ([]license.Redemption, error) {
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT r.key_id, r.account_id, r.days_added, r.lifetime, r.prior_expires_at,
+		r.created_at, k.license_key FROM account_redemptions r JOIN license_keys k ON k.id = r.key_id
+		WHERE r.account_id = ? ORDER BY r.created_at, r.key_id`), accountID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []license.Redemption{}
+	for rows.Next() {
+		r, err := scanRedemption(rows, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, translate(rows.Err())
+}
+
+func scanRedemption(row interface{ Scan(...any) error }, withKey bool) (*license.Redemption, error) {
+	var r license.Redemption
+	var prior sql.NullInt64
+	var created int64
+	dest := []any{&r.KeyID, &r.AccountID, &r.DaysAdded, &r.Lifetime, &prior, &created}
+	if withKey {
+		dest = append(dest, &r.LicenseKey)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, translate(err)
+	}
+	r.PriorExpiresAt, r.CreatedAt = fromNullMS(prior), fromMS(created)
+	return &r, nil
+}
+
+func (t licenseTx) InsertAccount(ctx context.Context, a *license.Account) error {
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO accounts (app_id, username, username_key, email, password_hash,
+		password_reset_required, status, max_devices, features, license_key, expires_at, last_login_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		a.AppID, a.Username, license.UsernameKey(a.Username), a.Email, a.PasswordHash, a.PasswordResetRequired, a.Status,
+		a.MaxDevices, featuresText(a.Features), a.LicenseKey, optMS(a.ExpiresAt), optMS(a.LastLoginAt), ms(a.CreatedAt),
+		ms(a.UpdatedAt)).Scan(&a.ID))
+}
+
+func (t licenseTx) AccountForUpdate(ctx context.Context, appID, usernameKey string) (*license.Account, error) {
+	return scanAccount(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+accountCols+` FROM accounts WHERE app_id = ? AND username_key = ?`+
+		t.db.forUpdate()), appID, usernameKey))
+}
+
+func (t licenseTx) AccountByIDForUpdate(ctx context.Context, appID string, id int64) (*license.Account, error) {
+	return scanAccount(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+accountCols+` FROM accounts WHERE app_id = ? AND id = ?`+
+		t.db.forUpdate()), appID, id))
+}
+
+func (t licenseTx) UpdateAccount(ctx context.Context, a *license.Account) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE accounts SET email = ?, password_hash = ?, password_reset_required = ?,
+		status = ?, max_devices = ?, features = ?, license_key = ?, expires_at = ?, last_login_at = ?, updated_at = ? WHERE id = ?`),
+		a.Email, a.PasswordHash, a.PasswordResetRequired, a.Status, a.MaxDevices, featuresText(a.Features), a.LicenseKey,
+		optMS(a.ExpiresAt), optMS(a.LastLoginAt), ms(a.UpdatedAt), a.ID)
+	return affected(res, err)
+}
+
+func (t licenseTx) DeleteAccount(ctx context.Context, id int64) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM accounts WHERE id = ?`), id)
+	return affected(res, err)
+}
+
+func (t licenseTx) AccountDevices(ctx context.Context, accountID int64) ([]license.Device, error) {
+	return accountDevices(ctx, t.db, t.tx, accountID)
+}
+
+func (t licenseTx) UpsertAccountDevice(ctx context.Context, accountID int64, hwid string, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO account_devices (account_id, hwid, created_at, last_seen_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (account_id, hwid) DO UPDATE SET last_seen_at = excluded.last_seen_at`), accountID, hwid, ms(now), ms(now))
+	return translate(err)
+}
+
+func (t licenseTx) DeleteAccountDevices(ctx context.Context, accountID int64) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM account_devices WHERE account_id = ?`), accountID)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func (t licenseTx) LiveSessionsOfAccount(ctx context.Context, accountID int64) ([]license.Session, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.account_id = ? AND s.ended_at IS NULL
+		ORDER BY s.created_at, s.id`), accountID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Session
+	for rows.Next() {
+		ss, err := scanSession(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *ss)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) EndAccountSessions(ctx context.Context, accountID int64, reason string, now time.Time) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE account_id = ? AND ended_at IS NULL`),
+		ms(now), reason, accountID)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func (t licenseTx) InsertRedemption(ctx context.Context, r *license.Redemption) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO account_redemptions (key_id, account_id, days_added, lifetime, prior_expires_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`), r.KeyID, r.AccountID, r.DaysAdded, r.Lifetime, optMS(r.PriorExpiresAt), ms(r.CreatedAt))
+	return translate(err)
+}
+
+func (t licenseTx) RedemptionOfKey(ctx context.Context, keyID int64) (*license.Redemption, error) {
+	return scanRedemption(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT key_id, account_id, days_added, lifetime, prior_expires_at, created_at
+		FROM account_redemptions WHERE key_id = ?`), keyID), false)
+}
+
+func (t licenseTx) UpdateRedemption(ctx context.Context, r *license.Redemption) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE account_redemptions SET prior_expires_at = ? WHERE key_id = ?`),
+		optMS(r.PriorExpiresAt), r.KeyID)
+	return affected(res, err)
+}

@@ -1,0 +1,68 @@
+-- +goose Up
+-- App user accounts: end users who sign in with a username and password and
+-- hold license time themselves (from redeemed keys). username_key is the
+-- lower-cased username, unique per app. expires_at NULL means lifetime; an
+-- account without time has an expiry in the past.
+CREATE TABLE accounts (
+    id                      BIGSERIAL PRIMARY KEY,
+    app_id                  TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    username                TEXT NOT NULL,
+    username_key            TEXT NOT NULL,
+    email                   TEXT NOT NULL DEFAULT '',
+    password_hash           TEXT NOT NULL,
+    password_reset_required BOOLEAN NOT NULL DEFAULT FALSE,
+    status                  TEXT NOT NULL,
+    max_devices             INTEGER NOT NULL DEFAULT 1,
+    features                TEXT NOT NULL DEFAULT '{}',
+    license_key             TEXT NOT NULL DEFAULT '',
+    expires_at              BIGINT,
+    last_login_at           BIGINT,
+    created_at              BIGINT NOT NULL,
+    updated_at              BIGINT NOT NULL,
+    UNIQUE (app_id, username_key)
+);
+CREATE INDEX accounts_app ON accounts (app_id, id);
+
+-- A key redeemed onto an account: what it added, so banning the key can take
+-- it back and unbanning can give it again.
+CREATE TABLE account_redemptions (
+    key_id           BIGINT PRIMARY KEY REFERENCES license_keys(id) ON DELETE CASCADE,
+    account_id       BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    days_added       INTEGER NOT NULL,
+    lifetime         BOOLEAN NOT NULL DEFAULT FALSE,
+    prior_expires_at BIGINT,
+    created_at       BIGINT NOT NULL
+);
+CREATE INDEX account_redemptions_account ON account_redemptions (account_id);
+
+CREATE TABLE account_devices (
+    account_id   BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    hwid         TEXT NOT NULL,
+    created_at   BIGINT NOT NULL,
+    last_seen_at BIGINT NOT NULL,
+    PRIMARY KEY (account_id, hwid)
+);
+
+-- A session belongs to a key (key_id) or to an account (account_id).
+ALTER TABLE sessions ADD COLUMN account_id BIGINT REFERENCES accounts(id) ON DELETE SET NULL;
+CREATE INDEX sessions_account_live ON sessions (account_id, created_at) WHERE ended_at IS NULL;
+
+-- Failure counters and lockouts shared by every keyward process: sign-in
+-- failures per account, per admin and per IP, and rate-limited actions.
+CREATE TABLE lockouts (
+    scope        TEXT NOT NULL,
+    subject      TEXT NOT NULL,
+    failures     INTEGER NOT NULL DEFAULT 0,
+    window_start BIGINT NOT NULL,
+    locked_until BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (scope, subject)
+);
+CREATE INDEX lockouts_expiry ON lockouts (window_start);
+
+-- +goose Down
+DROP TABLE lockouts;
+DROP INDEX sessions_account_live;
+ALTER TABLE sessions DROP COLUMN account_id;
+DROP TABLE account_devices;
+DROP TABLE account_redemptions;
+DROP TABLE accounts;
