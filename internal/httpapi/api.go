@@ -68,6 +68,10 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/auth/request-hwid-reset.php", only("POST", a.plain(a.requestHWIDReset)))
 	mux.Handle("/api/customer/reset-hwid.php", only("POST", a.plain(a.selfReset)))
 	mux.Handle("/api/auth/trial.php", only("POST", a.plain(a.trial)))
+	mux.Handle("/api/auth/account-register.php", only("POST", a.plain(a.register)))
+	mux.Handle("/api/auth/account-login.php", only("POST", a.plain(a.accountLogin)))
+	mux.Handle("/api/auth/change-password.php", only("POST", a.plain(a.changePassword)))
+	mux.Handle("/api/auth/account-redeem.php", only("POST", a.plain(a.redeem)))
 
 	// Admin API: bearer token.
 	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
@@ -78,6 +82,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
+	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
