@@ -27,6 +27,22 @@ type Limits struct {
 	LockoutIPFailures int           `name:"lockout-ip-failures" default:"50" env:"KEYWARD_LOCKOUT_IP_FAILURES" help:"Failed sign-ins from one IP within --lockout-window that lock it (0: off)."`
 	LockoutWindow     time.Duration `name:"lockout-window" default:"15m" env:"KEYWARD_LOCKOUT_WINDOW" help:"Window in which failed sign-ins are counted."`
 	LockoutDuration   time.Duration `name:"lockout-duration" default:"15m" env:"KEYWARD_LOCKOUT_DURATION" help:"How long a locked username or IP stays locked."`
+	SecretRegenLimit  int           `name:"secret-regen-limit" default:"5" env:"KEYWARD_SECRET_REGEN_LIMIT" help:"Secret regenerations per app per hour (0: no limit)."`
+
+	RateLimit          float64 `name:"rate-limit" default:"20" env:"KEYWARD_RATE_LIMIT" help:"Requests per second per client IP (heartbeats and signed-in admins apart); 0: off."`
+	RateBurst          int     `name:"rate-burst" default:"200" env:"KEYWARD_RATE_BURST" help:"Burst of --rate-limit."`
+	AdminRateLimit     float64 `name:"admin-rate-limit" default:"100" env:"KEYWARD_ADMIN_RATE_LIMIT" help:"Requests per second per IP with a valid admin token; 0: off."`
+	AdminRateBurst     int     `name:"admin-rate-burst" default:"1000" env:"KEYWARD_ADMIN_RATE_BURST" help:"Burst of --admin-rate-limit."`
+	HeartbeatRateLimit float64 `name:"heartbeat-rate-limit" default:"200" env:"KEYWARD_HEARTBEAT_RATE_LIMIT" help:"Heartbeats per second per client IP (6000 clients at a 30 s interval); 0: off, and no per-session budget."`
+	HeartbeatRateBurst int     `name:"heartbeat-rate-burst" default:"2000" env:"KEYWARD_HEARTBEAT_RATE_BURST" help:"Burst of --heartbeat-rate-limit."`
+}
+
+// DefaultLimits are the flag defaults of Limits, for configurations built in
+// code (tests, the in-process load test).
+func DefaultLimits() Limits {
+	return Limits{AccountBcryptCost: 10, LockoutFailures: 10, LockoutIPFailures: 50, LockoutWindow: 15 * time.Minute,
+		LockoutDuration: 15 * time.Minute, SecretRegenLimit: 5, RateLimit: 20, RateBurst: 200, AdminRateLimit: 100,
+		AdminRateBurst: 1000, HeartbeatRateLimit: 200, HeartbeatRateBurst: 2000}
 }
 
 // Config is everything serve needs.
@@ -95,6 +111,19 @@ func (c *Config) Validate() error {
 	}
 	if c.LockoutWindow < time.Second || c.LockoutDuration < time.Second {
 		errs = append(errs, errors.New("--lockout-window and --lockout-duration must be at least 1s"))
+	}
+	if c.SecretRegenLimit < 0 {
+		errs = append(errs, errors.New("--secret-regen-limit must not be negative"))
+	}
+	for _, r := range []struct {
+		name  string
+		rate  float64
+		burst int
+	}{{"--rate-limit", c.RateLimit, c.RateBurst}, {"--admin-rate-limit", c.AdminRateLimit, c.AdminRateBurst},
+		{"--heartbeat-rate-limit", c.HeartbeatRateLimit, c.HeartbeatRateBurst}} {
+		if r.rate < 0 || (r.rate > 0 && r.burst < 1) {
+			errs = append(errs, fmt.Errorf("%s %g with burst %d: the rate must not be negative and the burst must be at least 1", r.name, r.rate, r.burst))
+		}
 	}
 	if c.TokenTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("--token-ttl (KEYWARD_TOKEN_TTL) %s: must be at least 1m", c.TokenTTL))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
 )
 
@@ -31,6 +32,8 @@ type Config struct {
 	TrustProxy bool
 	// ReplayMemory caps the in-memory replay cache (entries); default 2 000 000.
 	ReplayMemory int
+	// Per-IP request limits (see limit.go); a zero rate is no limit.
+	Rate, AdminRate, HeartbeatRate ratelimit.Rate
 }
 
 // API serves every HTTP route.
@@ -40,6 +43,7 @@ type API struct {
 	db      *store.DB
 	replays ReplayStore
 	cache   *replayCache
+	limits  limiters
 	log     *slog.Logger
 	now     func() time.Time
 	cfg     Config
@@ -51,7 +55,7 @@ func New(lic *license.Service, admins *admin.Service, db *store.DB, log *slog.Lo
 		cfg.ReplayMemory = 2_000_000
 	}
 	return &API{lic: lic, admins: admins, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
-		log: log, now: now, cfg: cfg}
+		limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -61,7 +65,7 @@ func (a *API) Handler() http.Handler {
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
 	mux.Handle("/api/auth/login.php", only("POST", a.envelope(a.login, replayShared)))
-	mux.Handle("/api/auth/heartbeat.php", only("POST", a.envelope(a.heartbeat, replayLocal)))
+	mux.Handle(heartbeatPath, only("POST", a.envelope(a.heartbeat, replayLocal)))
 	mux.Handle("/api/auth/logout.php", only("POST", a.envelope(a.logout, replayShared)))
 	mux.Handle("/api/auth/check-key.php", only("POST", a.mirrored(a.checkKey)))
 	mux.Handle("/api/update/validate.php", only("POST", a.plain(a.validate)))
@@ -87,7 +91,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.recoverer(a.securityHeaders(mux))
+	return a.recoverer(a.securityHeaders(a.limit(mux)))
 }
 
 // only refuses every method but m with a JSON 405.

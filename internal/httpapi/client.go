@@ -55,6 +55,9 @@ func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.beatBudget(sid); err != nil {
+		return nil, err
+	}
 	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {
 		return nil, err
 	}

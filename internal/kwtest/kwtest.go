@@ -99,9 +99,14 @@ type Options struct {
 }
 
 // Limits are the abuse limits of test servers: the defaults, with the
-// cheapest bcrypt cost.
-var Limits = config.Limits{AccountBcryptCost: 4, LockoutFailures: 10, LockoutIPFailures: 50,
-	LockoutWindow: 15 * time.Minute, LockoutDuration: 15 * time.Minute}
+// cheapest bcrypt cost and the per-IP request limiters off (every test
+// client is 127.0.0.1; the limiter tests turn them on).
+var Limits = func() config.Limits {
+	l := config.DefaultLimits()
+	l.AccountBcryptCost = 4
+	l.RateLimit, l.AdminRateLimit, l.HeartbeatRateLimit = 0, 0, 0
+	return l
+}()
 
 // AdminPassword is the password of the "admin" user every test server has.
 const AdminPassword = "correct horse battery staple"

@@ -12,6 +12,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/lockout"
 )
 
 var prefixRE = regexp.MustCompile(`^[A-Z0-9]{0,12}$`)
@@ -122,8 +123,22 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 	return out, err
 }
 
-// RegenerateSecret gives an app a new secret; the old one stops working at once.
+// RegenerateSecret gives an app a new secret; the old one stops working at
+// once. Regenerations are rate-limited per app (Config.SecretRegen), across
+// processes: RATE_LIMITED with retry_after once the app has had too many.
 func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id string) (*App, error) {
+	regen := lockout.Subject{Scope: "secret-regen", ID: id, Policy: s.cfg.SecretRegen}
+	if err := s.cfg.Guard.Check(ctx, regen); err != nil {
+		if e := apperr.From(err); e.Code == lockout.CodeTooManyAttempts {
+			r := apperr.New(apperr.RateLimited, CodeRateLimited, "This app's secret was regenerated too often. Try again later.")
+			r.RetryAfter = e.RetryAfter
+			return nil, r
+		}
+		return nil, err
+	}
+	if err := s.cfg.Guard.Fail(ctx, regen); err != nil { // each attempt counts toward the limit
+		return nil, err
+	}
 	secret, err := NewSecret(s.random)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,8 @@ type Config struct {
 	Guard    *lockout.Guard
 	SignIn   lockout.Policy
 	SignInIP lockout.Policy
+	// SecretRegen limits secret regenerations per app (through Guard).
+	SecretRegen lockout.Policy
 }
 
 // Service implements the license and session rules. It is safe for concurrent

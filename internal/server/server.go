@@ -25,6 +25,7 @@ import (
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
 )
@@ -95,7 +96,8 @@ func (s *Server) init(ctx context.Context) error {
 	signIn := lockout.Policy{MaxFailures: lim.LockoutFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
 	signInIP := lockout.Policy{MaxFailures: lim.LockoutIPFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
 	s.License = license.NewService(s.DB.LicenseStore(), s.opts.Now, rand.Reader, license.Config{SessionTimeout: s.cfg.SessionTimeout,
-		AccountBcryptCost: lim.AccountBcryptCost, Guard: guard, SignIn: signIn, SignInIP: signInIP})
+		AccountBcryptCost: lim.AccountBcryptCost, Guard: guard, SignIn: signIn, SignInIP: signInIP,
+		SecretRegen: lockout.Policy{MaxFailures: lim.SecretRegenLimit, Window: time.Hour, Lock: time.Hour}})
 	var err error
 	s.Admins, err = admin.New(ctx, s.DB.AdminStore(), s.opts.Now, admin.Config{BcryptCost: s.cfg.BcryptCost, TokenTTL: s.cfg.TokenTTL,
 		Guard: guard, SignIn: signIn, SignInIP: signInIP})
@@ -105,7 +107,10 @@ func (s *Server) init(ctx context.Context) error {
 	if err := s.bootstrapAdmin(ctx); err != nil {
 		return err
 	}
-	s.api = httpapi.New(s.License, s.Admins, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy})
+	s.api = httpapi.New(s.License, s.Admins, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
+		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
+		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
 	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
 	if flush <= 0 {
 		flush = time.Second

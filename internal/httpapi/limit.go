@@ -1,0 +1,84 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/ratelimit"
+)
+
+// Request limits. Every request draws a token from its client IP's bucket
+// before any other work: heartbeats from a bucket of their own (sized for
+// thousands of clients behind one address), requests with a valid admin
+// token from the admin bucket, everything else from the general one. A
+// heartbeat then also draws from its session's budget, which a client at
+// its interval never empties but a flood on one session does. Buckets live
+// in this process's memory: behind a load balancer each process limits
+// what it sees.
+
+const heartbeatPath = "/api/auth/heartbeat.php"
+
+// sessionBeats is each session's heartbeat budget: ten at once, then one a
+// second. The shortest heartbeat interval an app can set is 5 s.
+var sessionBeats = ratelimit.Rate{PerSecond: 1, Burst: 10}
+
+type limiters struct {
+	ip, admin, beat, session *ratelimit.Limiter
+}
+
+func newLimiters(cfg Config, now func() time.Time) limiters {
+	l := limiters{
+		ip:    ratelimit.New(cfg.Rate, now, 0),
+		admin: ratelimit.New(cfg.AdminRate, now, 0),
+		beat:  ratelimit.New(cfg.HeartbeatRate, now, 0),
+	}
+	if cfg.HeartbeatRate.PerSecond > 0 {
+		l.session = ratelimit.New(sessionBeats, now, 200_000)
+	}
+	return l
+}
+
+// limit answers 429 with Retry-After when the caller's IP bucket is empty.
+func (a *API) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := a.limits.ip
+		switch {
+		case r.URL.Path == heartbeatPath:
+			l = a.limits.beat
+		case strings.HasPrefix(r.URL.Path, "/api/admin/") && a.adminSigned(r):
+			l = a.limits.admin
+		}
+		if ok, wait := l.Allow(a.clientIP(r)); !ok {
+			a.writeError(w, r, rateLimited(wait))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// adminSigned reports whether r carries a current admin token (signature
+// and expiry only; the admin API still verifies the admin exists).
+func (a *API) adminSigned(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && a.admins.Signed(strings.TrimSpace(tok))
+}
+
+// beatBudget takes one heartbeat from the session's budget.
+func (a *API) beatBudget(sessionToken string) error {
+	if ok, wait := a.limits.session.Allow(sessionToken); !ok {
+		return rateLimited(wait)
+	}
+	return nil
+}
+
+// rateLimited is the 429 refusal, RATE_LIMITED with retry_after in whole
+// seconds (at least 1).
+func rateLimited(wait time.Duration) error {
+	e := apperr.New(apperr.RateLimited, license.CodeRateLimited, "Rate limit exceeded. Try again later.")
+	e.RetryAfter = max(1, int(math.Ceil(wait.Seconds())))
+	return e.With("detail", "Rate limit exceeded. Try again later.")
+}
