@@ -23,7 +23,14 @@ func FuzzClientRoutes(f *testing.F) {
 	sid := a.Login(keys[2], "pc")
 	env := a.Seal(map[string]any{"license_key": keys[1], "hwid": "pc"}).Marshal()
 
-	routes := []string{clCheckKey, clValidate, clRequestHWID, clSelfReset, clLogin, clHeartbeat, clLogout}
+	clSettings(f, a, map[string]any{"trial_enabled": true, "accounts_enabled": true, "account_signup_days": 3})
+	if r := a.Plain("/api/auth/account-register.php", map[string]any{"username": "fuzzer", "password": "secret123"}); r.Status != 200 {
+		f.Fatalf("register: %s", r)
+	}
+
+	routes := []string{clCheckKey, clValidate, clRequestHWID, clSelfReset, clLogin, clHeartbeat, clLogout,
+		"/api/auth/trial.php", "/api/auth/account-register.php", "/api/auth/account-login.php",
+		"/api/auth/change-password.php", "/api/auth/account-redeem.php"}
 	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true}
 	for i, body := range []string{
 		`{"license_key":"` + keys[0] + `"}`,
@@ -40,6 +47,13 @@ func FuzzClientRoutes(f *testing.F) {
 		`{"license_key":"` + strings.Repeat("A", 5000) + `"}`,
 		`{"license_key":"` + keys[1] + `","hwid":"pc\u0000","reason":"\u0000"}`,
 		`{"key":"` + keys[1] + `\u0000"}`,
+		`{"hwid":"trial-pc"}`,
+		`{"username":"fuzzer","password":"secret123","hwid":"pc"}`,
+		`{"username":"Fuzzer2","password":"secret123","email":"a@b.c","license_key":"` + keys[0] + `"}`,
+		`{"username":"fuzzer","old_password":"secret123","new_password":"secret1234"}`,
+		`{"username":"fuzzer","password":"secret123","license_key":"` + keys[1] + `"}`,
+		`{"session_id":"` + sid + `","license_key":"` + keys[0] + `"}`,
+		`{"username":["x"],"password":{"a":1},"hwid":7}`,
 	} {
 		for r := range routes {
 			f.Add(uint8(r+i), []byte(body))
