@@ -132,6 +132,12 @@ func (g *Guard) Clear(ctx context.Context, s Subject) error {
 	if s.Policy.MaxFailures <= 0 || s.ID == "" {
 		return nil
 	}
+	// Read first: most sign-ins have nothing to forget, and a read is
+	// cheaper than a write transaction.
+	c, err := g.store.Counter(ctx, s.Scope, s.ID)
+	if err != nil || c.Failures == 0 {
+		return err
+	}
 	return g.store.DeleteCounter(ctx, s.Scope, s.ID)
 }
 
