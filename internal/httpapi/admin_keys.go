@@ -280,7 +280,7 @@ func (a *API) deleteKey(ctx context.Context, c *adminCall) (map[string]any, erro
 func sessionViews(ss []license.Session) []map[string]any {
 	out := make([]map[string]any, len(ss))
 	for i, s := range ss {
-		out[i] = map[string]any{"id": s.ID, "license_key": s.LicenseKey, "hwid": s.HWID, "ip": s.IP,
+		out[i] = map[string]any{"id": s.ID, "license_key": s.LicenseKey, "username": s.Username, "hwid": s.HWID, "ip": s.IP,
 			"created_at": license.Timestamp(s.CreatedAt), "last_seen_at": license.Timestamp(s.LastSeenAt)}
 	}
 	return out

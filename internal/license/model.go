@@ -183,6 +183,7 @@ type Session struct {
 	EndedAt    *time.Time
 	EndReason  string // the wire code the next heartbeat answers
 	LicenseKey string // filled by reads that join the key
+	Username   string // filled by reads that join the account
 }
 
 // HeartbeatView is what one read gives the heartbeat: the session and the state

@@ -291,7 +291,8 @@ func scanSession(row interface{ Scan(...any) error }, extra ...any) (*license.Se
 }
 
 func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]license.Session, error) {
-	q := `SELECT ` + sessionCols + `, COALESCE(k.license_key, '') FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id
+	q := `SELECT ` + sessionCols + `, COALESCE(k.license_key, ''), COALESCE(a.username, '') FROM sessions s
+		LEFT JOIN license_keys k ON k.id = s.key_id LEFT JOIN accounts a ON a.id = s.account_id
 		WHERE s.app_id = ? AND s.ended_at IS NULL AND s.id > ?`
 	args := []any{f.AppID, f.After}
 	if f.KeyID != 0 {
@@ -311,12 +312,12 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 	defer rows.Close()
 	var out []license.Session
 	for rows.Next() {
-		var lk string
-		ss, err := scanSession(rows, &lk)
+		var lk, username string
+		ss, err := scanSession(rows, &lk, &username)
 		if err != nil {
 			return nil, err
 		}
-		ss.LicenseKey = lk
+		ss.LicenseKey, ss.Username = lk, username
 		out = append(out, *ss)
 	}
 	return out, translate(rows.Err())
