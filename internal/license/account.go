@@ -61,12 +61,15 @@ func (a *Account) FeaturesJSON() json.RawMessage {
 	return k.FeaturesJSON()
 }
 
-// Redemption records a key redeemed onto an account: what it added, and the
-// expiry before a lifetime key, so banning the key can take it back.
+// Redemption records a key redeemed onto an account: what it added — Added,
+// how far it moved the expiry (negative when a restart shortened it), or a
+// lifetime grant with the expiry underneath it — so banning the key can take
+// it back. AccountID is 0 once the account was deleted.
 type Redemption struct {
 	KeyID          int64
 	AccountID      int64
 	DaysAdded      int
+	Added          time.Duration
 	Lifetime       bool
 	PriorExpiresAt *time.Time
 	CreatedAt      time.Time
@@ -215,6 +218,21 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 		MaxDevices: st.AccountMaxDevices, Features: json.RawMessage("{}"), ExpiresAt: &noTime, CreatedAt: now, UpdatedAt: now}
 	grant := &Grant{Mode: st.AccountRedeemMode}
 	err = s.store.InTx(ctx, func(tx Tx) error {
+		prior, err := tx.AccountForUpdate(ctx, app.ID, UsernameKey(req.Username))
+		if err == nil {
+			// A client's retry of a sign-up that went through gets the same answer.
+			g, err := duplicateRegister(ctx, tx, app, prior, req, now)
+			if err != nil {
+				return err
+			}
+			if g == nil {
+				return errUsernameExists
+			}
+			a, grant = prior, g
+			return nil
+		} else if !errors.Is(err, apperr.ErrNotFound) {
+			return err
+		}
 		var k *Key
 		if req.LicenseKey != "" {
 			var err error
@@ -244,6 +262,50 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 		return nil, nil, err
 	}
 	return a, grant, nil
+}
+
+// duplicateRegister returns the grant of prior when req repeats the sign-up
+// that created it less than duplicateGrace ago (same password, same key),
+// and nil when req is someone else's attempt at a taken username.
+func duplicateRegister(ctx context.Context, tx Tx, app *App, prior *Account, req RegisterRequest, now time.Time) (*Grant, error) {
+	if now.Sub(prior.CreatedAt) >= duplicateGrace || bcrypt.CompareHashAndPassword([]byte(prior.PasswordHash), []byte(req.Password)) != nil {
+		return nil, nil
+	}
+	g := &Grant{Mode: app.Settings.AccountRedeemMode}
+	if req.LicenseKey == "" {
+		return g, nil
+	}
+	r, err := redemptionOfString(ctx, tx, app.ID, req.LicenseKey)
+	if err != nil || r == nil || r.AccountID != prior.ID {
+		return nil, err
+	}
+	g.DaysAdded, g.Lifetime = r.DaysAdded, r.Lifetime
+	return g, nil
+}
+
+// duplicateRedeem returns the grant when licenseKey was redeemed onto a less
+// than duplicateGrace ago: a client's retry gets the same answer.
+func duplicateRedeem(ctx context.Context, tx Tx, app *App, a *Account, licenseKey string, now time.Time) (*Grant, error) {
+	r, err := redemptionOfString(ctx, tx, app.ID, licenseKey)
+	if err != nil || r == nil || r.AccountID != a.ID || now.Sub(r.CreatedAt) >= duplicateGrace {
+		return nil, err
+	}
+	return &Grant{DaysAdded: r.DaysAdded, Lifetime: r.Lifetime, Mode: app.Settings.AccountRedeemMode}, nil
+}
+
+// redemptionOfString returns the redemption of the key licenseKey, or nil.
+func redemptionOfString(ctx context.Context, tx Tx, appID, licenseKey string) (*Redemption, error) {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	r, err := tx.RedemptionOfKey(ctx, k.ID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	}
+	return r, err
 }
 
 // redeemableKey reads and locks a key that may be redeemed: unused and
@@ -285,6 +347,9 @@ func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.T
 			base = *a.ExpiresAt
 		}
 		exp := base.Add(time.Duration(k.Duration) * 24 * time.Hour)
+		// What the key really gave: the time beyond what the account still
+		// had (an expired account's dead time is not a gift).
+		r.Added = exp.Sub(latest(*a.ExpiresAt, now))
 		a.ExpiresAt = &exp
 	}
 	if st.AccountTakesKeyDevices && k.MaxDevices > a.MaxDevices {
@@ -306,6 +371,13 @@ func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.T
 		return nil, err
 	}
 	return &Grant{DaysAdded: r.DaysAdded, Lifetime: r.Lifetime, Mode: st.AccountRedeemMode}, nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // mergeFeatures returns base with the flags of add set over it.

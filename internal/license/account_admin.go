@@ -213,27 +213,34 @@ func (s *Service) randomPassword() (string, error) {
 	return string(b), nil
 }
 
-// takeBack removes what a redeemed key gave its account, when the owner bans
-// the key; giveBack restores it on unban. A lifetime grant returns the
-// account to the expiry it had before (nothing can be redeemed onto a
-// lifetime account, so nothing was added since); a days grant moves the
-// expiry back by its days, which ends the account's time at its next
-// heartbeat when that lands in the past.
+// takeBack withdraws the time a redeemed key gave its account, when the
+// owner bans the key; giveBack restores it on unban. Seats and features the
+// key brought stay. A days grant moves the account's expiry by what it added
+// (which ends the account's time at its next heartbeat when that lands in
+// the past); a lifetime grant returns the account to the expiry beneath it,
+// unless another lifetime grant still holds. While the account is lifetime,
+// days are moved on the expiry beneath its lifetime grants, so they reappear
+// when those are taken back.
 func takeBack(ctx context.Context, tx Tx, k *Key, now time.Time) error {
 	r, a, err := redemptionOf(ctx, tx, k)
 	if r == nil || err != nil {
 		return err
 	}
-	if r.Lifetime {
-		if a.Lifetime() {
+	if !r.Lifetime {
+		if err := shiftExpiry(ctx, tx, a, -r.Added); err != nil {
+			return err
+		}
+	} else if a.Lifetime() {
+		others, err := otherLifetimeGrants(ctx, tx, a, k.ID)
+		if err != nil {
+			return err
+		}
+		if len(others) == 0 {
 			a.ExpiresAt = r.PriorExpiresAt
 			if a.ExpiresAt == nil {
 				a.ExpiresAt = &now
 			}
 		}
-	} else if a.ExpiresAt != nil {
-		exp := a.ExpiresAt.Add(-time.Duration(r.DaysAdded) * 24 * time.Hour)
-		a.ExpiresAt = &exp
 	}
 	a.UpdatedAt = now
 	return tx.UpdateAccount(ctx, a)
@@ -244,19 +251,72 @@ func giveBack(ctx context.Context, tx Tx, k *Key, now time.Time) error {
 	if r == nil || err != nil {
 		return err
 	}
-	if r.Lifetime {
-		if !a.Lifetime() {
-			r.PriorExpiresAt, a.ExpiresAt = a.ExpiresAt, nil
+	switch {
+	case !r.Lifetime:
+		if err := shiftExpiry(ctx, tx, a, r.Added); err != nil {
+			return err
+		}
+	case a.Lifetime():
+		// Another grant already makes it lifetime: share the expiry beneath.
+		others, err := otherLifetimeGrants(ctx, tx, a, k.ID)
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			r.PriorExpiresAt = others[0].PriorExpiresAt
 			if err := tx.UpdateRedemption(ctx, r); err != nil {
 				return err
 			}
 		}
-	} else if a.ExpiresAt != nil {
-		exp := a.ExpiresAt.Add(time.Duration(r.DaysAdded) * 24 * time.Hour)
-		a.ExpiresAt = &exp
+	default:
+		r.PriorExpiresAt, a.ExpiresAt = a.ExpiresAt, nil
+		if err := tx.UpdateRedemption(ctx, r); err != nil {
+			return err
+		}
 	}
 	a.UpdatedAt = now
 	return tx.UpdateAccount(ctx, a)
+}
+
+// shiftExpiry moves the account's expiry by d or, while it is lifetime, the
+// expiry beneath each of its active lifetime grants.
+func shiftExpiry(ctx context.Context, tx Tx, a *Account, d time.Duration) error {
+	if !a.Lifetime() {
+		exp := a.ExpiresAt.Add(d)
+		a.ExpiresAt = &exp
+		return nil
+	}
+	grants, err := tx.ActiveLifetimeRedemptions(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	for i := range grants {
+		g := &grants[i]
+		if g.PriorExpiresAt == nil {
+			continue
+		}
+		p := g.PriorExpiresAt.Add(d)
+		g.PriorExpiresAt = &p
+		if err := tx.UpdateRedemption(ctx, g); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// otherLifetimeGrants are the account's active lifetime grants but keyID's.
+func otherLifetimeGrants(ctx context.Context, tx Tx, a *Account, keyID int64) ([]Redemption, error) {
+	grants, err := tx.ActiveLifetimeRedemptions(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := grants[:0]
+	for _, g := range grants {
+		if g.KeyID != keyID {
+			out = append(out, g)
+		}
+	}
+	return out, nil
 }
 
 // redemptionOf returns the redemption of k and its account, locked; nil when
@@ -267,6 +327,9 @@ func redemptionOf(ctx context.Context, tx Tx, k *Key) (*Redemption, *Account, er
 		return nil, nil, nil
 	} else if err != nil {
 		return nil, nil, err
+	}
+	if r.AccountID == 0 { // the account was deleted
+		return nil, nil, nil
 	}
 	a, err := tx.AccountByIDForUpdate(ctx, k.AppID, r.AccountID)
 	if errors.Is(err, apperr.ErrNotFound) {

@@ -292,6 +292,12 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 			return accountStatusError(a.StatusAt(now))
 		}
 		k, err := redeemableKey(ctx, tx, app.ID, req.LicenseKey, now)
+		if apperr.CodeOf(err) == CodeKeyAlreadyUsed {
+			if g, derr := duplicateRedeem(ctx, tx, app, a, req.LicenseKey, now); derr != nil || g != nil {
+				grant = g
+				return derr
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -277,9 +277,9 @@ func (s *Service) ListKeys(ctx context.Context, f KeyFilter) ([]Key, int64, erro
 		f.Limit = 100
 	}
 	switch f.Status {
-	case "", StatusUnused, StatusActive, StatusPaused, StatusBanned, StatusExpired:
+	case "", StatusUnused, StatusActive, StatusPaused, StatusBanned, StatusExpired, StatusRedeemed:
 	default:
-		return nil, 0, invalidField("status", "must be unused, active, paused, banned or expired")
+		return nil, 0, invalidField("status", "must be unused, active, paused, banned, expired or redeemed")
 	}
 	f.Now = s.Now()
 	keys, err := s.store.Keys(ctx, f)
@@ -435,7 +435,7 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 		if k.ActivatedAt != nil {
 			restored = StatusActive
 		}
-		if k.Status == StatusRedeemed && action != ActionBan && action != ActionRotate {
+		if k.Status == StatusRedeemed && action != ActionBan {
 			return conflict("This key was redeemed onto an account: act on the account, or ban the key to take its time back.")
 		}
 		switch action {

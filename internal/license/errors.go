@@ -76,6 +76,18 @@ func killError(reason string, app *App) *apperr.Error {
 	}
 }
 
+// sessionKill is killError worded for the session's holder: an account
+// session's ban, pause or expiry speaks of the account.
+func sessionKill(sess *Session, reason string, app *App) *apperr.Error {
+	if sess.AccountID != nil {
+		switch reason {
+		case CodeBanned, CodePaused, CodeExpired:
+			return accountStatusError(Status(strings.ToLower(reason)))
+		}
+	}
+	return killError(reason, app)
+}
+
 func statusError(s Status) *apperr.Error {
 	switch s {
 	case StatusBanned:

@@ -280,7 +280,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		return errSessionGone
 	}
 	if sess.EndedAt != nil {
-		return killError(sess.EndReason, app)
+		return sessionKill(sess, sess.EndReason, app)
 	}
 	// Account sessions carry no key string: a license_key sent with them is
 	// not compared (it may name any key the account redeemed).
@@ -305,7 +305,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		if err := s.endSession(ctx, sess.ID, reason, now); err != nil {
 			return err
 		}
-		return killError(reason, app)
+		return sessionKill(sess, reason, app)
 	}
 	if now.Sub(sess.LastSeenAt) >= s.touchResolution() {
 		s.mu.Lock()

@@ -80,6 +80,8 @@ type Tx interface {
 	KeyByIDForUpdate(ctx context.Context, appID string, id int64) (*Key, error)
 	// TrialOf returns the trial a device got from an app (ErrNotFound if none).
 	TrialOf(ctx context.Context, appID, hwid string) (*Trial, error)
+	// IsTrialKey reports whether the key was issued as a device's trial.
+	IsTrialKey(ctx context.Context, keyID int64) (bool, error)
 	// CountTrialsFromIP counts the app's trials started from ip since then.
 	CountTrialsFromIP(ctx context.Context, appID, ip string, since time.Time) (int, error)
 	InsertTrial(ctx context.Context, t *Trial) error
@@ -103,6 +105,9 @@ type Tx interface {
 	// RedemptionOfKey returns the redemption of a key (ErrNotFound if none).
 	RedemptionOfKey(ctx context.Context, keyID int64) (*Redemption, error)
 	UpdateRedemption(ctx context.Context, r *Redemption) error
+	// ActiveLifetimeRedemptions returns the account's lifetime grants whose
+	// key is still redeemed (not banned).
+	ActiveLifetimeRedemptions(ctx context.Context, accountID int64) ([]Redemption, error)
 
 	AddEvent(ctx context.Context, e event.Event) error
 	AddAudit(ctx context.Context, e audit.Entry) error

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
@@ -200,7 +199,11 @@ func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, li
 	}
 	details := map[string]any{"key_type": in.Type, "duration": in.Duration}
 	return s.mutateKey(ctx, actor, appID, licenseKey, "key.convert", details, func(tx Tx, k *Key, now time.Time) error {
-		if !strings.HasPrefix(k.LicenseKey, TrialPrefix+"-") {
+		isTrial, err := tx.IsTrialKey(ctx, k.ID)
+		if err != nil {
+			return err
+		}
+		if !isTrial {
 			return conflict("Only trial keys can be converted.")
 		}
 		if k.Status == StatusBanned {

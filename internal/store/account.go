@@ -95,8 +95,8 @@ func (s licenseStore) AccountDevices(ctx context.Context, accountID int64) ([]li
 }
 
 func (s licenseStore) Redemptions(ctx context.Context, accountID int64) ([]license.Redemption, error) {
-	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT r.key_id, r.account_id, r.days_added, r.lifetime, r.prior_expires_at,
-		r.created_at, k.license_key FROM account_redemptions r JOIN license_keys k ON k.id = r.key_id
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+redemptionCols+`, k.license_key
+		FROM account_redemptions r JOIN license_keys k ON k.id = r.key_id
 		WHERE r.account_id = ? ORDER BY r.created_at, r.key_id`), accountID)
 	if err != nil {
 		return nil, translate(err)
@@ -113,17 +113,20 @@ func (s licenseStore) Redemptions(ctx context.Context, accountID int64) ([]licen
 	return out, translate(rows.Err())
 }
 
+const redemptionCols = `r.key_id, r.account_id, r.days_added, r.added_seconds, r.lifetime, r.prior_expires_at, r.created_at`
+
 func scanRedemption(row interface{ Scan(...any) error }, withKey bool) (*license.Redemption, error) {
 	var r license.Redemption
-	var prior sql.NullInt64
-	var created int64
-	dest := []any{&r.KeyID, &r.AccountID, &r.DaysAdded, &r.Lifetime, &prior, &created}
+	var account, prior sql.NullInt64
+	var added, created int64
+	dest := []any{&r.KeyID, &account, &r.DaysAdded, &added, &r.Lifetime, &prior, &created}
 	if withKey {
 		dest = append(dest, &r.LicenseKey)
 	}
 	if err := row.Scan(dest...); err != nil {
 		return nil, translate(err)
 	}
+	r.AccountID, r.Added = account.Int64, time.Duration(added)*time.Second
 	r.PriorExpiresAt, r.CreatedAt = fromNullMS(prior), fromMS(created)
 	return &r, nil
 }
@@ -208,14 +211,34 @@ func (t licenseTx) EndAccountSessions(ctx context.Context, accountID int64, reas
 }
 
 func (t licenseTx) InsertRedemption(ctx context.Context, r *license.Redemption) error {
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO account_redemptions (key_id, account_id, days_added, lifetime, prior_expires_at, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`), r.KeyID, r.AccountID, r.DaysAdded, r.Lifetime, optMS(r.PriorExpiresAt), ms(r.CreatedAt))
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO account_redemptions (key_id, account_id, days_added, added_seconds, lifetime,
+		prior_expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`), r.KeyID, r.AccountID, r.DaysAdded, int64(r.Added/time.Second),
+		r.Lifetime, optMS(r.PriorExpiresAt), ms(r.CreatedAt))
 	return translate(err)
 }
 
 func (t licenseTx) RedemptionOfKey(ctx context.Context, keyID int64) (*license.Redemption, error) {
-	return scanRedemption(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT key_id, account_id, days_added, lifetime, prior_expires_at, created_at
-		FROM account_redemptions WHERE key_id = ?`), keyID), false)
+	return scanRedemption(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+redemptionCols+` FROM account_redemptions r WHERE r.key_id = ?`),
+		keyID), false)
+}
+
+func (t licenseTx) ActiveLifetimeRedemptions(ctx context.Context, accountID int64) ([]license.Redemption, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+redemptionCols+` FROM account_redemptions r
+		JOIN license_keys k ON k.id = r.key_id WHERE r.account_id = ? AND r.lifetime = ? AND k.status = ? ORDER BY r.key_id`),
+		accountID, true, license.StatusRedeemed)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Redemption
+	for rows.Next() {
+		r, err := scanRedemption(rows, false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, translate(rows.Err())
 }
 
 func (t licenseTx) UpdateRedemption(ctx context.Context, r *license.Redemption) error {

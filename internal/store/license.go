@@ -144,7 +144,7 @@ func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.
 		args = append(args, string(f.Status))
 	}
 	if f.Query != "" {
-		like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(strings.ToLower(f.Query)) + "%"
+		like := "%" + likeEscape(strings.ToLower(f.Query)) + "%"
 		q += ` AND (LOWER(license_key) LIKE ? ESCAPE '\' OR LOWER(note) LIKE ? ESCAPE '\')`
 		args = append(args, like, like)
 	}
@@ -215,9 +215,9 @@ func (t licenseTx) InsertKeys(ctx context.Context, keys []license.Key) error {
 }
 
 func (t licenseTx) UpdateKey(ctx context.Context, k *license.Key) error {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET license_key = ?, status = ?, duration = ?, max_devices = ?,
-		note = ?, features = ?, activated_at = ?, expires_at = ?, last_self_reset_at = ?, updated_at = ? WHERE id = ?`),
-		k.LicenseKey, string(k.Status), k.Duration, k.MaxDevices, k.Note, string(k.FeaturesJSON()),
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET license_key = ?, status = ?, key_type = ?, duration = ?,
+		max_devices = ?, note = ?, features = ?, activated_at = ?, expires_at = ?, last_self_reset_at = ?, updated_at = ? WHERE id = ?`),
+		k.LicenseKey, string(k.Status), string(k.Type), k.Duration, k.MaxDevices, k.Note, string(k.FeaturesJSON()),
 		optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.UpdatedAt), k.ID)
 	return affected(res, err)
 }

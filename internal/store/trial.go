@@ -34,6 +34,12 @@ func (t licenseTx) TrialOf(ctx context.Context, appID, hwid string) (*license.Tr
 	return &tr, nil
 }
 
+func (t licenseTx) IsTrialKey(ctx context.Context, keyID int64) (bool, error) {
+	var n int
+	err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT COUNT(*) FROM trials WHERE key_id = ?`), keyID).Scan(&n)
+	return n > 0, translate(err)
+}
+
 func (t licenseTx) CountTrialsFromIP(ctx context.Context, appID, ip string, since time.Time) (int, error) {
 	var n int
 	err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT COUNT(*) FROM trials WHERE app_id = ? AND ip = ? AND created_at >= ?`),

@@ -23,12 +23,15 @@ CREATE TABLE accounts (
 );
 CREATE INDEX accounts_app ON accounts (app_id, id);
 
--- A key redeemed onto an account: what it added, so banning the key can take
--- it back and unbanning can give it again.
+-- A key redeemed onto an account: what it added (added_seconds: how far it
+-- moved the expiry), so banning the key can take it back and unbanning can
+-- give it again. The row outlives its account (account_id NULL), so the key
+-- stays recognisably redeemed.
 CREATE TABLE account_redemptions (
     key_id           BIGINT PRIMARY KEY REFERENCES license_keys(id) ON DELETE CASCADE,
-    account_id       BIGINT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    account_id       BIGINT REFERENCES accounts(id) ON DELETE SET NULL,
     days_added       INTEGER NOT NULL,
+    added_seconds    BIGINT NOT NULL DEFAULT 0,
     lifetime         BOOLEAN NOT NULL DEFAULT FALSE,
     prior_expires_at BIGINT,
     created_at       BIGINT NOT NULL

@@ -23,12 +23,15 @@ CREATE TABLE accounts (
 );
 CREATE INDEX accounts_app ON accounts (app_id, id);
 
--- A key redeemed onto an account: what it added, so banning the key can take
--- it back and unbanning can give it again.
+-- A key redeemed onto an account: what it added (added_seconds: how far it
+-- moved the expiry), so banning the key can take it back and unbanning can
+-- give it again. The row outlives its account (account_id NULL), so the key
+-- stays recognisably redeemed.
 CREATE TABLE account_redemptions (
     key_id           INTEGER PRIMARY KEY REFERENCES license_keys(id) ON DELETE CASCADE,
-    account_id       INTEGER NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    account_id       INTEGER REFERENCES accounts(id) ON DELETE SET NULL,
     days_added       INTEGER NOT NULL,
+    added_seconds    INTEGER NOT NULL DEFAULT 0,
     lifetime         INTEGER NOT NULL DEFAULT 0,
     prior_expires_at INTEGER,
     created_at       INTEGER NOT NULL
