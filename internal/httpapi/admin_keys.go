@@ -171,25 +171,13 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	} else if !ok {
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: count.")
 	}
-	typ, err := c.f.str("key_type")
-	if err != nil {
+	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
 		return nil, err
-	}
-	dur, _, err := c.f.int("duration_value")
-	if err != nil {
-		return nil, err
-	}
-	maxDev, given, err := c.f.int("max_devices")
-	if err != nil {
-		return nil, err
-	}
-	if given && maxDev < 1 { // absent means 1; an explicit 0 is a mistake
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
 	}
 	if in.Note, err = c.f.str("note"); err != nil {
 		return nil, err
 	}
-	in.Count, in.Type, in.Duration, in.MaxDevices = int(count), license.KeyType(typ), int(dur), int(maxDev)
+	in.Count = int(count)
 	keys, err := a.lic.GenerateKeys(ctx, c.actor, in)
 	if err != nil {
 		return nil, err
@@ -202,25 +190,36 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	return map[string]any{"success": true, "keys": out}, nil
 }
 
-// convertTrial: POST keys.php?action=convert {license_key, key_type,
-// duration_value?, max_devices?} turns a trial key into a full key.
-func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (map[string]any, error) {
+// keyTerms reads key_type, duration_value and max_devices (absent: 0, the
+// default; an explicit value below 1 is a mistake).
+func keyTerms(c *adminCall) (license.KeyType, int, int, error) {
 	typ, err := c.f.str("key_type")
 	if err != nil {
-		return nil, err
+		return "", 0, 0, err
 	}
 	dur, _, err := c.f.int("duration_value")
 	if err != nil {
-		return nil, err
+		return "", 0, 0, err
 	}
 	maxDev, given, err := c.f.int("max_devices")
 	if err != nil {
-		return nil, err
+		return "", 0, 0, err
 	}
 	if given && maxDev < 1 {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
+		return "", 0, 0, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
 	}
-	k, err := a.lic.ConvertTrial(ctx, c.actor, appID, lk, license.ConvertInput{Type: license.KeyType(typ), Duration: int(dur), MaxDevices: int(maxDev)})
+	return license.KeyType(typ), int(dur), int(maxDev), nil
+}
+
+// convertTrial: POST keys.php?action=convert {license_key, key_type,
+// duration_value?, max_devices?} turns a trial key into a full key.
+func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (map[string]any, error) {
+	var in license.ConvertInput
+	var err error
+	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
+		return nil, err
+	}
+	k, err := a.lic.ConvertTrial(ctx, c.actor, appID, lk, in)
 	if err != nil {
 		return nil, err
 	}

@@ -194,17 +194,12 @@ const MaxBatch = 10000
 // GenerateKeys creates Count unused keys and records key.created. Duration is
 // required (≥ 1 day) for days keys and refused for lifetime keys.
 func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in GenerateInput) ([]Key, error) {
+	if err := checkTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
+		return nil, err
+	}
 	switch {
 	case in.Count < 1 || in.Count > MaxBatch:
 		return nil, invalidField("count", fmt.Sprintf("must be 1 to %d", MaxBatch))
-	case in.Type != TypeDays && in.Type != TypeLifetime:
-		return nil, invalidField("key_type", "must be days or lifetime")
-	case in.Type == TypeDays && (in.Duration < 1 || in.Duration > 36500):
-		return nil, invalidField("duration_value", "is required for days keys and must be 1 to 36500")
-	case in.Type == TypeLifetime && in.Duration != 0:
-		return nil, invalidField("duration_value", "is not allowed for lifetime keys")
-	case in.MaxDevices < 0 || in.MaxDevices > 10000:
-		return nil, invalidField("max_devices", "must be 1 to 10000")
 	case len(in.Note) > 1000:
 		return nil, invalidField("note", "must be at most 1000 characters")
 	}
@@ -246,6 +241,22 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 		return nil, err
 	}
 	return keys, nil
+}
+
+// checkTerms validates a key's type, duration (days; required for days
+// keys, refused for lifetime keys) and seats (0 meaning the default).
+func checkTerms(typ KeyType, duration, maxDevices int) error {
+	switch {
+	case typ != TypeDays && typ != TypeLifetime:
+		return invalidField("key_type", "must be days or lifetime")
+	case typ == TypeDays && (duration < 1 || duration > 36500):
+		return invalidField("duration_value", "is required for days keys and must be 1 to 36500")
+	case typ == TypeLifetime && duration != 0:
+		return invalidField("duration_value", "is not allowed for lifetime keys")
+	case maxDevices < 0 || maxDevices > 10000:
+		return invalidField("max_devices", "must be 1 to 10000")
+	}
+	return nil
 }
 
 // checkFeatures accepts a JSON object of flag → boolean, number or string.

@@ -187,15 +187,8 @@ type ConvertInput struct {
 // again. The device binding and open sessions stay. It returns NOT_FOUND,
 // MISSING_FIELDS or CONFLICT (not a trial key, or banned).
 func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, licenseKey string, in ConvertInput) (*Key, error) {
-	switch {
-	case in.Type != TypeDays && in.Type != TypeLifetime:
-		return nil, invalidField("key_type", "must be days or lifetime")
-	case in.Type == TypeDays && (in.Duration < 1 || in.Duration > 36500):
-		return nil, invalidField("duration_value", "is required for days keys and must be 1 to 36500")
-	case in.Type == TypeLifetime && in.Duration != 0:
-		return nil, invalidField("duration_value", "is not allowed for lifetime keys")
-	case in.MaxDevices < 0 || in.MaxDevices > 10000:
-		return nil, invalidField("max_devices", "must be 1 to 10000")
+	if err := checkTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
+		return nil, err
 	}
 	details := map[string]any{"key_type": in.Type, "duration": in.Duration}
 	return s.mutateKey(ctx, actor, appID, licenseKey, "key.convert", details, func(tx Tx, k *Key, now time.Time) error {

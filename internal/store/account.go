@@ -183,31 +183,11 @@ func (t licenseTx) DeleteAccountDevices(ctx context.Context, accountID int64) (i
 }
 
 func (t licenseTx) LiveSessionsOfAccount(ctx context.Context, accountID int64) ([]license.Session, error) {
-	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.account_id = ? AND s.ended_at IS NULL
-		ORDER BY s.created_at, s.id`), accountID)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []license.Session
-	for rows.Next() {
-		ss, err := scanSession(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *ss)
-	}
-	return out, translate(rows.Err())
+	return t.liveSessions(ctx, "account_id", accountID)
 }
 
 func (t licenseTx) EndAccountSessions(ctx context.Context, accountID int64, reason string, now time.Time) (int, error) {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE account_id = ? AND ended_at IS NULL`),
-		ms(now), reason, accountID)
-	if err != nil {
-		return 0, translate(err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return t.endSessions(ctx, "account_id", accountID, reason, now)
 }
 
 func (t licenseTx) InsertRedemption(ctx context.Context, r *license.Redemption) error {

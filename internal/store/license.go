@@ -393,8 +393,14 @@ func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore
 }
 
 func (t licenseTx) LiveSessionsOfKey(ctx context.Context, keyID int64) ([]license.Session, error) {
-	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.key_id = ? AND s.ended_at IS NULL
-		ORDER BY s.created_at, s.id`), keyID)
+	return t.liveSessions(ctx, "key_id", keyID)
+}
+
+// liveSessions returns the open sessions whose holder column (key_id or
+// account_id, a constant of this package) is id, oldest first.
+func (t licenseTx) liveSessions(ctx context.Context, holder string, id int64) ([]license.Session, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+sessionCols+` FROM sessions s WHERE s.`+holder+` = ? AND s.ended_at IS NULL
+		ORDER BY s.created_at, s.id`), id)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -431,8 +437,13 @@ func (t licenseTx) EndSession(ctx context.Context, id, reason string, now time.T
 }
 
 func (t licenseTx) EndKeySessions(ctx context.Context, keyID int64, reason string, now time.Time) (int, error) {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE key_id = ? AND ended_at IS NULL`),
-		ms(now), reason, keyID)
+	return t.endSessions(ctx, "key_id", keyID, reason, now)
+}
+
+// endSessions ends the live sessions whose holder column is id.
+func (t licenseTx) endSessions(ctx context.Context, holder string, id int64, reason string, now time.Time) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE `+holder+` = ? AND ended_at IS NULL`),
+		ms(now), reason, id)
 	if err != nil {
 		return 0, translate(err)
 	}
