@@ -51,7 +51,7 @@ func (s *Service) verifyAccount(ctx context.Context, app *App, username, passwor
 	if a != nil {
 		ok = bcrypt.CompareHashAndPassword([]byte(a.PasswordHash), []byte(password)) == nil
 	} else {
-		_ = bcrypt.CompareHashAndPassword(s.dummy(), []byte(password))
+		_ = bcrypt.CompareHashAndPassword(s.dummy, []byte(password))
 	}
 	if !ok {
 		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {

@@ -47,7 +47,7 @@ type Service struct {
 	cfg    Config
 
 	apps    *appCache
-	dummy   func() []byte // a bcrypt hash compared against for unknown usernames
+	dummy   []byte // a bcrypt hash compared against for unknown usernames
 	mu      sync.Mutex
 	touched map[string]time.Time // session ID → last heartbeat not yet written
 }
@@ -68,11 +68,18 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 		cfg.AccountBcryptCost = 10
 	}
 	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
-		dummy: sync.OnceValue(func() []byte {
-			h, _ := bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), cfg.AccountBcryptCost)
-			return h
-		}),
+		dummy: dummyHash(cfg.AccountBcryptCost),
 		touched: map[string]time.Time{}}
+}
+
+// dummyHash is made once at start, so that even the first sign-in with an
+// unknown username costs one comparison and nothing more.
+func dummyHash(cost int) []byte {
+	h, err := bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), cost)
+	if err != nil { // only an out-of-range cost, which config refuses
+		h, _ = bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), bcrypt.DefaultCost)
+	}
+	return h
 }
 
 // Now returns the service clock's time.
