@@ -55,7 +55,7 @@ func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.beatBudget(sid); err != nil {
+	if err := a.beatBudget(c.app.ID, sid); err != nil {
 		return nil, err
 	}
 	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"math"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -52,12 +53,26 @@ func (a *API) limit(next http.Handler) http.Handler {
 		case strings.HasPrefix(r.URL.Path, "/api/admin/") && a.adminSigned(r):
 			l = a.limits.admin
 		}
-		if ok, wait := l.Allow(a.clientIP(r)); !ok {
+		if ok, wait := l.Allow(limitKey(a.clientIP(r))); !ok {
 			a.writeError(w, r, rateLimited(wait))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// limitKey is the bucket of a client address: the address itself for IPv4,
+// its /64 network for IPv6, since one host commonly holds a whole /64.
+func limitKey(ip string) string {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || !addr.Is6() || addr.Is4In6() {
+		return ip
+	}
+	p, err := addr.Prefix(64)
+	if err != nil {
+		return ip
+	}
+	return p.String()
 }
 
 // adminSigned reports whether r carries a current admin token (signature
@@ -68,8 +83,8 @@ func (a *API) adminSigned(r *http.Request) bool {
 }
 
 // beatBudget takes one heartbeat from the session's budget.
-func (a *API) beatBudget(sessionToken string) error {
-	if ok, wait := a.limits.session.Allow(sessionToken); !ok {
+func (a *API) beatBudget(appID, sessionToken string) error {
+	if ok, wait := a.limits.session.Allow(appID + "/" + sessionToken); !ok {
 		return rateLimited(wait)
 	}
 	return nil

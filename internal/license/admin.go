@@ -136,7 +136,10 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 		}
 		return nil, err
 	}
-	if err := s.cfg.Guard.Fail(ctx, regen); err != nil { // each attempt counts toward the limit
+	if _, err := s.App(ctx, id); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Guard.Fail(ctx, regen); err != nil { // each regeneration counts toward the limit
 		return nil, err
 	}
 	secret, err := NewSecret(s.random)

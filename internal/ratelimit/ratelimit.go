@@ -7,6 +7,7 @@ package ratelimit
 import (
 	"hash/maphash"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -92,8 +93,9 @@ func (l *Limiter) refill(b *bucket, now time.Time) {
 }
 
 // evict drops the buckets that have refilled completely (forgetting them
-// changes nothing); if none has, it drops half the shard, so a flood of new
-// keys cannot grow memory without bound.
+// changes nothing); if none has, it drops the fuller half of the shard, so a
+// flood of new keys cannot grow memory without bound and the clients being
+// limited hardest are the last to be forgotten.
 func (l *Limiter) evict(sh *shard, now time.Time) {
 	for k, b := range sh.buckets {
 		l.refill(b, now)
@@ -104,13 +106,21 @@ func (l *Limiter) evict(sh *shard, now time.Time) {
 	if len(sh.buckets) < l.perMax {
 		return
 	}
+	levels := make([]float64, 0, len(sh.buckets))
+	for _, b := range sh.buckets {
+		levels = append(levels, b.tokens)
+	}
+	slices.Sort(levels)
+	median := levels[len(levels)/2]
 	n := len(sh.buckets) / 2
-	for k := range sh.buckets {
+	for k, b := range sh.buckets {
 		if n == 0 {
 			break
 		}
-		delete(sh.buckets, k)
-		n--
+		if b.tokens >= median {
+			delete(sh.buckets, k)
+			n--
+		}
 	}
 }
 
