@@ -68,7 +68,7 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 		cfg.AccountBcryptCost = 10
 	}
 	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
-		dummy: dummyHash(cfg.AccountBcryptCost),
+		dummy:   dummyHash(cfg.AccountBcryptCost),
 		touched: map[string]time.Time{}}
 }
 
