@@ -35,6 +35,12 @@ func (s *Service) signInSubjects(appID, username, ip string) []lockout.Subject {
 // gets the same INVALID_CREDENTIALS. It returns TOO_MANY_ATTEMPTS while
 // locked, without comparing the password.
 func (s *Service) verifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
+	return s.checkAccount(ctx, app, username, password, ip, true)
+}
+
+// checkAccount is verifyAccount; with clear false a correct password leaves
+// the username's failure count alone (redeem counts unknown keys on it).
+func (s *Service) checkAccount(ctx context.Context, app *App, username, password, ip string, clear bool) (*Account, error) {
 	subs := s.signInSubjects(app.ID, username, ip)
 	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
 		return nil, err
@@ -59,8 +65,10 @@ func (s *Service) verifyAccount(ctx context.Context, app *App, username, passwor
 		}
 		return nil, errInvalidCredentials
 	}
-	if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
-		return nil, err
+	if clear {
+		if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
+			return nil, err
+		}
 	}
 	return a, nil
 }
@@ -268,7 +276,9 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 		}
 	} else {
 		var err error
-		if verified, err = s.verifyAccount(ctx, app, req.Username, req.Password, req.IP); err != nil {
+		// A correct password does not clear the count here: unknown keys
+		// tried from a known account must add up to a lockout.
+		if verified, err = s.checkAccount(ctx, app, req.Username, req.Password, req.IP, false); err != nil {
 			return nil, nil, err
 		}
 		accountID = verified.ID
@@ -287,6 +297,13 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 			return err
 		}
 		out = a
+		if verified == nil {
+			// Session form: the account's own lock applies too (a read, so
+			// allowed inside the transaction).
+			if err := s.cfg.Guard.Check(ctx, s.signInSubjects(app.ID, a.Username, req.IP)[0]); err != nil {
+				return err
+			}
+		}
 		switch a.StatusAt(now) {
 		case StatusBanned, StatusPaused:
 			return accountStatusError(a.StatusAt(now))

@@ -55,7 +55,8 @@ type Store interface {
 	Counter(ctx context.Context, scope, subject string) (Counter, error)
 	// UpdateCounter reads the counter (zero if none), applies fn and stores it.
 	UpdateCounter(ctx context.Context, scope, subject string, fn func(*Counter)) error
-	// DeleteCounter forgets a subject.
+	// DeleteCounter forgets a subject's failures but keeps a running lock
+	// (Guard.Clear relies on it).
 	DeleteCounter(ctx context.Context, scope, subject string) error
 	// PurgeCounters deletes counters whose window started before cutoff and
 	// that are not locked at now.
@@ -144,6 +145,9 @@ func (g *Guard) Clear(ctx context.Context, s Subject) error {
 // Purge deletes counters that can no longer matter: their window has passed
 // by more than maxAge and they hold no running lock.
 func (g *Guard) Purge(ctx context.Context, maxAge time.Duration) (int, error) {
+	if g == nil {
+		return 0, nil
+	}
 	now := g.now()
 	return g.store.PurgeCounters(ctx, now.Add(-maxAge), now)
 }
@@ -164,7 +168,7 @@ func humanize(secs int) string {
 	switch {
 	case secs < 60:
 		return plural(secs, "second")
-	case secs < 3600:
+	case (secs+59)/60 < 60:
 		return plural((secs+59)/60, "minute")
 	default:
 		return plural((secs+3599)/3600, "hour")
