@@ -48,7 +48,7 @@ func (s licenseStore) Accounts(ctx context.Context, f license.AccountFilter) ([]
 	q := `SELECT ` + accountCols + ` FROM accounts WHERE app_id = ? AND id > ?`
 	args := []any{f.AppID, f.After}
 	if f.Query != "" {
-		q += ` AND (username_key LIKE ? ESCAPE '\' OR LOWER(email) LIKE ? ESCAPE '\')`
+		q += ` AND (username_key LIKE ? ESCAPE '\' OR email_key LIKE ? ESCAPE '\')`
 		pat := "%" + likeEscape(strings.ToLower(f.Query)) + "%"
 		args = append(args, pat, pat)
 	}
@@ -132,10 +132,10 @@ func scanRedemption(row interface{ Scan(...any) error }, withKey bool) (*license
 }
 
 func (t licenseTx) InsertAccount(ctx context.Context, a *license.Account) error {
-	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO accounts (app_id, username, username_key, email, password_hash,
-		password_reset_required, status, max_devices, features, license_key, expires_at, last_login_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		a.AppID, a.Username, license.UsernameKey(a.Username), a.Email, a.PasswordHash, a.PasswordResetRequired, a.Status,
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO accounts (app_id, username, username_key, email, email_key,
+		password_hash, password_reset_required, status, max_devices, features, license_key, expires_at, last_login_at, created_at,
+		updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		a.AppID, a.Username, license.UsernameKey(a.Username), a.Email, strings.ToLower(a.Email), a.PasswordHash, a.PasswordResetRequired, a.Status,
 		a.MaxDevices, featuresText(a.Features), a.LicenseKey, optMS(a.ExpiresAt), optMS(a.LastLoginAt), ms(a.CreatedAt),
 		ms(a.UpdatedAt)).Scan(&a.ID))
 }
@@ -151,9 +151,10 @@ func (t licenseTx) AccountByIDForUpdate(ctx context.Context, appID string, id in
 }
 
 func (t licenseTx) UpdateAccount(ctx context.Context, a *license.Account) error {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE accounts SET email = ?, password_hash = ?, password_reset_required = ?,
-		status = ?, max_devices = ?, features = ?, license_key = ?, expires_at = ?, last_login_at = ?, updated_at = ? WHERE id = ?`),
-		a.Email, a.PasswordHash, a.PasswordResetRequired, a.Status, a.MaxDevices, featuresText(a.Features), a.LicenseKey,
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE accounts SET email = ?, email_key = ?, password_hash = ?,
+		password_reset_required = ?, status = ?, max_devices = ?, features = ?, license_key = ?, expires_at = ?, last_login_at = ?,
+		updated_at = ? WHERE id = ?`),
+		a.Email, strings.ToLower(a.Email), a.PasswordHash, a.PasswordResetRequired, a.Status, a.MaxDevices, featuresText(a.Features), a.LicenseKey,
 		optMS(a.ExpiresAt), optMS(a.LastLoginAt), ms(a.UpdatedAt), a.ID)
 	return affected(res, err)
 }

@@ -86,7 +86,7 @@ func (s lockoutStore) DeleteCounter(ctx context.Context, scope, subject string) 
 func (s lockoutStore) PurgeCounters(ctx context.Context, cutoff, now time.Time) (int, error) {
 	var n int64
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM lockouts WHERE window_start < ? AND locked_until < ?`), ms(cutoff), ms(now))
+		res, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM lockouts WHERE window_start < ? AND locked_until <= ?`), ms(cutoff), ms(now))
 		if err != nil {
 			return translate(err)
 		}

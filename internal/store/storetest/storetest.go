@@ -44,6 +44,18 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"ReplayConcurrentClaims", testReplayConcurrentClaims},
 		{"ConcurrentKeyUpdates", testConcurrentKeyUpdates},
 		{"Trials", testTrials},
+		{"AccountRoundTrip", testAccountRoundTrip},
+		{"AccountConflictsAndMissing", testAccountConflictsAndMissing},
+		{"AccountListing", testAccountListing},
+		{"AccountDevices", testAccountDevices},
+		{"AccountSessions", testAccountSessions},
+		{"AccountHeartbeatView", testAccountHeartbeatView},
+		{"DeleteAccount", testDeleteAccount},
+		{"Redemptions", testRedemptions},
+		{"LockoutCounters", testLockoutCounters},
+		{"LockoutDelete", testLockoutDelete},
+		{"LockoutPurge", testLockoutPurge},
+		{"LockoutConcurrentUpdates", testLockoutConcurrentUpdates},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,7 +1,8 @@
 -- +goose Up
 -- App user accounts: end users who sign in with a username and password and
 -- hold license time themselves (from redeemed keys). username_key is the
--- lower-cased username, unique per app. expires_at NULL means lifetime; an
+-- lower-cased username, unique per app; email_key the lower-cased e-mail
+-- (lower-cased in Go: SQLite's LOWER knows only ASCII). expires_at NULL means lifetime; an
 -- account without time has an expiry in the past.
 CREATE TABLE accounts (
     id                      BIGSERIAL PRIMARY KEY,
@@ -9,6 +10,7 @@ CREATE TABLE accounts (
     username                TEXT NOT NULL,
     username_key            TEXT NOT NULL,
     email                   TEXT NOT NULL DEFAULT '',
+    email_key               TEXT NOT NULL DEFAULT '',
     password_hash           TEXT NOT NULL,
     password_reset_required BOOLEAN NOT NULL DEFAULT FALSE,
     status                  TEXT NOT NULL,
