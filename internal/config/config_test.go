@@ -1,0 +1,71 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alecthomas/kong"
+)
+
+// parse reads args (and the flag defaults) into a Config the way the CLI does.
+func parse(t *testing.T, args ...string) Config {
+	t.Helper()
+	var c Config
+	p, err := kong.New(&c, kong.Name("keyward"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// DefaultLimits is what the flags default to, so configurations built in
+// code (tests, the in-process load test) match a plain `keyward serve`.
+func TestDefaultLimitsMatchFlagDefaults(t *testing.T) {
+	if got, want := parse(t).Limits, DefaultLimits(); got != want {
+		t.Fatalf("flag defaults %+v\nDefaultLimits  %+v", got, want)
+	}
+}
+
+func TestDefaultsValidate(t *testing.T) {
+	c := parse(t)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
+// Every out-of-range limit is refused with an error naming its flag.
+func TestValidateLimits(t *testing.T) {
+	cases := []struct {
+		flag string
+		set  func(*Limits)
+	}{
+		{"--account-bcrypt-cost", func(l *Limits) { l.AccountBcryptCost = 3 }},
+		{"--account-bcrypt-cost", func(l *Limits) { l.AccountBcryptCost = 16 }},
+		{"--lockout-failures", func(l *Limits) { l.LockoutFailures = -1 }},
+		{"--lockout-ip-failures", func(l *Limits) { l.LockoutIPFailures = -1 }},
+		{"--lockout-window", func(l *Limits) { l.LockoutWindow = 0 }},
+		{"--lockout-duration", func(l *Limits) { l.LockoutDuration = time.Millisecond }},
+		{"--secret-regen-limit", func(l *Limits) { l.SecretRegenLimit = -1 }},
+		{"--rate-limit", func(l *Limits) { l.RateLimit = -1 }},
+		{"--rate-limit", func(l *Limits) { l.RateBurst = 0 }},
+		{"--admin-rate-limit", func(l *Limits) { l.AdminRateBurst = 0 }},
+		{"--heartbeat-rate-limit", func(l *Limits) { l.HeartbeatRateLimit = -5 }},
+	}
+	for _, tc := range cases {
+		c := parse(t)
+		tc.set(&c.Limits)
+		err := c.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s out of range: Validate() = %v, want an error naming it", tc.flag, err)
+		}
+	}
+	// Zero rates switch a limiter off; their bursts are then irrelevant.
+	c := parse(t, "--rate-limit", "0", "--rate-burst", "0", "--lockout-failures", "0", "--secret-regen-limit", "0")
+	if err := c.Validate(); err != nil {
+		t.Fatalf("limiters off: %v", err)
+	}
+}
