@@ -70,28 +70,8 @@ func (s licenseStore) Accounts(ctx context.Context, f license.AccountFilter) ([]
 	return out, translate(rows.Err())
 }
 
-func accountDevices(ctx context.Context, db *DB, q queryer, accountID int64) ([]license.Device, error) {
-	rows, err := q.QueryContext(ctx, db.rebind(`SELECT account_id, hwid, created_at, last_seen_at FROM account_devices
-		WHERE account_id = ? ORDER BY created_at, hwid`), accountID)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []license.Device
-	for rows.Next() {
-		var d license.Device
-		var created, seen int64
-		if err := rows.Scan(&d.AccountID, &d.HWID, &created, &seen); err != nil {
-			return nil, translate(err)
-		}
-		d.CreatedAt, d.LastSeenAt = fromMS(created), fromMS(seen)
-		out = append(out, d)
-	}
-	return out, translate(rows.Err())
-}
-
 func (s licenseStore) AccountDevices(ctx context.Context, accountID int64) ([]license.Device, error) {
-	return accountDevices(ctx, s.db, s.db.read, accountID)
+	return accountDevices.list(ctx, s.db, s.db.read, accountID)
 }
 
 func (s licenseStore) Redemptions(ctx context.Context, accountID int64) ([]license.Redemption, error) {
@@ -165,22 +145,15 @@ func (t licenseTx) DeleteAccount(ctx context.Context, id int64) error {
 }
 
 func (t licenseTx) AccountDevices(ctx context.Context, accountID int64) ([]license.Device, error) {
-	return accountDevices(ctx, t.db, t.tx, accountID)
+	return accountDevices.list(ctx, t.db, t.tx, accountID)
 }
 
 func (t licenseTx) UpsertAccountDevice(ctx context.Context, accountID int64, hwid string, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO account_devices (account_id, hwid, created_at, last_seen_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (account_id, hwid) DO UPDATE SET last_seen_at = excluded.last_seen_at`), accountID, hwid, ms(now), ms(now))
-	return translate(err)
+	return accountDevices.upsert(ctx, t, accountID, hwid, now)
 }
 
 func (t licenseTx) DeleteAccountDevices(ctx context.Context, accountID int64) (int, error) {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM account_devices WHERE account_id = ?`), accountID)
-	if err != nil {
-		return 0, translate(err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return accountDevices.delete(ctx, t, accountID)
 }
 
 func (t licenseTx) LiveSessionsOfAccount(ctx context.Context, accountID int64) ([]license.Session, error) {

@@ -227,8 +227,19 @@ func (t licenseTx) DeleteKey(ctx context.Context, id int64) error {
 	return affected(res, err)
 }
 
-func devices(ctx context.Context, db *DB, q queryer, keyID int64) ([]license.Device, error) {
-	rows, err := q.QueryContext(ctx, db.rebind(`SELECT key_id, hwid, created_at, last_seen_at FROM devices WHERE key_id = ? ORDER BY created_at, hwid`), keyID)
+// deviceTable is where one kind of holder keeps its devices: keys in
+// devices(key_id), accounts in account_devices(account_id). Both names are
+// constants of this package.
+type deviceTable struct{ table, holder string }
+
+var (
+	keyDevices     = deviceTable{"devices", "key_id"}
+	accountDevices = deviceTable{"account_devices", "account_id"}
+)
+
+func (dt deviceTable) list(ctx context.Context, db *DB, q queryer, id int64) ([]license.Device, error) {
+	rows, err := q.QueryContext(ctx, db.rebind(`SELECT hwid, created_at, last_seen_at FROM `+dt.table+` WHERE `+dt.holder+` = ?
+		ORDER BY created_at, hwid`), id)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -237,8 +248,13 @@ func devices(ctx context.Context, db *DB, q queryer, keyID int64) ([]license.Dev
 	for rows.Next() {
 		var d license.Device
 		var created, seen int64
-		if err := rows.Scan(&d.KeyID, &d.HWID, &created, &seen); err != nil {
-			return nil, err
+		if err := rows.Scan(&d.HWID, &created, &seen); err != nil {
+			return nil, translate(err)
+		}
+		if dt == keyDevices {
+			d.KeyID = id
+		} else {
+			d.AccountID = id
 		}
 		d.CreatedAt, d.LastSeenAt = fromMS(created), fromMS(seen)
 		out = append(out, d)
@@ -246,27 +262,37 @@ func devices(ctx context.Context, db *DB, q queryer, keyID int64) ([]license.Dev
 	return out, translate(rows.Err())
 }
 
-func (s licenseStore) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
-	return devices(ctx, s.db, s.db.read, keyID)
-}
-
-func (t licenseTx) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
-	return devices(ctx, t.db, t.tx, keyID)
-}
-
-func (t licenseTx) UpsertDevice(ctx context.Context, keyID int64, hwid string, now time.Time) error {
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO devices (key_id, hwid, created_at, last_seen_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (key_id, hwid) DO UPDATE SET last_seen_at = excluded.last_seen_at`), keyID, hwid, ms(now), ms(now))
+// upsert binds hwid to the holder, or refreshes its last-seen time.
+func (dt deviceTable) upsert(ctx context.Context, t licenseTx, id int64, hwid string, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO `+dt.table+` (`+dt.holder+`, hwid, created_at, last_seen_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (`+dt.holder+`, hwid) DO UPDATE SET last_seen_at = excluded.last_seen_at`), id, hwid, ms(now), ms(now))
 	return translate(err)
 }
 
-func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM devices WHERE key_id = ?`), keyID)
+// delete unbinds every device of the holder and returns how many.
+func (dt deviceTable) delete(ctx context.Context, t licenseTx, id int64) (int, error) {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM `+dt.table+` WHERE `+dt.holder+` = ?`), id)
 	if err != nil {
 		return 0, translate(err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
+}
+
+func (s licenseStore) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
+	return keyDevices.list(ctx, s.db, s.db.read, keyID)
+}
+
+func (t licenseTx) Devices(ctx context.Context, keyID int64) ([]license.Device, error) {
+	return keyDevices.list(ctx, t.db, t.tx, keyID)
+}
+
+func (t licenseTx) UpsertDevice(ctx context.Context, keyID int64, hwid string, now time.Time) error {
+	return keyDevices.upsert(ctx, t, keyID, hwid, now)
+}
+
+func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) {
+	return keyDevices.delete(ctx, t, keyID)
 }
 
 const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
