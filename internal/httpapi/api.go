@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
@@ -40,6 +41,7 @@ type Config struct {
 type API struct {
 	lic     *license.Service
 	admins  *admin.Service
+	content *content.Service
 	db      *store.DB
 	replays ReplayStore
 	cache   *replayCache
@@ -50,11 +52,11 @@ type API struct {
 }
 
 // New returns the API over the given services.
-func New(lic *license.Service, admins *admin.Service, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
+func New(lic *license.Service, admins *admin.Service, ct *content.Service, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
 	if cfg.ReplayMemory <= 0 {
 		cfg.ReplayMemory = 2_000_000
 	}
-	return &API{lic: lic, admins: admins, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
+	return &API{lic: lic, admins: admins, content: ct, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
 		limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
@@ -76,6 +78,11 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/auth/account-login.php", only("POST", a.plain(a.accountLogin)))
 	mux.Handle("/api/auth/change-password.php", only("POST", a.plain(a.changePassword)))
 	mux.Handle("/api/auth/account-redeem.php", only("POST", a.plain(a.redeem)))
+	mux.Handle("/api/app/info.php", only("GET", a.sealedGet(a.info)))
+	mux.Handle("/api/app/text.php", only("GET", a.sealedGet(a.text)))
+	mux.Handle("/api/app/slides.php", only("POST", a.envelope(a.slides, replayLocal)))
+	mux.Handle("/api/app/social-click.php", only("POST", a.envelope(a.socialClick, replayShared)))
+	mux.Handle("/api/app/changelog.php", only("GET", http.HandlerFunc(a.changelog)))
 
 	// Admin API: bearer token.
 	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
@@ -86,6 +93,10 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
+	mux.Handle("/api/admin/texts.php", a.bearer(methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText}))
+	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleteSlide}))
+	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleteLink}))
+	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleteEntry}))
 	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

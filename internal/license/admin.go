@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -15,7 +16,19 @@ import (
 	"github.com/keyward/keyward/internal/lockout"
 )
 
-var prefixRE = regexp.MustCompile(`^[A-Z0-9]{0,12}$`)
+var (
+	prefixRE = regexp.MustCompile(`^[A-Z0-9]{0,12}$`)
+	colorRE  = regexp.MustCompile(`^(#[0-9A-Fa-f]{6})?$`)
+)
+
+// webURL accepts "" or an absolute http(s) URL of at most 2048 characters.
+func webURL(s string) bool {
+	if s == "" {
+		return true
+	}
+	u, err := url.Parse(s)
+	return len(s) <= 2048 && err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
 
 // Validate checks an app's editable fields and returns MISSING_FIELDS on the
 // first one out of range.
@@ -54,6 +67,12 @@ func (a *App) Validate() error {
 		return invalidField("account_redeem_mode", `must be "stack" or "restart"`)
 	case st.AccountPasswordMinLength < 6 || st.AccountPasswordMinLength > 72:
 		return invalidField("account_password_min_length", "must be 6 to 72")
+	case !webURL(st.Branding.LogoURL) || !webURL(st.Branding.WebsiteURL):
+		return invalidField("branding", "logo_url and website_url must be http or https URLs of at most 2048 characters")
+	case !colorRE.MatchString(st.Branding.PrimaryColor) || !colorRE.MatchString(st.Branding.AccentColor):
+		return invalidField("branding", "colors must be #RRGGBB")
+	case st.Branding.SupportEmail != "" && checkEmail(st.Branding.SupportEmail) != nil:
+		return invalidField("branding", "support_email must be an e-mail address")
 	}
 	f, err := checkFeatures(st.TrialFeatures)
 	if err != nil {

@@ -57,6 +57,18 @@ type AppSettings struct {
 	AccountRedeemMode        string `json:"account_redeem_mode"`
 	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
 	AccountPasswordMinLength int    `json:"account_password_min_length"`
+
+	// Branding is sent with app/info.php for the app to style itself.
+	Branding Branding `json:"branding"`
+}
+
+// Branding is what an app may show of its vendor: all optional.
+type Branding struct {
+	LogoURL      string `json:"logo_url"`
+	PrimaryColor string `json:"primary_color"`
+	AccentColor  string `json:"accent_color"`
+	WebsiteURL   string `json:"website_url"`
+	SupportEmail string `json:"support_email"`
 }
 
 // Redeem modes of AppSettings.AccountRedeemMode.

@@ -22,6 +22,7 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
@@ -47,6 +48,7 @@ type Server struct {
 	DB      *store.DB
 	License *license.Service
 	Admins  *admin.Service
+	Content *content.Service
 	api     *httpapi.API
 	jobs    *sweep.Runner
 	servers []*http.Server
@@ -107,7 +109,8 @@ func (s *Server) init(ctx context.Context) error {
 	if err := s.bootstrapAdmin(ctx); err != nil {
 		return err
 	}
-	s.api = httpapi.New(s.License, s.Admins, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+	s.Content = content.New(s.DB.ContentStore(), s.opts.Now)
+	s.api = httpapi.New(s.License, s.Admins, s.Content, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})

@@ -1,0 +1,168 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/content"
+	"github.com/keyward/keyward/internal/envelope"
+)
+
+// Remote content routes (sdk-compat §1.12–§1.14, §1.16, §7.17).
+
+// sealedGet serves a GET route with no request body whose reply is an
+// envelope (info.php, text.php): once the app secret is verified, every
+// answer, a refusal too, is sealed with HTTP 200.
+func (a *API) sealedGet(h clientHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		app, ok := a.app(w, r)
+		if !ok {
+			return
+		}
+		res, err := h(r.Context(), &call{app: app, f: fields{}, r: r, ip: a.clientIP(r)})
+		var inner []byte
+		switch {
+		case err == nil:
+			inner = marshal(res)
+		case isInternal(err):
+			a.writeError(w, r, err)
+			return
+		default:
+			inner = marshal(errorBody(apperr.From(err)))
+		}
+		a.writeSealed(w, r, envelope.Derive(app.Secret), inner)
+	})
+}
+
+// info: GET app/info.php → app block, branding and social links.
+func (a *API) info(ctx context.Context, c *call) (map[string]any, error) {
+	links, err := a.content.Links(ctx, c.app.ID)
+	if err != nil {
+		return nil, err
+	}
+	st := c.app.Settings
+	maintMsg := ""
+	if st.Maintenance {
+		maintMsg = st.MaintenanceMessage
+	}
+	out := make([]map[string]any, len(links))
+	for i, l := range links {
+		out[i] = map[string]any{"id": l.ID, "platform": l.Platform, "url": l.URL, "label": l.Label}
+	}
+	return map[string]any{
+		"success": true,
+		"app": map[string]any{
+			"name": c.app.Name, "version": c.app.Version, "download_url": st.DownloadURL,
+			"login_message": st.LoginMessage, "message": st.LoginMessage,
+			"maintenance_mode": st.Maintenance, "maintenance_msg": maintMsg, "branding": st.Branding,
+		},
+		"social_links": out,
+	}, nil
+}
+
+// text: GET app/text.php[?name=] with the key in Authorization: Bearer or
+// ?key=. An unknown or absent key gets the app defaults.
+func (a *API) text(ctx context.Context, c *call) (map[string]any, error) {
+	q := c.r.URL.Query()
+	key, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
+	if !ok || strings.TrimSpace(key) == "" {
+		key = q.Get("key")
+	}
+	texts, err := a.content.Texts(ctx, c.app.ID, strings.TrimSpace(key))
+	if err != nil {
+		return nil, err
+	}
+	if name := q.Get("name"); name != "" {
+		one := map[string]string{}
+		var value any
+		if v, ok := texts[name]; ok {
+			one[name], value = v, v
+		}
+		return map[string]any{"success": true, "text": value, "texts": one}, nil
+	}
+	return map[string]any{"success": true, "texts": texts}, nil
+}
+
+// slides: POST app/slides.php (envelope) {"action":"get_slides"} or {}.
+func (a *API) slides(ctx context.Context, c *call) (map[string]any, error) {
+	action, err := c.f.str("action")
+	if err != nil {
+		return nil, err
+	}
+	if action != "" && action != "get_slides" {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be get_slides.")
+	}
+	ss, err := a.content.LiveSlides(ctx, c.app.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(ss))
+	for i := range ss {
+		out[i] = slideView(&ss[i])
+	}
+	return map[string]any{"success": true, "slides": out}, nil
+}
+
+func slideView(sl *content.Slide) map[string]any {
+	return map[string]any{"id": sl.ID, "title": sl.Title, "body": sl.Body, "image_url": sl.ImageURL, "link_url": sl.LinkURL,
+		"order": sl.Position, "starts_at": optStamp(sl.StartsAt), "ends_at": optStamp(sl.EndsAt)}
+}
+
+// socialClick: POST app/social-click.php (envelope) {link_id} or {platform}.
+func (a *API) socialClick(ctx context.Context, c *call) (map[string]any, error) {
+	id, _, err := c.f.int("link_id")
+	if err != nil {
+		return nil, err
+	}
+	platform, err := c.f.str("platform")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.content.Click(ctx, c.app.ID, id, strings.ToLower(strings.TrimSpace(platform))); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Click recorded."}, nil
+}
+
+// changelog: GET app/changelog.php?app_id=[&limit=&since=&category=]
+// (public, plain): published entries, newest first.
+func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	appID := strings.TrimSpace(q.Get("app_id"))
+	if appID == "" {
+		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id."))
+		return
+	}
+	if _, err := a.lic.App(r.Context(), appID); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	cq := content.ChangelogQuery{AppID: appID, Since: q.Get("since"), Category: q.Get("category")}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 50 {
+			a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field limit: must be 1 to 50."))
+			return
+		}
+		cq.Limit = n
+	}
+	es, err := a.content.Changelog(r.Context(), cq)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := make([]map[string]any, len(es))
+	for i := range es {
+		out[i] = entryView(&es[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "entries": out})
+}
+
+func entryView(e *content.Entry) map[string]any {
+	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,
+		"published_at": optStamp(e.PublishedAt)}
+}
+
