@@ -165,4 +165,3 @@ func entryView(e *content.Entry) map[string]any {
 	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,
 		"published_at": optStamp(e.PublishedAt)}
 }
-

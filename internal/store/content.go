@@ -269,6 +269,10 @@ func (t contentTx) DeleteEntry(ctx context.Context, appID string, id int64) erro
 	return affected(res, err)
 }
 
-func (t contentTx) AddEvent(ctx context.Context, e event.Event) error { return addEvent(ctx, t.db, t.tx, e) }
+func (t contentTx) AddEvent(ctx context.Context, e event.Event) error {
+	return addEvent(ctx, t.db, t.tx, e)
+}
 
-func (t contentTx) AddAudit(ctx context.Context, e audit.Entry) error { return addAudit(ctx, t.db, t.tx, e) }
+func (t contentTx) AddAudit(ctx context.Context, e audit.Entry) error {
+	return addAudit(ctx, t.db, t.tx, e)
+}
