@@ -30,8 +30,8 @@ func FuzzClientRoutes(f *testing.F) {
 
 	routes := []string{clCheckKey, clValidate, clRequestHWID, clSelfReset, clLogin, clHeartbeat, clLogout,
 		"/api/auth/trial.php", "/api/auth/account-register.php", "/api/auth/account-login.php",
-		"/api/auth/change-password.php", "/api/auth/account-redeem.php"}
-	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true}
+		"/api/auth/change-password.php", "/api/auth/account-redeem.php", "/api/app/slides.php", "/api/app/social-click.php"}
+	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true, "/api/app/slides.php": true, "/api/app/social-click.php": true}
 	for i, body := range []string{
 		`{"license_key":"` + keys[0] + `"}`,
 		`{"license_key":" ` + keys[0] + ` ","hwid":"pc"}`,
@@ -54,6 +54,7 @@ func FuzzClientRoutes(f *testing.F) {
 		`{"username":"fuzzer","password":"secret123","license_key":"` + keys[1] + `"}`,
 		`{"session_id":"` + sid + `","license_key":"` + keys[0] + `"}`,
 		`{"username":["x"],"password":{"a":1},"hwid":7}`,
+		`{"action":"get_slides"}`, `{"link_id":1}`, `{"link_id":"7"}`, `{"platform":"discord"}`, `{"link_id":-1,"platform":7}`,
 	} {
 		for r := range routes {
 			f.Add(uint8(r+i), []byte(body))
