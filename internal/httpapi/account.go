@@ -104,7 +104,7 @@ func (a *API) accountLogin(ctx context.Context, c *call) (map[string]any, error)
 		"session_id":         res.SessionToken,
 		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
 		"user":               user,
-		"features":           acct.FeaturesJSON(),
+		"features":           c.app.Features(acct.Features),
 		"app":                appBlock(c.app),
 	}
 	if acct.LicenseKey != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/content"
+	"github.com/keyward/keyward/internal/license"
 )
 
 // Admin API of remote content: texts, slides, social links, changelog.
@@ -406,4 +407,65 @@ func (a *API) deleteEntry(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, err
 	}
 	return map[string]any{"success": true, "message": "Entry deleted."}, nil
+}
+
+// ---- feature-flags.php
+
+// listFlags: GET feature-flags.php?app_id= → {feature_flags:[{name, type, default, description}]}.
+func (a *API) listFlags(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.App(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "feature_flags": app.Settings.FeatureFlags}, nil
+}
+
+// putFlag: PUT feature-flags.php {app_id, name, type, default?, description?}
+// defines or redefines a flag.
+func (a *API) putFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	var f license.FeatureFlag
+	if f.Name, err = c.required("name"); err != nil {
+		return nil, err
+	}
+	if f.Type, err = c.f.str("type"); err != nil {
+		return nil, err
+	}
+	if f.Description, err = c.f.str("description"); err != nil {
+		return nil, err
+	}
+	f.Default = c.f["default"]
+	app, err := a.lic.SetFlag(ctx, c.actor, appID, f)
+	if err != nil {
+		return nil, err
+	}
+	for _, def := range app.Settings.FeatureFlags {
+		if def.Name == f.Name {
+			return map[string]any{"success": true, "feature_flag": def}, nil
+		}
+	}
+	return map[string]any{"success": true}, nil
+}
+
+// deleteFlag: DELETE feature-flags.php {app_id, name}.
+func (a *API) deleteFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	name, err := c.required("name")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.lic.DeleteFlag(ctx, c.actor, appID, name); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Flag deleted."}, nil
 }

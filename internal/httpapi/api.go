@@ -93,6 +93,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
+	mux.Handle("/api/admin/feature-flags.php", a.bearer(methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag}))
 	mux.Handle("/api/admin/texts.php", a.bearer(methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText}))
 	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleteSlide}))
 	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleteLink}))

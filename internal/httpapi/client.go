@@ -33,7 +33,7 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 		"session_id":         res.SessionToken,
 		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
 		"user":               user,
-		"features":           res.Key.FeaturesJSON(),
+		"features":           c.app.Features(res.Key.Features),
 		"app":                appBlock(c.app),
 	}, nil
 }
@@ -90,11 +90,11 @@ func (a *API) checkKey(ctx context.Context, c *call) (map[string]any, error) {
 		}
 		return nil, err
 	}
-	return keyReply(k, a.lic.Now()), nil
+	return keyReply(c.app, k, a.lic.Now()), nil
 }
 
 // keyReply is the check-key / validate answer for a known key.
-func keyReply(k *license.Key, now time.Time) map[string]any {
+func keyReply(app *license.App, k *license.Key, now time.Time) map[string]any {
 	st := k.StatusAt(now)
 	usable := st == license.StatusActive || st == license.StatusUnused
 	msg := "License key is valid."
@@ -103,7 +103,7 @@ func keyReply(k *license.Key, now time.Time) map[string]any {
 	}
 	info := k.Info(now)
 	info["license_key"] = k.LicenseKey
-	return map[string]any{"success": true, "valid": usable, "message": msg, "key": info, "features": k.FeaturesJSON()}
+	return map[string]any{"success": true, "valid": usable, "message": msg, "key": info, "features": app.Features(k.Features)}
 }
 
 // validate: update/validate.php (plain). Unusable keys answer 401 as the
@@ -124,7 +124,7 @@ func (a *API) validate(ctx context.Context, c *call) (map[string]any, error) {
 		}
 		return nil, err
 	}
-	return keyReply(k, a.lic.Now()), nil
+	return keyReply(c.app, k, a.lic.Now()), nil
 }
 
 // requestHWIDReset: auth/request-hwid-reset.php (plain, deprecated). The reply

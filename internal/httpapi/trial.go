@@ -37,7 +37,7 @@ func (a *API) trial(ctx context.Context, c *call) (map[string]any, error) {
 		"expires_at":         user["expires_at"],
 		"days_remaining":     user["days_remaining"],
 		"user":               user,
-		"features":           k.FeaturesJSON(),
+		"features":           c.app.Features(k.Features),
 		"app":                appBlock(c.app),
 	}, nil
 }

@@ -74,9 +74,18 @@ func (a *App) Validate() error {
 	case st.Branding.SupportEmail != "" && checkEmail(st.Branding.SupportEmail) != nil:
 		return invalidField("branding", "support_email must be an e-mail address")
 	}
+	if a.Settings.FeatureFlags == nil {
+		a.Settings.FeatureFlags = []FeatureFlag{}
+	}
+	if err := checkFlags(a.Settings.FeatureFlags); err != nil {
+		return err
+	}
 	f, err := checkFeatures(st.TrialFeatures)
 	if err != nil {
 		return invalidField("trial_features", "must be an object of flag names to booleans, numbers or strings")
+	}
+	if err := a.checkFlagTypes("trial_features", f); err != nil {
+		return err
 	}
 	a.Settings.TrialFeatures = f
 	return nil
@@ -236,6 +245,9 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 	if err != nil {
 		return nil, err
 	}
+	if err := app.checkFlagTypes("features", features); err != nil {
+		return nil, err
+	}
 	now := s.Now()
 	keys := make([]Key, in.Count)
 	strs := make([]string, in.Count)
@@ -371,6 +383,13 @@ func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licen
 	if u.Features != nil {
 		f, err := checkFeatures(u.Features)
 		if err != nil {
+			return nil, err
+		}
+		app, err := s.App(ctx, appID)
+		if err != nil {
+			return nil, err
+		}
+		if err := app.checkFlagTypes("features", f); err != nil {
 			return nil, err
 		}
 		features = f

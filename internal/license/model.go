@@ -60,6 +60,10 @@ type AppSettings struct {
 
 	// Branding is sent with app/info.php for the app to style itself.
 	Branding Branding `json:"branding"`
+
+	// FeatureFlags are the app's defined flags with their types and
+	// defaults; keys and accounts override them (features).
+	FeatureFlags []FeatureFlag `json:"feature_flags"`
 }
 
 // Branding is what an app may show of its vendor: all optional.
@@ -104,6 +108,7 @@ func DefaultSettings() AppSettings {
 		AccountRedeemMode:        RedeemStack,
 		AccountTakesKeyDevices:   true,
 		AccountPasswordMinLength: 8,
+		FeatureFlags:             []FeatureFlag{},
 	}
 }
 
