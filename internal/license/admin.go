@@ -293,6 +293,10 @@ func checkTerms(typ KeyType, duration, maxDevices int) error {
 	return nil
 }
 
+// CheckFeatures validates a features object (flag → boolean, number or
+// string) and returns it compacted; empty or null is {}.
+func CheckFeatures(raw json.RawMessage) (json.RawMessage, error) { return checkFeatures(raw) }
+
 // checkFeatures accepts a JSON object of flag → boolean, number or string.
 func checkFeatures(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/httpapi"
@@ -43,16 +44,17 @@ type Options struct {
 
 // Server is a running keyward.
 type Server struct {
-	cfg     config.Config
-	opts    Options
-	DB      *store.DB
-	License *license.Service
-	Admins  *admin.Service
-	Content *content.Service
-	api     *httpapi.API
-	jobs    *sweep.Runner
-	servers []*http.Server
-	addr    net.Addr
+	cfg      config.Config
+	opts     Options
+	DB       *store.DB
+	License  *license.Service
+	Admins   *admin.Service
+	Content  *content.Service
+	Commerce *commerce.Service
+	api      *httpapi.API
+	jobs     *sweep.Runner
+	servers  []*http.Server
+	addr     net.Addr
 }
 
 // New opens the database, migrates it (or checks it with NoMigrate), builds
@@ -110,7 +112,8 @@ func (s *Server) init(ctx context.Context) error {
 		return err
 	}
 	s.Content = content.New(s.DB.ContentStore(), s.opts.Now)
-	s.api = httpapi.New(s.License, s.Admins, s.Content, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+	s.Commerce = commerce.New(s.DB.CommerceStore(), s.opts.Now)
+	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
