@@ -83,4 +83,6 @@ func (t commerceTx) DeletePlan(ctx context.Context, appID string, id int64) erro
 	return affected(res, err)
 }
 
-func (t commerceTx) AddAudit(ctx context.Context, e audit.Entry) error { return addAudit(ctx, t.db, t.tx, e) }
+func (t commerceTx) AddAudit(ctx context.Context, e audit.Entry) error {
+	return addAudit(ctx, t.db, t.tx, e)
+}
