@@ -29,6 +29,8 @@ const (
 	HWIDResetRequested = "hwid_reset.requested"
 	AppRevoked         = "app.revoked"
 	SuspiciousActivity = "suspicious_activity"
+	NewOrder           = "new_order"
+	OrderApproved      = "order.approved"
 
 	// keyward's own events, beyond the API reference's list.
 	AccountCreated = "account.created" // an app user account signed up

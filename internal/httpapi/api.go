@@ -44,6 +44,7 @@ type API struct {
 	admins   *admin.Service
 	content  *content.Service
 	commerce *commerce.Service
+	orders   *commerce.Orders
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -54,11 +55,11 @@ type API struct {
 }
 
 // New returns the API over the given services.
-func New(lic *license.Service, admins *admin.Service, ct *content.Service, cm *commerce.Service, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
+func New(lic *license.Service, admins *admin.Service, ct *content.Service, cm *commerce.Service, orders *commerce.Orders, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
 	if cfg.ReplayMemory <= 0 {
 		cfg.ReplayMemory = 2_000_000
 	}
-	return &API{lic: lic, admins: admins, content: ct, commerce: cm, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
+	return &API{lic: lic, admins: admins, content: ct, commerce: cm, orders: orders, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
 		limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
@@ -85,7 +86,8 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/app/slides.php", only("POST", a.envelope(a.slides, replayLocal)))
 	mux.Handle("/api/app/social-click.php", only("POST", a.envelope(a.socialClick, replayShared)))
 	mux.Handle("/api/app/changelog.php", only("GET", http.HandlerFunc(a.changelog)))
-	mux.Handle("/api/app/pricing.php", only("GET", http.HandlerFunc(a.pricing)))
+	mux.Handle("/api/app/pricing.php", http.HandlerFunc(a.pricingRoute))
+	mux.Handle("/api/app/fulfill.php", only("POST", http.HandlerFunc(a.fulfill)))
 
 	// Admin API: bearer token.
 	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
@@ -96,6 +98,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
+	mux.Handle("/api/admin/orders.php", a.bearer(methods{"GET": a.listOrders, "POST": a.orderAction}))
 	mux.Handle("/api/admin/pricing.php", a.bearer(methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deletePlan}))
 	mux.Handle("/api/admin/feature-flags.php", a.bearer(methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag}))
 	mux.Handle("/api/admin/texts.php", a.bearer(methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText}))

@@ -48,8 +48,8 @@ func TestPricingPublicList(t *testing.T) {
 		kwtest.ExpectCode(t, s.Do("GET", "/api/app/pricing.php?app_id="+a.ID+"&type=all", nil, nil), 400, "MISSING_FIELDS")
 		kwtest.ExpectCode(t, s.Do("GET", "/api/app/pricing.php", nil, nil), 400, "MISSING_FIELDS")
 		kwtest.ExpectCode(t, s.Do("GET", "/api/app/pricing.php?app_id=nope", nil, nil), 404, "NOT_FOUND")
-		if r := s.Do("POST", "/api/app/pricing.php?app_id="+a.ID, nil, nil); r.Status != 405 {
-			t.Fatalf("POST pricing.php: %s (orders are not served yet)", r)
+		if r := s.Do("PUT", "/api/app/pricing.php?app_id="+a.ID, nil, nil); r.Status != 405 {
+			t.Fatalf("PUT pricing.php: %s", r)
 		}
 	})
 }

@@ -574,6 +574,33 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 	})
 }
 
+// BanInTx bans a key inside the caller's transaction, as the ban action
+// does without its audit entry: sessions end with BANNED, a redeemed key's
+// time is taken back, key.banned is recorded. A missing or already banned
+// key is left alone.
+func BanInTx(ctx context.Context, tx Tx, appID, licenseKey, reason string, now time.Time) error {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil
+	} else if err != nil || k.Status == StatusBanned {
+		return err
+	}
+	if k.Status == StatusRedeemed {
+		if err := takeBack(ctx, tx, k, now); err != nil {
+			return err
+		}
+	}
+	k.Status, k.UpdatedAt = StatusBanned, now
+	if _, err := tx.EndKeySessions(ctx, k.ID, CodeBanned, now); err != nil {
+		return err
+	}
+	if err := tx.UpdateKey(ctx, k); err != nil {
+		return err
+	}
+	return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyBanned, CreatedAt: now,
+		Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey, "reason": reason}})
+}
+
 // mutateKey loads a key for update, applies fn, saves it and audits action.
 func (s *Service) mutateKey(ctx context.Context, actor audit.Actor, appID, licenseKey, action string, details map[string]any,
 	fn func(Tx, *Key, time.Time) error) (*Key, error) {

@@ -113,7 +113,14 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.Content = content.New(s.DB.ContentStore(), s.opts.Now)
 	s.Commerce = commerce.New(s.DB.CommerceStore(), s.opts.Now)
-	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+	orders := commerce.NewOrders(s.DB.OrderStore(), s.opts.Now, rand.Reader, func(ctx context.Context, appID string) (string, error) {
+		app, err := s.License.App(ctx, appID)
+		if err != nil {
+			return "", err
+		}
+		return app.Settings.KeyPrefix, nil
+	})
+	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, orders, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})

@@ -1,0 +1,268 @@
+package commerce
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// Order states.
+const (
+	OrderPending   = "pending"
+	OrderFulfilled = "fulfilled"
+	OrderRefunded  = "refunded"
+)
+
+// Order is a purchase of a plan or level. The delivered key's terms are
+// copied from the plan when the order is made, so editing or deleting the
+// plan later does not change what a paid order delivers.
+type Order struct {
+	ID          string // ORD-…
+	AppID       string
+	PlanID      *int64
+	PlanName    string
+	Kind        string
+	AmountCents int64
+	Currency    string
+	KeyType     license.KeyType
+	Duration    int
+	MaxDevices  int
+	Features    json.RawMessage
+	Email       string
+	Status      string
+	PaymentRef  string
+	Keys        []string // delivered license keys
+	CreatedAt   time.Time
+	FulfilledAt *time.Time
+	UpdatedAt   time.Time
+}
+
+// OrderTx is what orders need of a write transaction. License is the same
+// transaction seen by the license package, so delivering or banning a key
+// commits together with the order.
+type OrderTx interface {
+	InsertOrder(ctx context.Context, o *Order) error
+	OrderForUpdate(ctx context.Context, id string) (*Order, error)
+	UpdateOrder(ctx context.Context, o *Order) error
+	PlanForUpdate(ctx context.Context, appID string, id int64) (*Plan, error)
+	SetFulfillmentSecretHash(ctx context.Context, appID, hash string) error
+	License() license.Tx
+}
+
+// OrderStore is the persistence of orders.
+type OrderStore interface {
+	// FulfillmentSecretHash returns the SHA-256 (hex) of the app's
+	// fulfilment secret, "" when it has none (ErrNotFound: no such app).
+	FulfillmentSecretHash(ctx context.Context, appID string) (string, error)
+	// Orders returns an app's most recent orders, newest first.
+	Orders(ctx context.Context, appID string, limit int) ([]Order, error)
+	InOrderTx(ctx context.Context, fn func(OrderTx) error) error
+}
+
+// Orders sells plans: it creates orders and fulfils them exactly once.
+type Orders struct {
+	store  OrderStore
+	now    func() time.Time
+	random io.Reader
+	prefix func(ctx context.Context, appID string) (string, error)
+}
+
+// NewOrders returns the order desk; prefix returns an app's key prefix.
+func NewOrders(store OrderStore, now func() time.Time, random io.Reader, prefix func(ctx context.Context, appID string) (string, error)) *Orders {
+	return &Orders{store: store, now: now, random: random, prefix: prefix}
+}
+
+// NewFulfillmentSecret gives the app a new fulfilment secret, returned once;
+// only its SHA-256 is stored, and the old one stops working at once.
+func (o *Orders) NewFulfillmentSecret(ctx context.Context, actor audit.Actor, appID string) (string, error) {
+	secret, err := license.NewSecret(o.random)
+	if err != nil {
+		return "", err
+	}
+	now := o.now().UTC()
+	err = o.store.InOrderTx(ctx, func(tx OrderTx) error {
+		if err := tx.SetFulfillmentSecretHash(ctx, appID, license.HashToken(secret)); errors.Is(err, apperr.ErrNotFound) {
+			return apperr.New(apperr.NotFound, "NOT_FOUND", "App not found.")
+		} else if err != nil {
+			return err
+		}
+		return tx.License().AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "app.fulfillment_secret", AppID: appID, Target: appID})
+	})
+	if err != nil {
+		return "", err
+	}
+	return secret, nil
+}
+
+// CreateOrder makes a pending order for an active plan of the app and
+// records new_order. It returns MISSING_FIELDS or NOT_FOUND.
+func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, email string) (*Order, error) {
+	if planID <= 0 {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: plan_id.")
+	}
+	email = strings.TrimSpace(email)
+	if at := strings.IndexByte(email, '@'); len(email) > 254 || at < 1 || at == len(email)-1 || strings.ContainsAny(email, " \t\r\n") {
+		return nil, invalid("email", "must be the customer's e-mail address")
+	}
+	id, err := license.NewKeyString(o.random, "ORD")
+	if err != nil {
+		return nil, err
+	}
+	now := o.now().UTC()
+	var out *Order
+	err = o.store.InOrderTx(ctx, func(tx OrderTx) error {
+		p, err := tx.PlanForUpdate(ctx, appID, planID)
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && !p.Active) {
+			return notFound()
+		} else if err != nil {
+			return err
+		}
+		ord := &Order{ID: id[:len(id)-6], AppID: appID, PlanID: &p.ID, PlanName: p.Name, Kind: p.Kind, AmountCents: p.PriceCents,
+			Currency: p.Currency, KeyType: p.KeyType, Duration: p.Duration, MaxDevices: p.MaxDevices, Features: p.Features,
+			Email: email, Status: OrderPending, Keys: []string{}, CreatedAt: now, UpdatedAt: now}
+		if err := tx.InsertOrder(ctx, ord); err != nil {
+			return err
+		}
+		out = ord
+		return tx.License().AddEvent(ctx, event.Event{AppID: appID, Type: event.NewOrder, CreatedAt: now, Data: map[string]any{
+			"app_id": appID, "order_id": ord.ID, "plan_id": p.ID, "plan": p.Name, "amount_cents": p.PriceCents,
+			"currency": p.Currency, "email": email}})
+	})
+	return out, err
+}
+
+var errBadFulfilSecret = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS", "Unknown order or wrong fulfilment secret.")
+
+// Fulfil completes a paid order exactly once: it generates the key the
+// order's terms say, records paymentRef, marks the order fulfilled and
+// records order.approved. A repeated call answers the same order and keys
+// and generates nothing. secret is the app's fulfilment secret, compared in
+// constant time; an unknown order and a wrong secret are the same 401.
+func (o *Orders) Fulfil(ctx context.Context, orderID, secret, paymentRef string) (*Order, error) {
+	if orderID == "" || secret == "" {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: order_id and secret.")
+	}
+	if len(paymentRef) > 255 {
+		return nil, invalid("payment_ref", "must be at most 255 characters")
+	}
+	var out *Order
+	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
+		ord, err := tx.OrderForUpdate(ctx, orderID)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return errBadFulfilSecret
+		} else if err != nil {
+			return err
+		}
+		want, err := o.store.FulfillmentSecretHash(ctx, ord.AppID)
+		if err != nil {
+			return err
+		}
+		if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(license.HashToken(secret))) != 1 {
+			return errBadFulfilSecret
+		}
+		out = ord
+		return o.complete(ctx, tx, ord, paymentRef, audit.System)
+	})
+	return out, err
+}
+
+// Approve fulfils an order by hand (the owner saw the payment elsewhere).
+func (o *Orders) Approve(ctx context.Context, actor audit.Actor, appID, orderID, paymentRef string) (*Order, error) {
+	var out *Order
+	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
+		ord, err := tx.OrderForUpdate(ctx, orderID)
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ord.AppID != appID) {
+			return apperr.New(apperr.NotFound, "NOT_FOUND", "Order not found.")
+		} else if err != nil {
+			return err
+		}
+		out = ord
+		return o.complete(ctx, tx, ord, paymentRef, actor)
+	})
+	return out, err
+}
+
+// complete delivers a pending order's key; a fulfilled order is left as it
+// is (idempotent); a refunded one is a conflict.
+func (o *Orders) complete(ctx context.Context, tx OrderTx, ord *Order, paymentRef string, actor audit.Actor) error {
+	switch ord.Status {
+	case OrderFulfilled:
+		return nil
+	case OrderRefunded:
+		return apperr.New(apperr.Conflict, "CONFLICT", "This order was refunded.")
+	}
+	prefix, err := o.prefix(ctx, ord.AppID)
+	if err != nil {
+		return err
+	}
+	lk, err := license.NewKeyString(o.random, prefix)
+	if err != nil {
+		return err
+	}
+	now := o.now().UTC()
+	k := license.Key{AppID: ord.AppID, LicenseKey: lk, Status: license.StatusUnused, Type: ord.KeyType, Duration: ord.Duration,
+		MaxDevices: ord.MaxDevices, Note: "order " + ord.ID, Features: ord.Features, CreatedAt: now, UpdatedAt: now}
+	lt := tx.License()
+	if err := lt.InsertKeys(ctx, []license.Key{k}); err != nil {
+		return err
+	}
+	ord.Status, ord.PaymentRef, ord.Keys, ord.FulfilledAt, ord.UpdatedAt = OrderFulfilled, paymentRef, []string{lk}, &now, now
+	if err := tx.UpdateOrder(ctx, ord); err != nil {
+		return err
+	}
+	if err := lt.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: event.OrderApproved, CreatedAt: now, Data: map[string]any{
+		"app_id": ord.AppID, "order_id": ord.ID, "license_keys": ord.Keys, "payment_ref": paymentRef, "email": ord.Email}}); err != nil {
+		return err
+	}
+	return lt.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.fulfil", AppID: ord.AppID, Target: ord.ID,
+		Details: map[string]any{"payment_ref": paymentRef, "license_keys": ord.Keys}})
+}
+
+// Refund marks a fulfilled order refunded and bans its delivered keys
+// (their sessions end with BANNED at the next heartbeat).
+func (o *Orders) Refund(ctx context.Context, actor audit.Actor, appID, orderID, reason string) (*Order, error) {
+	now := o.now().UTC()
+	var out *Order
+	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
+		ord, err := tx.OrderForUpdate(ctx, orderID)
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ord.AppID != appID) {
+			return apperr.New(apperr.NotFound, "NOT_FOUND", "Order not found.")
+		} else if err != nil {
+			return err
+		}
+		if ord.Status != OrderFulfilled {
+			return apperr.New(apperr.Conflict, "CONFLICT", "Only a fulfilled order can be refunded.")
+		}
+		for _, lk := range ord.Keys {
+			if err := license.BanInTx(ctx, tx.License(), appID, lk, "order "+ord.ID+" refunded", now); err != nil {
+				return err
+			}
+		}
+		ord.Status, ord.UpdatedAt = OrderRefunded, now
+		if err := tx.UpdateOrder(ctx, ord); err != nil {
+			return err
+		}
+		out = ord
+		return tx.License().AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.refund", AppID: appID, Target: ord.ID,
+			Details: map[string]any{"reason": reason, "license_keys": ord.Keys}})
+	})
+	return out, err
+}
+
+// List returns an app's most recent orders (limit ≤ 1000, default 100),
+// newest first.
+func (o *Orders) List(ctx context.Context, appID string, limit int) ([]Order, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	return o.store.Orders(ctx, appID, limit)
+}

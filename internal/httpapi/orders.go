@@ -1,0 +1,177 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/commerce"
+)
+
+func orderView(o *commerce.Order) map[string]any {
+	return map[string]any{"order_id": o.ID, "status": o.Status, "plan_id": o.PlanID, "plan": o.PlanName, "type": o.Kind,
+		"amount": float64(o.AmountCents) / 100, "amount_cents": o.AmountCents, "currency": o.Currency, "email": o.Email,
+		"payment_ref": o.PaymentRef, "license_keys": o.Keys, "created_at": optStamp(&o.CreatedAt), "fulfilled_at": optStamp(o.FulfilledAt)}
+}
+
+// plainBody reads a public route's JSON body.
+func (a *API) plainBody(w http.ResponseWriter, r *http.Request) (fields, bool) {
+	body, err := readBody(w, r, clientBodyLimit)
+	if err == nil {
+		var f fields
+		if f, err = parseFields(body); err == nil {
+			return f, true
+		}
+	}
+	a.writeError(w, r, err)
+	return nil, false
+}
+
+// createOrder: POST app/pricing.php {app_id, plan_id, email} (public) → a
+// pending order; event new_order.
+func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.plainBody(w, r)
+	if !ok {
+		return
+	}
+	appID, err := f.str("app_id")
+	if err == nil && appID == "" {
+		appID = r.URL.Query().Get("app_id")
+	}
+	if err == nil && strings.TrimSpace(appID) == "" {
+		err = apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id.")
+	}
+	var planID int64
+	var email string
+	if err == nil {
+		planID, _, err = f.int("plan_id")
+	}
+	if err == nil {
+		email, err = f.str("email")
+	}
+	if err == nil {
+		_, err = a.lic.App(r.Context(), strings.TrimSpace(appID))
+	}
+	var o *commerce.Order
+	if err == nil {
+		o, err = a.orders.CreateOrder(r.Context(), strings.TrimSpace(appID), planID, email)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res := orderView(o)
+	res["success"] = true
+	res["message"] = "Order created."
+	writeJSON(w, http.StatusOK, res)
+}
+
+// pricingRoute: GET reads the price list, POST creates an order.
+func (a *API) pricingRoute(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		a.pricing(w, r)
+	case http.MethodPost:
+		a.createOrder(w, r)
+	default:
+		methodNotAllowed(w, "GET, POST")
+	}
+}
+
+// fulfill: POST app/fulfill.php {order_id, secret, payment_ref?}
+// (server-to-server) → the fulfilled order with its keys; repeatable.
+func (a *API) fulfill(w http.ResponseWriter, r *http.Request) {
+	f, ok := a.plainBody(w, r)
+	if !ok {
+		return
+	}
+	id, err := f.str("order_id")
+	var secret, ref string
+	if err == nil {
+		secret, err = f.str("secret")
+	}
+	if err == nil {
+		ref, err = f.str("payment_ref")
+	}
+	var o *commerce.Order
+	if err == nil {
+		o, err = a.orders.Fulfil(r.Context(), strings.TrimSpace(id), strings.TrimSpace(secret), strings.TrimSpace(ref))
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res := orderView(o)
+	res["success"], res["message"] = true, "Order fulfilled."
+	if len(o.Keys) > 0 {
+		res["license_key"] = o.Keys[0]
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// listOrders: GET orders.php?app_id=[&limit=].
+func (a *API) listOrders(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.existingApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return nil, err
+	}
+	os, err := a.orders.List(ctx, appID, int(limit))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(os))
+	for i := range os {
+		out[i] = orderView(&os[i])
+	}
+	return map[string]any{"success": true, "orders": out}, nil
+}
+
+// orderAction: POST orders.php?action=approve|refund {app_id, order_id,
+// payment_ref?, reason?}; action=fulfillment-secret {app_id} makes a new
+// fulfilment secret, shown once.
+func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.existingApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	action := c.q.Get("action")
+	if action == "fulfillment-secret" {
+		secret, err := a.orders.NewFulfillmentSecret(ctx, c.actor, appID)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "fulfillment_secret": secret}, nil
+	}
+	id, err := c.required("order_id")
+	if err != nil {
+		return nil, err
+	}
+	var o *commerce.Order
+	switch action {
+	case "approve":
+		ref, err := c.f.str("payment_ref")
+		if err != nil {
+			return nil, err
+		}
+		o, err = a.orders.Approve(ctx, c.actor, appID, id, ref)
+		if err != nil {
+			return nil, err
+		}
+	case "refund":
+		reason, err := c.f.str("reason")
+		if err != nil {
+			return nil, err
+		}
+		if o, err = a.orders.Refund(ctx, c.actor, appID, id, reason); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be approve, refund or fulfillment-secret.")
+	}
+	return map[string]any{"success": true, "order": orderView(o)}, nil
+}

@@ -1,0 +1,171 @@
+package httpapi_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// orSetup makes an app selling a 30-day, 2-device plan with a feature and
+// returns the app, the plan id and the app's fulfilment secret.
+func orSetup(t *testing.T, s *kwtest.Server) (*kwtest.App, any, string) {
+	t.Helper()
+	a := s.CreateApp("Store")
+	p := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "plan", "name": "Month", "price": 4.99, "currency": "USD",
+		"key_type": "days", "duration": 30, "max_devices": 2, "features": map[string]any{"pro": true}}).Obj("plan")
+	secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
+	if len(secret) != 64 {
+		t.Fatalf("fulfillment_secret = %q", secret)
+	}
+	return a, p["id"], secret
+}
+
+func orOrder(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
+	t.Helper()
+	r := s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "buyer@example.com"}))
+	clOK(t, r)
+	if r.Str("status") != "pending" || r.Body["amount_cents"] != float64(499) || r.Str("currency") != "USD" {
+		t.Fatalf("new order: %s", r)
+	}
+	return r.Str("order_id")
+}
+
+func orFulfil(s *kwtest.Server, id, secret string) *kwtest.Reply {
+	return s.Do("POST", "/api/app/fulfill.php", nil, admJSON(s.T, map[string]any{"order_id": id, "secret": secret, "payment_ref": "pay_123"}))
+}
+
+func orEvents(t *testing.T, s *kwtest.Server, typ string) int {
+	t.Helper()
+	evs, err := s.DB.Events(context.Background(), 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// A paid order delivers exactly one working key, however often and however
+// concurrently the payment callback arrives.
+func TestOrderFulfilmentIsIdempotent(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a, plan, secret := orSetup(t, s)
+		id := orOrder(t, s, a, plan)
+		if orEvents(t, s, "new_order") != 1 {
+			t.Fatal("new_order not recorded once")
+		}
+		kwtest.ExpectCode(t, orFulfil(s, id, "wrong"), 401, "INVALID_CREDENTIALS")
+		kwtest.ExpectCode(t, orFulfil(s, "ORD-NOPE0-NOPE0-NOPE0", secret), 401, "INVALID_CREDENTIALS")
+		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")); n != 0 {
+			t.Fatalf("%d keys after refused callbacks", n)
+		}
+
+		const callers = 8
+		keys := make([]string, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := orFulfil(s, id, secret)
+				if r.Status == 200 && r.Str("status") == "fulfilled" {
+					keys[i] = r.Str("license_key")
+				}
+			}()
+		}
+		wg.Wait()
+		for i, k := range keys {
+			if k == "" || k != keys[0] {
+				t.Fatalf("caller %d got key %q, caller 0 %q", i, k, keys[0])
+			}
+		}
+		list := admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")
+		if len(list) != 1 || list[0]["license_key"] != keys[0] || list[0]["max_devices"] != float64(2) || list[0]["duration"] != float64(30) {
+			t.Fatalf("keys after fulfilment: %v", list)
+		}
+		if n := orEvents(t, s, "order.approved"); n != 1 {
+			t.Fatalf("order.approved recorded %d times", n)
+		}
+		again := orFulfil(s, id, secret)
+		clOK(t, again)
+		if again.Str("license_key") != keys[0] || again.Str("payment_ref") != "pay_123" {
+			t.Fatalf("repeat fulfilment: %s", again)
+		}
+		// The key works and carries the plan's features.
+		lr := clLoginReply(a, keys[0], "pc")
+		clOK(t, lr)
+		if f := lr.Obj("features"); f["pro"] != true {
+			t.Fatalf("features = %v", f)
+		}
+		o := admList(t, s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil), "orders")
+		if len(o) != 1 || o[0]["status"] != "fulfilled" || o[0]["email"] != "buyer@example.com" {
+			t.Fatalf("orders = %v", o)
+		}
+	})
+}
+
+// Refunding bans the delivered key (its session dies at the next
+// heartbeat); a refunded order cannot be fulfilled or refunded again.
+// Owners approve by hand; a new fulfilment secret retires the old one.
+func TestOrderRefundApproveAndSecret(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a, plan, secret := orSetup(t, s)
+		id := orOrder(t, s, a, plan)
+		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}), 409, "CONFLICT")
+		key := orFulfil(s, id, secret).Str("license_key")
+		sid := a.Login(key, "pc")
+		s.MustAdmin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id, "reason": "chargeback"})
+		clKill(t, a.Heartbeat(sid, key), "BANNED")
+		kwtest.ExpectCode(t, orFulfil(s, id, secret), 409, "CONFLICT")
+		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}), 409, "CONFLICT")
+
+		id2 := orOrder(t, s, a, plan)
+		other := s.CreateApp("Other")
+		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": other.ID, "order_id": id2}), 404, "NOT_FOUND")
+		ap := s.MustAdmin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": a.ID, "order_id": id2, "payment_ref": "bank"}).Obj("order")
+		if ap["status"] != "fulfilled" || len(ap["license_keys"].([]any)) != 1 {
+			t.Fatalf("approved order: %v", ap)
+		}
+		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=ship", map[string]any{"app_id": a.ID, "order_id": id2}), 400, "MISSING_FIELDS")
+
+		fresh := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
+		id3 := orOrder(t, s, a, plan)
+		kwtest.ExpectCode(t, orFulfil(s, id3, secret), 401, "INVALID_CREDENTIALS")
+		clOK(t, orFulfil(s, id3, fresh))
+	})
+}
+
+// Orders refuse unknown or inactive plans and bad input, changing nothing.
+func TestOrderCreateRefusals(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a, plan, _ := orSetup(t, s)
+		other := s.CreateApp("Other")
+		post := func(body map[string]any) *kwtest.Reply {
+			return s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, body))
+		}
+		kwtest.ExpectCode(t, post(map[string]any{"plan_id": plan, "email": "a@b.c"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "email": "a@b.c"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": plan, "email": "nope"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": 9999, "email": "a@b.c"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": other.ID, "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": "nope", "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
+		s.MustAdmin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": plan, "active": false})
+		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
+		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil), "orders")); n != 0 {
+			t.Fatalf("%d orders after refusals", n)
+		}
+		kwtest.ExpectCode(t, s.Do("POST", "/api/app/fulfill.php", nil, []byte(`{"order_id":"x"}`)), 400, "MISSING_FIELDS")
+		if r := s.Do("GET", "/api/app/fulfill.php", nil, nil); r.Status != 405 {
+			t.Fatalf("GET fulfill.php: %s", r)
+		}
+	})
+}

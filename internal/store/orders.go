@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// OrderStore returns db as the commerce package's OrderStore.
+func (db *DB) OrderStore() commerce.OrderStore { return commerceStore{db} }
+
+func (s commerceStore) InOrderTx(ctx context.Context, fn func(commerce.OrderTx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{s.db, tx}) })
+}
+
+// License is this transaction as the license package's Tx.
+func (t commerceTx) License() license.Tx { return licenseTx{t.db, t.tx} }
+
+const orderCols = `id, app_id, plan_id, plan_name, kind, amount_cents, currency, key_type, duration, max_devices, features, email,
+	status, payment_ref, keys, created_at, fulfilled_at, updated_at`
+
+func scanOrder(row interface{ Scan(...any) error }) (*commerce.Order, error) {
+	var o commerce.Order
+	var planID, fulfilled sql.NullInt64
+	var keyType, features, keys string
+	var created, updated int64
+	if err := row.Scan(&o.ID, &o.AppID, &planID, &o.PlanName, &o.Kind, &o.AmountCents, &o.Currency, &keyType, &o.Duration,
+		&o.MaxDevices, &features, &o.Email, &o.Status, &o.PaymentRef, &keys, &created, &fulfilled, &updated); err != nil {
+		return nil, translate(err)
+	}
+	if planID.Valid {
+		o.PlanID = &planID.Int64
+	}
+	o.KeyType, o.Features = license.KeyType(keyType), []byte(features)
+	if err := json.Unmarshal([]byte(keys), &o.Keys); err != nil || o.Keys == nil {
+		o.Keys = []string{}
+	}
+	o.CreatedAt, o.FulfilledAt, o.UpdatedAt = fromMS(created), fromNullMS(fulfilled), fromMS(updated)
+	return &o, nil
+}
+
+func keysText(keys []string) string {
+	if keys == nil {
+		keys = []string{}
+	}
+	b, _ := json.Marshal(keys)
+	return string(b)
+}
+
+func (s commerceStore) Orders(ctx context.Context, appID string, limit int) ([]commerce.Order, error) {
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+orderCols+` FROM orders WHERE app_id = ?
+		ORDER BY created_at DESC, id DESC LIMIT ?`), appID, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []commerce.Order{}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *o)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t commerceTx) InsertOrder(ctx context.Context, o *commerce.Order) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO orders (id, app_id, plan_id, plan_name, kind, amount_cents, currency,
+		key_type, duration, max_devices, features, email, status, payment_ref, keys, created_at, fulfilled_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		o.ID, o.AppID, o.PlanID, o.PlanName, o.Kind, o.AmountCents, o.Currency, string(o.KeyType), o.Duration, o.MaxDevices,
+		featuresText(o.Features), o.Email, o.Status, o.PaymentRef, keysText(o.Keys), ms(o.CreatedAt), optMS(o.FulfilledAt), ms(o.UpdatedAt))
+	return translate(err)
+}
+
+func (t commerceTx) OrderForUpdate(ctx context.Context, id string) (*commerce.Order, error) {
+	return scanOrder(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+orderCols+` FROM orders WHERE id = ?`+t.db.forUpdate()), id))
+}
+
+func (t commerceTx) UpdateOrder(ctx context.Context, o *commerce.Order) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE orders SET status = ?, payment_ref = ?, keys = ?, fulfilled_at = ?, updated_at = ?
+		WHERE id = ?`), o.Status, o.PaymentRef, keysText(o.Keys), optMS(o.FulfilledAt), ms(o.UpdatedAt), o.ID)
+	return affected(res, err)
+}
+
+func (s commerceStore) FulfillmentSecretHash(ctx context.Context, appID string) (string, error) {
+	var h string
+	err := s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT fulfillment_secret_hash FROM apps WHERE id = ?`), appID).Scan(&h)
+	return h, translate(err)
+}
+
+func (t commerceTx) SetFulfillmentSecretHash(ctx context.Context, appID, hash string) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET fulfillment_secret_hash = ? WHERE id = ?`), hash, appID)
+	return affected(res, err)
+}
