@@ -346,6 +346,8 @@ func (s *Service) Changelog(ctx context.Context, q ChangelogQuery) ([]Entry, err
 	if q.Since != "" {
 		if t, ok := parseDate(q.Since); ok {
 			sinceTime = &t
+		} else if dateLikeRE.MatchString(q.Since) {
+			return nil, invalid("since", "is not a valid date (use 2026-11-01 or 2026-11-01T10:00:00Z)")
 		} else if versionRE.MatchString(q.Since) {
 			sinceVersion = q.Since
 		} else {
@@ -378,6 +380,10 @@ func (s *Service) Changelog(ctx context.Context, q ChangelogQuery) ([]Entry, err
 	}
 	return out, nil
 }
+
+// dateLikeRE catches what was meant as a date (a four-digit year and a
+// month), so an invalid one is refused rather than read as a version.
+var dateLikeRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{1,2}`)
 
 var versionRE = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*([-+][0-9A-Za-z.-]+)?$`)
 
@@ -416,10 +422,61 @@ func CompareVersions(a, b string) int {
 		return 1
 	case bpre == "":
 		return -1
-	case apre < bpre:
-		return -1
 	}
-	return 1
+	return comparePre(apre, bpre)
+}
+
+// comparePre orders pre-release tags as semantic versioning does: dot-
+// separated identifiers, numeric ones numerically and below alphanumeric
+// ones, a shorter list first when all else is equal (beta.9 < beta.10).
+func comparePre(a, b string) int {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < min(len(as), len(bs)); i++ {
+		x, y := as[i], bs[i]
+		xn, xNum := numeric(x)
+		yn, yNum := numeric(y)
+		switch {
+		case xNum && yNum && xn != yn:
+			if xn < yn {
+				return -1
+			}
+			return 1
+		case xNum != yNum:
+			if xNum {
+				return -1
+			}
+			return 1
+		case !xNum && x != y:
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	switch {
+	case len(as) < len(bs):
+		return -1
+	case len(as) > len(bs):
+		return 1
+	}
+	return 0
+}
+
+// numeric reads an all-digit identifier (capped, so huge ones compare as equal).
+func numeric(s string) (int, bool) {
+	if s == "" {
+		return 0, false
+	}
+	n := 0
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+		if n < 1<<30 {
+			n = n*10 + int(r-'0')
+		}
+	}
+	return n, true
 }
 
 func part(parts []string, i int) int {

@@ -46,12 +46,12 @@ func (a *API) bearer(m methods) http.Handler {
 			methodNotAllowed(w, m.allow())
 			return
 		}
-		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !found || strings.TrimSpace(tok) == "" {
+		tok := bearerToken(r)
+		if tok == "" {
 			a.writeError(w, r, errUnauthorized)
 			return
 		}
-		claims, err := a.admins.Verify(r.Context(), strings.TrimSpace(tok))
+		claims, err := a.admins.Verify(r.Context(), tok)
 		if err != nil {
 			a.writeError(w, r, err)
 			return

@@ -37,6 +37,16 @@ func (a *API) sealedGet(h clientHandler) http.Handler {
 	})
 }
 
+// bearerToken is the credential of an Authorization: Bearer header (the
+// scheme name in any case), or "".
+func bearerToken(r *http.Request) string {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(tok)
+}
+
 // info: GET app/info.php → app block, branding and social links.
 func (a *API) info(ctx context.Context, c *call) (map[string]any, error) {
 	links, err := a.content.Links(ctx, c.app.ID)
@@ -67,8 +77,8 @@ func (a *API) info(ctx context.Context, c *call) (map[string]any, error) {
 // ?key=. An unknown or absent key gets the app defaults.
 func (a *API) text(ctx context.Context, c *call) (map[string]any, error) {
 	q := c.r.URL.Query()
-	key, ok := strings.CutPrefix(c.r.Header.Get("Authorization"), "Bearer ")
-	if !ok || strings.TrimSpace(key) == "" {
+	key := bearerToken(c.r)
+	if key == "" {
 		key = q.Get("key")
 	}
 	texts, err := a.content.Texts(ctx, c.app.ID, strings.TrimSpace(key))

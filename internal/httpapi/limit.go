@@ -78,8 +78,8 @@ func limitKey(ip string) string {
 // adminSigned reports whether r carries a current admin token (signature
 // and expiry only; the admin API still verifies the admin exists).
 func (a *API) adminSigned(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && a.admins.Signed(strings.TrimSpace(tok))
+	tok := bearerToken(r)
+	return tok != "" && a.admins.Signed(tok)
 }
 
 // beatBudget takes one heartbeat from the session's budget.
