@@ -403,6 +403,8 @@ func parseDate(s string) (time.Time, bool) {
 // It returns -1, 0 or 1.
 func CompareVersions(a, b string) int {
 	a, b = strings.TrimPrefix(a, "v"), strings.TrimPrefix(b, "v")
+	a, _, _ = strings.Cut(a, "+") // build metadata does not order
+	b, _, _ = strings.Cut(b, "+")
 	an, apre, _ := strings.Cut(a, "-")
 	bn, bpre, _ := strings.Cut(b, "-")
 	as, bs := strings.Split(an, "."), strings.Split(bn, ".")

@@ -23,6 +23,7 @@ func TestSinceDateLikeAndPreRelease(t *testing.T) {
 		{"1.0.0-beta", "1.0.0-beta.1", -1},
 		{"1.0.0-1", "1.0.0-alpha", -1},
 		{"1.0.0-rc.1", "1.0.0-beta.11", 1},
+		{"1.2.0+build-5", "1.2.0", 0},
 	} {
 		if got := CompareVersions(c.a, c.b); got != c.want {
 			t.Errorf("CompareVersions(%q, %q) = %d, want %d", c.a, c.b, got, c.want)

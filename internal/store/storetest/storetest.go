@@ -56,6 +56,16 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"LockoutDelete", testLockoutDelete},
 		{"LockoutPurge", testLockoutPurge},
 		{"LockoutConcurrentUpdates", testLockoutConcurrentUpdates},
+		{"ContentTexts", testContentTexts},
+		{"ContentKeyTextsCascade", testContentKeyTextsCascade},
+		{"ContentSlides", testContentSlides},
+		{"ContentLinks", testContentLinks},
+		{"ContentEntries", testContentEntries},
+		{"ContentClicks", testContentClicks},
+		{"ContentConcurrentClicks", testContentConcurrentClicks},
+		{"ContentDeleteAppCascades", testContentDeleteAppCascades},
+		{"Plans", testPlans},
+		{"Orders", testOrders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
