@@ -157,6 +157,9 @@ func Start(t testing.TB, o Options) *Server {
 		t.Fatalf("server.Start: %v", err)
 	}
 	t.Cleanup(func() {
+		// Connections the shared client opened but never used would hold
+		// Shutdown for its 5 s new-connection grace.
+		HTTP.CloseIdleConnections()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		srv.Close(ctx)
