@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/license"
 )
@@ -22,6 +23,31 @@ func (a *API) existingApp(ctx context.Context, c *adminCall) (string, error) {
 		return "", err
 	}
 	return appID, nil
+}
+
+// appRecord reads app_id (the app must exist) and the id of the record a
+// PUT or DELETE is about.
+func (a *API) appRecord(ctx context.Context, c *adminCall) (string, int64, error) {
+	appID, err := a.existingApp(ctx, c)
+	if err != nil {
+		return "", 0, err
+	}
+	id, err := recordID(c)
+	return appID, id, err
+}
+
+// deleter is the DELETE handler of an app's records addressed by id.
+func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) error, what string) adminHandler {
+	return func(ctx context.Context, c *adminCall) (map[string]any, error) {
+		appID, id, err := a.appRecord(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := del(ctx, c.actor, appID, id); err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "message": what + " deleted."}, nil
+	}
 }
 
 // recordID reads the id of the record a PUT or DELETE is about.
@@ -211,11 +237,7 @@ func (a *API) createSlide(ctx context.Context, c *adminCall) (map[string]any, er
 }
 
 func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
+	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -224,21 +246,6 @@ func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, err
 	}
 	return map[string]any{"success": true, "slide": adminSlideView(sl)}, nil
-}
-
-func (a *API) deleteSlide(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.content.DeleteSlide(ctx, c.actor, appID, id); err != nil {
-		return nil, err
-	}
-	return map[string]any{"success": true, "message": "Slide deleted."}, nil
 }
 
 // ---- social-links.php
@@ -289,11 +296,7 @@ func (a *API) createLink(ctx context.Context, c *adminCall) (map[string]any, err
 }
 
 func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
+	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -302,21 +305,6 @@ func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, err
 	}
 	return map[string]any{"success": true, "social_link": linkView(l)}, nil
-}
-
-func (a *API) deleteLink(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.content.DeleteLink(ctx, c.actor, appID, id); err != nil {
-		return nil, err
-	}
-	return map[string]any{"success": true, "message": "Link deleted."}, nil
 }
 
 // ---- changelog.php (admin)
@@ -373,11 +361,7 @@ func (a *API) createEntry(ctx context.Context, c *adminCall) (map[string]any, er
 }
 
 func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
+	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -392,21 +376,6 @@ func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, err
 	}
 	return map[string]any{"success": true, "entry": adminEntryView(e)}, nil
-}
-
-func (a *API) deleteEntry(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.content.DeleteEntry(ctx, c.actor, appID, id); err != nil {
-		return nil, err
-	}
-	return map[string]any{"success": true, "message": "Entry deleted."}, nil
 }
 
 // ---- feature-flags.php

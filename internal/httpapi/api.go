@@ -99,12 +99,12 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
 	mux.Handle("/api/admin/orders.php", a.bearer(methods{"GET": a.listOrders, "POST": a.orderAction}))
-	mux.Handle("/api/admin/pricing.php", a.bearer(methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deletePlan}))
+	mux.Handle("/api/admin/pricing.php", a.bearer(methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deleter(a.commerce.DeletePlan, "Plan")}))
 	mux.Handle("/api/admin/feature-flags.php", a.bearer(methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag}))
 	mux.Handle("/api/admin/texts.php", a.bearer(methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText}))
-	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleteSlide}))
-	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleteLink}))
-	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleteEntry}))
+	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleter(a.content.DeleteSlide, "Slide")}))
+	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleter(a.content.DeleteLink, "Link")}))
+	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")}))
 	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

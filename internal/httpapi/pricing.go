@@ -170,11 +170,7 @@ func (a *API) createPlan(ctx context.Context, c *adminCall) (map[string]any, err
 }
 
 func (a *API) updatePlan(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
+	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -183,19 +179,4 @@ func (a *API) updatePlan(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, err
 	}
 	return map[string]any{"success": true, "plan": adminPlanView(p)}, nil
-}
-
-func (a *API) deletePlan(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.existingApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	id, err := recordID(c)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.commerce.DeletePlan(ctx, c.actor, appID, id); err != nil {
-		return nil, err
-	}
-	return map[string]any{"success": true, "message": "Plan deleted."}, nil
 }
