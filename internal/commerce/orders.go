@@ -41,9 +41,12 @@ type Order struct {
 	Status      string
 	PaymentRef  string
 	Keys        []string // delivered license keys
-	CreatedAt   time.Time
-	FulfilledAt *time.Time
-	UpdatedAt   time.Time
+	// SubscriptionID marks a renewal order: it extends that subscription's
+	// key instead of delivering a new one.
+	SubscriptionID *int64
+	CreatedAt      time.Time
+	FulfilledAt    *time.Time
+	UpdatedAt      time.Time
 }
 
 // OrderTx is what orders need of a write transaction. License is the same
@@ -55,6 +58,9 @@ type OrderTx interface {
 	UpdateOrder(ctx context.Context, o *Order) error
 	PlanForUpdate(ctx context.Context, appID string, id int64) (*Plan, error)
 	SetFulfillmentSecretHash(ctx context.Context, appID, hash string) error
+	InsertSubscription(ctx context.Context, s *Subscription) error
+	SubscriptionForUpdate(ctx context.Context, appID string, id int64) (*Subscription, error)
+	UpdateSubscription(ctx context.Context, s *Subscription) error
 	License() license.Tx
 }
 
@@ -65,6 +71,12 @@ type OrderStore interface {
 	FulfillmentSecretHash(ctx context.Context, appID string) (string, error)
 	// Orders returns an app's most recent orders, newest first.
 	Orders(ctx context.Context, appID string, limit int) ([]Order, error)
+	Subscriptions(ctx context.Context, appID string) ([]Subscription, error)
+	// SubscriptionOfKey returns the key's newest subscription.
+	SubscriptionOfKey(ctx context.Context, appID, licenseKey string) (*Subscription, error)
+	// DueSubscriptions returns active subscriptions without a pending
+	// renewal order whose renews_at is before cutoff.
+	DueSubscriptions(ctx context.Context, cutoff time.Time, limit int) ([]Subscription, error)
 	InOrderTx(ctx context.Context, fn func(OrderTx) error) error
 }
 
@@ -200,22 +212,34 @@ func (o *Orders) complete(ctx context.Context, tx OrderTx, ord *Order, paymentRe
 	case OrderRefunded:
 		return apperr.New(apperr.Conflict, "CONFLICT", "This order was refunded.")
 	}
-	prefix, err := o.prefix(ctx, ord.AppID)
-	if err != nil {
-		return err
-	}
-	lk, err := license.NewKeyString(o.random, prefix)
-	if err != nil {
-		return err
-	}
 	now := o.now().UTC()
-	k := license.Key{AppID: ord.AppID, LicenseKey: lk, Status: license.StatusUnused, Type: ord.KeyType, Duration: ord.Duration,
-		MaxDevices: ord.MaxDevices, Note: "order " + ord.ID, Features: ord.Features, CreatedAt: now, UpdatedAt: now}
 	lt := tx.License()
-	if err := lt.InsertKeys(ctx, []license.Key{k}); err != nil {
-		return err
+	if ord.SubscriptionID != nil {
+		if err := renew(ctx, tx, ord, now); err != nil {
+			return err
+		}
+	} else {
+		prefix, err := o.prefix(ctx, ord.AppID)
+		if err != nil {
+			return err
+		}
+		lk, err := license.NewKeyString(o.random, prefix)
+		if err != nil {
+			return err
+		}
+		k := license.Key{AppID: ord.AppID, LicenseKey: lk, Status: license.StatusUnused, Type: ord.KeyType, Duration: ord.Duration,
+			MaxDevices: ord.MaxDevices, Note: "order " + ord.ID, Features: ord.Features, CreatedAt: now, UpdatedAt: now}
+		if err := lt.InsertKeys(ctx, []license.Key{k}); err != nil {
+			return err
+		}
+		ord.Keys = []string{lk}
+		if ord.Kind == KindLevel {
+			if err := subscribe(ctx, tx, ord, lk, now); err != nil {
+				return err
+			}
+		}
 	}
-	ord.Status, ord.PaymentRef, ord.Keys, ord.FulfilledAt, ord.UpdatedAt = OrderFulfilled, paymentRef, []string{lk}, &now, now
+	ord.Status, ord.PaymentRef, ord.FulfilledAt, ord.UpdatedAt = OrderFulfilled, paymentRef, &now, now
 	if err := tx.UpdateOrder(ctx, ord); err != nil {
 		return err
 	}

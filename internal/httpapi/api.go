@@ -98,6 +98,7 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
 	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
 	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
+	mux.Handle("/api/admin/subscriptions.php", a.bearer(methods{"GET": a.listSubscriptions, "POST": a.cancelSubscription}))
 	mux.Handle("/api/admin/orders.php", a.bearer(methods{"GET": a.listOrders, "POST": a.orderAction}))
 	mux.Handle("/api/admin/pricing.php", a.bearer(methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deleter(a.commerce.DeletePlan, "Plan")}))
 	mux.Handle("/api/admin/feature-flags.php", a.bearer(methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag}))

@@ -152,8 +152,10 @@ func TestClientEnvelopeRefusals(t *testing.T) {
 						t.Fatalf("%s: malformed envelope refused with a reason: %s", name, r)
 					}
 				}
-				// A valid MAC over p that does not decrypt.
-				junk := "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=" // 32 zero bytes
+				// A valid MAC over p that cannot decrypt: 31 bytes is no whole
+				// number of AES blocks after the IV. (32 zero bytes decrypt to
+				// valid padding for about one app secret in 256.)
+				junk := "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA==" // 31 zero bytes
 				clCryptoError(t, send(envelope.Envelope{P: junk, T: now.Unix(), S: a.Keys.Sign(junk, now.Unix())}))
 				notB64 := "%%%not base64%%%"
 				clCryptoError(t, send(envelope.Envelope{P: notB64, T: now.Unix(), S: a.Keys.Sign(notB64, now.Unix())}))

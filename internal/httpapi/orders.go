@@ -71,6 +71,10 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 func (a *API) pricingRoute(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
+		if r.URL.Query().Get("action") == "check" {
+			a.subscriptionCheck(w, r)
+			return
+		}
 		a.pricing(w, r)
 	case http.MethodPost:
 		a.createOrder(w, r)
@@ -174,4 +178,75 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be approve, refund or fulfillment-secret.")
 	}
 	return map[string]any{"success": true, "order": orderView(o)}, nil
+}
+
+func subscriptionView(s *commerce.Subscription) map[string]any {
+	v := map[string]any{"id": s.ID, "plan_id": s.PlanID, "level": s.PlanName, "interval": s.Period, "period_days": s.PeriodDays,
+		"amount": float64(s.AmountCents) / 100, "amount_cents": s.AmountCents, "currency": s.Currency, "license_key": s.LicenseKey,
+		"email": s.Email, "status": s.Status, "renews_at": optStamp(&s.RenewsAt), "cancel_at_period_end": s.Status == commerce.SubCancelled,
+		"renewal_order_id": nil, "created_at": optStamp(&s.CreatedAt)}
+	if s.RenewalOrderID != "" {
+		v["renewal_order_id"] = s.RenewalOrderID
+	}
+	return v
+}
+
+// subscriptionCheck: GET app/pricing.php?action=check&app_id=&license_key=
+// (public) → the key's newest subscription, or null.
+func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	appID, lk := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key"))
+	if appID == "" || lk == "" {
+		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id and license_key."))
+		return
+	}
+	if _, err := a.lic.App(r.Context(), appID); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	sub, err := a.orders.SubscriptionOf(r.Context(), appID, lk)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res := map[string]any{"success": true, "active": false, "subscription": nil}
+	if sub != nil {
+		v := subscriptionView(sub)
+		delete(v, "email")
+		res["subscription"], res["active"] = v, sub.Status == commerce.SubActive
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// listSubscriptions: GET subscriptions.php?app_id=, newest first.
+func (a *API) listSubscriptions(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.existingApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	subs, err := a.orders.Subscriptions(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(subs))
+	for i := range subs {
+		out[i] = subscriptionView(&subs[i])
+	}
+	return map[string]any{"success": true, "subscriptions": out}, nil
+}
+
+// cancelSubscription: POST subscriptions.php?action=cancel {app_id, id}.
+func (a *API) cancelSubscription(ctx context.Context, c *adminCall) (map[string]any, error) {
+	if c.q.Get("action") != "cancel" {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be cancel.")
+	}
+	appID, id, err := a.appRecord(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := a.orders.CancelSubscription(ctx, c.actor, appID, id)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "subscription": subscriptionView(sub)}, nil
 }

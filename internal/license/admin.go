@@ -539,21 +539,7 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 			}
 			k.Status = restored
 		case ActionExtend:
-			if k.Type == TypeLifetime {
-				return conflict("Lifetime keys do not expire.")
-			}
-			k.Duration += days
-			if k.ExpiresAt != nil {
-				base := *k.ExpiresAt
-				if base.Before(now) {
-					base = now
-				}
-				exp := base.Add(time.Duration(days) * 24 * time.Hour)
-				k.ExpiresAt = &exp
-				if k.Status == StatusExpired {
-					k.Status = StatusActive
-				}
-			}
+			return extend(k, days, now)
 		case ActionResetHWID:
 			if _, err := tx.DeleteDevices(ctx, k.ID); err != nil {
 				return err
@@ -572,6 +558,44 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 		}
 		return nil
 	})
+}
+
+// extend adds days to a key: to its expiry (counted from now if that passed)
+// or, before activation, to its duration. Lifetime keys refuse.
+func extend(k *Key, days int, now time.Time) error {
+	if k.Type == TypeLifetime {
+		return conflict("Lifetime keys do not expire.")
+	}
+	k.Duration += days
+	if k.ExpiresAt != nil {
+		base := *k.ExpiresAt
+		if base.Before(now) {
+			base = now
+		}
+		exp := base.Add(time.Duration(days) * 24 * time.Hour)
+		k.ExpiresAt = &exp
+		if k.Status == StatusExpired {
+			k.Status = StatusActive
+		}
+	}
+	return nil
+}
+
+// ExtendInTx extends a key inside the caller's transaction, as the extend
+// action does without its audit entry (a renewal). NOT_FOUND when the key
+// is gone.
+func ExtendInTx(ctx context.Context, tx Tx, appID, licenseKey string, days int, now time.Time) error {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return notFound("Key")
+	} else if err != nil {
+		return err
+	}
+	if err := extend(k, days, now); err != nil {
+		return err
+	}
+	k.UpdatedAt = now
+	return tx.UpdateKey(ctx, k)
 }
 
 // BanInTx bans a key inside the caller's transaction, as the ban action

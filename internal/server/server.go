@@ -51,6 +51,7 @@ type Server struct {
 	Admins   *admin.Service
 	Content  *content.Service
 	Commerce *commerce.Service
+	Orders   *commerce.Orders
 	api      *httpapi.API
 	jobs     *sweep.Runner
 	servers  []*http.Server
@@ -113,14 +114,14 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.Content = content.New(s.DB.ContentStore(), s.opts.Now)
 	s.Commerce = commerce.New(s.DB.CommerceStore(), s.opts.Now)
-	orders := commerce.NewOrders(s.DB.OrderStore(), s.opts.Now, rand.Reader, func(ctx context.Context, appID string) (string, error) {
+	s.Orders = commerce.NewOrders(s.DB.OrderStore(), s.opts.Now, rand.Reader, func(ctx context.Context, appID string) (string, error) {
 		app, err := s.License.App(ctx, appID)
 		if err != nil {
 			return "", err
 		}
 		return app.Settings.KeyPrefix, nil
 	})
-	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, orders, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, s.Orders, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -137,6 +138,13 @@ func (s *Server) init(ctx context.Context) error {
 			n, err := s.License.ReapSessions(ctx)
 			if n > 0 {
 				s.opts.Log.Info("reaped silent sessions", "count", n)
+			}
+			return err
+		}},
+		sweep.Job{Name: "queue-renewals", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+			n, err := s.Orders.QueueRenewals(ctx)
+			if n > 0 {
+				s.opts.Log.Info("made subscription renewal orders", "count", n)
 			}
 			return err
 		}},

@@ -1,0 +1,110 @@
+package httpapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// A level order starts a subscription on its key; renewal orders are made
+// ahead of renews_at (once), their payment extends the key by a period,
+// and a cancelled subscription makes no more of them.
+func TestSubscriptionLifecycle(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Subs")
+		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+			"currency": "USD", "interval": "month"}).Obj("plan")
+		secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
+		id := orOrder2(t, s, a, level["id"])
+		t0 := s.Clock.Now()
+		key := orFulfil(s, id, secret).Str("license_key")
+		if orEvents(t, s, "subscription.created") != 1 {
+			t.Fatal("subscription.created not recorded once")
+		}
+		check := func() map[string]any {
+			r := s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&license_key="+key, nil, nil)
+			clOK(t, r)
+			return r.Body
+		}
+		c := check()
+		sub, _ := c["subscription"].(map[string]any)
+		if c["active"] != true || sub == nil || sub["level"] != "Pro" || sub["status"] != "active" {
+			t.Fatalf("check: %v", c)
+		}
+		clTime(t, "renews_at", sub["renews_at"])
+		if got := clTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(30 * 24 * time.Hour)) {
+			t.Fatalf("renews_at = %v, want %v", got, t0.Add(30*24*time.Hour))
+		}
+		queue := func() int {
+			n, err := s.Orders.QueueRenewals(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		if n := queue(); n != 0 {
+			t.Fatalf("%d renewal orders a month ahead", n)
+		}
+		s.Clock.Advance(27*24*time.Hour + time.Minute)
+		if n := queue(); n != 1 {
+			t.Fatalf("%d renewal orders three days ahead, want 1", n)
+		}
+		if n := queue(); n != 0 {
+			t.Fatalf("a second renewal order for the same period: %d", n)
+		}
+		subs := admList(t, s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil), "subscriptions")
+		renewal, _ := subs[0]["renewal_order_id"].(string)
+		if len(subs) != 1 || renewal == "" || orEvents(t, s, "subscription.renewal_order_created") != 1 {
+			t.Fatalf("subscriptions = %v", subs)
+		}
+		r := orFulfil(s, renewal, secret)
+		clOK(t, r)
+		if r.Str("license_key") != key {
+			t.Fatalf("renewal delivered %q, want the subscription's key %q", r.Str("license_key"), key)
+		}
+		if d := clKey(t, a, key)["duration"]; d != float64(60) {
+			t.Fatalf("key duration after one renewal = %v, want 60 (unused key: its time grows)", d)
+		}
+		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")); n != 1 {
+			t.Fatalf("%d keys after a renewal, want 1", n)
+		}
+		sub = check()["subscription"].(map[string]any)
+		if got := clTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(60*24*time.Hour)) || sub["renewal_order_id"] != nil {
+			t.Fatalf("after renewal: %v", sub)
+		}
+		if orEvents(t, s, "subscription.renewed") != 1 {
+			t.Fatal("subscription.renewed not recorded once")
+		}
+		subID := subs[0]["id"]
+		s.MustAdmin("POST", "/api/admin/subscriptions.php?action=cancel", map[string]any{"app_id": a.ID, "id": subID})
+		admExpect(t, s.Admin("POST", "/api/admin/subscriptions.php?action=cancel", map[string]any{"app_id": a.ID, "id": subID}), 409, "CONFLICT")
+		admExpect(t, s.Admin("POST", "/api/admin/subscriptions.php?action=pause", map[string]any{"app_id": a.ID, "id": subID}), 400, "MISSING_FIELDS")
+		if c := check(); c["active"] != false || c["subscription"].(map[string]any)["status"] != "cancelled" {
+			t.Fatalf("after cancel: %v", c)
+		}
+		s.Clock.Advance(30 * 24 * time.Hour)
+		if n := queue(); n != 0 {
+			t.Fatalf("%d renewal orders for a cancelled subscription", n)
+		}
+		if orEvents(t, s, "subscription.cancelled") != 1 {
+			t.Fatal("subscription.cancelled not recorded once")
+		}
+		// A one-off plan starts no subscription; unknown keys have none.
+		r = s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&license_key=NOPE", nil, nil)
+		if r.Body["subscription"] != nil || r.Body["active"] != false {
+			t.Fatalf("unknown key: %s", r)
+		}
+		kwtest.ExpectCode(t, s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID, nil, nil), 400, "MISSING_FIELDS")
+	})
+}
+
+// orOrder2 orders a plan or level and returns the order id.
+func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
+	t.Helper()
+	r := s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "sub@example.com"}))
+	clOK(t, r)
+	return r.Str("order_id")
+}
