@@ -191,23 +191,42 @@ func subscriptionView(s *commerce.Subscription) map[string]any {
 	return v
 }
 
-// subscriptionCheck: GET app/pricing.php?action=check&app_id=&license_key=
-// (public) → the key's newest subscription, or null.
+// subscriptionCheck: GET app/pricing.php?action=check&app_id= with
+// license_key= or username= (public) → the newest subscription of the key,
+// or of the keys the account redeemed; null when there is none.
 func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	appID, lk := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key"))
-	if appID == "" || lk == "" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id and license_key."))
+	appID, lk, user := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key")), strings.TrimSpace(q.Get("username"))
+	if appID == "" || (lk == "" && user == "") {
+		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id and license_key or username."))
 		return
 	}
 	if _, err := a.lic.App(r.Context(), appID); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	sub, err := a.orders.SubscriptionOf(r.Context(), appID, lk)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+	keys := []string{lk}
+	if lk == "" {
+		keys = nil
+		if d, err := a.lic.GetAccount(r.Context(), appID, user); err == nil {
+			for _, rd := range d.Redemptions {
+				keys = append(keys, rd.LicenseKey)
+			}
+		} else if apperr.CodeOf(err) != "NOT_FOUND" {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	var sub *commerce.Subscription
+	for _, k := range keys {
+		s, err := a.orders.SubscriptionOf(r.Context(), appID, k)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		if s != nil && (sub == nil || s.ID > sub.ID) {
+			sub = s
+		}
 	}
 	res := map[string]any{"success": true, "active": false, "subscription": nil}
 	if sub != nil {

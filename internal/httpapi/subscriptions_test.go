@@ -108,3 +108,39 @@ func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string 
 	clOK(t, r)
 	return r.Str("order_id")
 }
+
+// A subscription key redeemed onto an account renews the account: the
+// renewal's days land on the account (and are taken back with the key), and
+// the check finds the subscription by username.
+func TestSubscriptionOfRedeemedKey(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := uaApp(t, s, "SubAcc", map[string]any{"account_signup_days": 0})
+		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+			"currency": "USD", "interval": "month"}).Obj("plan")
+		secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
+		key := orFulfil(s, orOrder2(t, s, a, level["id"]), secret).Str("license_key")
+		t0 := s.Clock.Now()
+		uaSignUp(t, a, "sam", "password1", key)
+		uaEqualTime(t, "after redeeming", uaAccount(t, a, "sam")["expires_at"], t0.Add(30*uaDay))
+
+		r := s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&username=SAM", nil, nil)
+		if r.Body["active"] != true || r.Obj("subscription")["license_key"] != key {
+			t.Fatalf("check by username: %s", r)
+		}
+		s.Clock.Advance(28 * uaDay)
+		if _, err := s.Orders.QueueRenewals(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		renewal := admList(t, s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil), "subscriptions")[0]["renewal_order_id"].(string)
+		clOK(t, orFulfil(s, renewal, secret))
+		uaEqualTime(t, "after the renewal", uaAccount(t, a, "sam")["expires_at"], t0.Add(60*uaDay))
+		clAction(t, a, "ban", key, nil)
+		uaEqualTime(t, "after banning the key", uaAccount(t, a, "sam")["expires_at"], t0)
+
+		r = s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&username=nobody", nil, nil)
+		if r.Body["subscription"] != nil {
+			t.Fatalf("unknown user: %s", r)
+		}
+	})
+}

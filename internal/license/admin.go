@@ -591,11 +591,35 @@ func ExtendInTx(ctx context.Context, tx Tx, appID, licenseKey string, days int, 
 	} else if err != nil {
 		return err
 	}
-	if err := extend(k, days, now); err != nil {
+	if k.Status == StatusRedeemed {
+		// The key's time lives on the account it was redeemed onto.
+		if err := extendGrant(ctx, tx, k, days, now); err != nil {
+			return err
+		}
+		k.Duration += days
+	} else if err := extend(k, days, now); err != nil {
 		return err
 	}
 	k.UpdatedAt = now
 	return tx.UpdateKey(ctx, k)
+}
+
+// extendGrant adds days to the account a key was redeemed onto (from now if
+// its time ran out) and to what the redemption gave, so banning the key
+// later takes the renewal back too. Lifetime accounts and grants need none.
+func extendGrant(ctx context.Context, tx Tx, k *Key, days int, now time.Time) error {
+	r, a, err := redemptionOf(ctx, tx, k)
+	if r == nil || err != nil || r.Lifetime || a.Lifetime() {
+		return err
+	}
+	old := *a.ExpiresAt
+	exp := latest(old, now).Add(time.Duration(days) * 24 * time.Hour)
+	a.ExpiresAt, a.UpdatedAt = &exp, now
+	r.Added += exp.Sub(old)
+	if err := tx.UpdateRedemption(ctx, r); err != nil {
+		return err
+	}
+	return tx.UpdateAccount(ctx, a)
 }
 
 // BanInTx bans a key inside the caller's transaction, as the ban action

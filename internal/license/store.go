@@ -104,6 +104,7 @@ type Tx interface {
 	InsertRedemption(ctx context.Context, r *Redemption) error
 	// RedemptionOfKey returns the redemption of a key (ErrNotFound if none).
 	RedemptionOfKey(ctx context.Context, keyID int64) (*Redemption, error)
+	// UpdateRedemption stores a redemption's PriorExpiresAt and Added.
 	UpdateRedemption(ctx context.Context, r *Redemption) error
 	// ActiveLifetimeRedemptions returns the account's lifetime grants whose
 	// key is still redeemed (not banned).

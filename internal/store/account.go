@@ -196,7 +196,7 @@ func (t licenseTx) ActiveLifetimeRedemptions(ctx context.Context, accountID int6
 }
 
 func (t licenseTx) UpdateRedemption(ctx context.Context, r *license.Redemption) error {
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE account_redemptions SET prior_expires_at = ? WHERE key_id = ?`),
-		optMS(r.PriorExpiresAt), r.KeyID)
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE account_redemptions SET prior_expires_at = ?, added_seconds = ? WHERE key_id = ?`),
+		optMS(r.PriorExpiresAt), int64(r.Added/time.Second), r.KeyID)
 	return affected(res, err)
 }
