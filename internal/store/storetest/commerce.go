@@ -157,3 +157,67 @@ func testOrders(t *testing.T, db *store.DB) {
 		t.Fatalf("unknown app: %v", err)
 	}
 }
+
+// Subscriptions round-trip; due ones are active, without a pending renewal
+// order and renewing before the cutoff; the newest of a key is found.
+func testSubscriptions(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	addApp(t, db, "app")
+	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	mk := func(key string, renews time.Time) *commerce.Subscription {
+		return &commerce.Subscription{AppID: "app", PlanName: "Pro", Period: "month", PeriodDays: 30, AmountCents: 500, Currency: "USD",
+			LicenseKey: key, Email: "e@x.y", Status: commerce.SubActive, RenewsAt: renews, CreatedAt: t0, UpdatedAt: t0}
+	}
+	os := db.OrderStore()
+	a, b, c := mk("K1", t0.Add(24*time.Hour)), mk("K2", t0.Add(48*time.Hour)), mk("K1", t0.Add(72*time.Hour))
+	for _, s := range []*commerce.Subscription{a, b, c} {
+		if err := os.InOrderTx(ctx, func(tx commerce.OrderTx) error { return tx.InsertSubscription(ctx, s) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due, err := os.DueSubscriptions(ctx, t0.Add(60*time.Hour), 10)
+	if err != nil || len(due) != 2 || due[0].ID != a.ID || due[1].ID != b.ID {
+		t.Fatalf("DueSubscriptions = %+v, %v", due, err)
+	}
+	got := due[0]
+	if got.LicenseKey != "K1" || got.PeriodDays != 30 || got.AmountCents != 500 || !got.RenewsAt.Equal(a.RenewsAt) || got.RenewalOrderID != "" ||
+		got.PlanID != nil || got.Email != "e@x.y" {
+		t.Fatalf("round trip: %+v", got)
+	}
+	err = os.InOrderTx(ctx, func(tx commerce.OrderTx) error {
+		s, err := tx.SubscriptionForUpdate(ctx, "app", a.ID)
+		if err != nil {
+			return err
+		}
+		s.RenewalOrderID = "ORD-R"
+		if err := tx.UpdateSubscription(ctx, s); err != nil {
+			return err
+		}
+		s2, err := tx.SubscriptionForUpdate(ctx, "app", b.ID)
+		if err != nil {
+			return err
+		}
+		s2.Status = commerce.SubCancelled
+		return tx.UpdateSubscription(ctx, s2)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := os.DueSubscriptions(ctx, t0.Add(100*time.Hour), 10); len(due) != 1 || due[0].ID != c.ID {
+		t.Fatalf("due after a renewal order and a cancel: %+v", due)
+	}
+	newest, err := os.SubscriptionOfKey(ctx, "app", "K1")
+	if err != nil || newest.ID != c.ID {
+		t.Fatalf("SubscriptionOfKey = %+v, %v", newest, err)
+	}
+	if _, err := os.SubscriptionOfKey(ctx, "app", "K9"); !errors.Is(err, apperr.ErrNotFound) {
+		t.Fatalf("unknown key: %v", err)
+	}
+	all, err := os.Subscriptions(ctx, "app")
+	if err != nil || len(all) != 3 || all[0].ID != c.ID || all[2].RenewalOrderID != "ORD-R" {
+		t.Fatalf("Subscriptions = %+v, %v", all, err)
+	}
+	if err := os.InOrderTx(ctx, func(tx commerce.OrderTx) error { _, err := tx.SubscriptionForUpdate(ctx, "other", a.ID); return err }); !errors.Is(err, apperr.ErrNotFound) {
+		t.Fatalf("another app's subscription: %v", err)
+	}
+}

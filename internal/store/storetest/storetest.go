@@ -66,6 +66,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"ContentDeleteAppCascades", testContentDeleteAppCascades},
 		{"Plans", testPlans},
 		{"Orders", testOrders},
+		{"Subscriptions", testSubscriptions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
