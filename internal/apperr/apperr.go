@@ -46,6 +46,22 @@ func Wrap(err error, format string, args ...any) *Error {
 	return &Error{Kind: Internal, Message: "internal error", Err: fmt.Errorf(format+": %w", append(args, err)...)}
 }
 
+// Missing is the MISSING_FIELDS refusal (400) of a required field that is
+// absent or empty.
+func Missing(field string) *Error {
+	return New(Invalid, "MISSING_FIELDS", "Missing required field: "+field+".")
+}
+
+// InvalidField is the MISSING_FIELDS refusal (400) of a field out of range;
+// why completes "Invalid field <field>: …".
+func InvalidField(field, why string) *Error {
+	return New(Invalid, "MISSING_FIELDS", "Invalid field "+field+": "+why+".")
+}
+
+// NotFoundOf is the NOT_FOUND refusal (404) of a missing resource, named
+// by what ("Key", "App", …).
+func NotFoundOf(what string) *Error { return New(NotFound, "NOT_FOUND", what+" not found.") }
+
 // With returns a copy of e carrying one more reply field.
 func (e *Error) With(key string, value any) *Error {
 	c := *e

@@ -103,7 +103,7 @@ func (o *Orders) NewFulfillmentSecret(ctx context.Context, actor audit.Actor, ap
 	now := o.now().UTC()
 	err = o.store.InOrderTx(ctx, func(tx OrderTx) error {
 		if err := tx.SetFulfillmentSecretHash(ctx, appID, license.HashToken(secret)); errors.Is(err, apperr.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "NOT_FOUND", "App not found.")
+			return apperr.NotFoundOf("App")
 		} else if err != nil {
 			return err
 		}
@@ -115,17 +115,29 @@ func (o *Orders) NewFulfillmentSecret(ctx context.Context, actor audit.Actor, ap
 	return secret, nil
 }
 
+// newOrderID returns ORD-XXXXX-XXXXX-XXXXX: 75 random bits.
+func (o *Orders) newOrderID() (string, error) {
+	id, err := license.NewKeyString(o.random, "ORD")
+	if err != nil {
+		return "", err
+	}
+	return id[:len(id)-6], nil // ORD- and three groups of five
+}
+
 // CreateOrder makes a pending order for an active plan of the app and
 // records new_order. It returns MISSING_FIELDS or NOT_FOUND.
 func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, email string) (*Order, error) {
 	if planID <= 0 {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: plan_id.")
+		return nil, apperr.Missing("plan_id")
 	}
 	email = strings.TrimSpace(email)
-	if at := strings.IndexByte(email, '@'); len(email) > 254 || at < 1 || at == len(email)-1 || strings.ContainsAny(email, " \t\r\n") {
-		return nil, invalid("email", "must be the customer's e-mail address")
+	if email == "" {
+		return nil, apperr.Missing("email")
 	}
-	id, err := license.NewKeyString(o.random, "ORD")
+	if err := license.CheckEmail(email); err != nil {
+		return nil, err
+	}
+	id, err := o.newOrderID()
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +146,11 @@ func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, em
 	err = o.store.InOrderTx(ctx, func(tx OrderTx) error {
 		p, err := tx.PlanForUpdate(ctx, appID, planID)
 		if errors.Is(err, apperr.ErrNotFound) || (err == nil && !p.Active) {
-			return notFound()
+			return apperr.NotFoundOf("Plan")
 		} else if err != nil {
 			return err
 		}
-		ord := &Order{ID: id[:len(id)-6], AppID: appID, PlanID: &p.ID, PlanName: p.Name, Kind: p.Kind, AmountCents: p.PriceCents,
+		ord := &Order{ID: id, AppID: appID, PlanID: &p.ID, PlanName: p.Name, Kind: p.Kind, AmountCents: p.PriceCents,
 			Currency: p.Currency, KeyType: p.KeyType, Duration: p.Duration, MaxDevices: p.MaxDevices, Features: p.Features,
 			Email: email, Status: OrderPending, Keys: []string{}, CreatedAt: now, UpdatedAt: now}
 		if err := tx.InsertOrder(ctx, ord); err != nil {
@@ -164,7 +176,7 @@ func (o *Orders) Fulfil(ctx context.Context, orderID, secret, paymentRef string)
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: order_id and secret.")
 	}
 	if len(paymentRef) > 255 {
-		return nil, invalid("payment_ref", "must be at most 255 characters")
+		return nil, apperr.InvalidField("payment_ref", "must be at most 255 characters")
 	}
 	var out *Order
 	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
@@ -193,7 +205,7 @@ func (o *Orders) Approve(ctx context.Context, actor audit.Actor, appID, orderID,
 	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
 		ord, err := tx.OrderForUpdate(ctx, orderID)
 		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ord.AppID != appID) {
-			return apperr.New(apperr.NotFound, "NOT_FOUND", "Order not found.")
+			return apperr.NotFoundOf("Order")
 		} else if err != nil {
 			return err
 		}
@@ -259,7 +271,7 @@ func (o *Orders) Refund(ctx context.Context, actor audit.Actor, appID, orderID, 
 	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
 		ord, err := tx.OrderForUpdate(ctx, orderID)
 		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ord.AppID != appID) {
-			return apperr.New(apperr.NotFound, "NOT_FOUND", "Order not found.")
+			return apperr.NotFoundOf("Order")
 		} else if err != nil {
 			return err
 		}

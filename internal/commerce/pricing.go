@@ -86,13 +86,13 @@ func CheckPlan(p *Plan) error {
 	switch p.Kind {
 	case KindLevel:
 		if p.Period != PeriodMonth && p.Period != PeriodYear {
-			return invalid("interval", "must be month or year for a subscription level")
+			return apperr.InvalidField("interval", "must be month or year for a subscription level")
 		}
 		if p.KeyType == "" {
 			p.KeyType = license.TypeDays
 		}
 		if p.KeyType != license.TypeDays {
-			return invalid("key_type", "must be days for a subscription level")
+			return apperr.InvalidField("key_type", "must be days for a subscription level")
 		}
 		if p.Duration == 0 {
 			p.Duration = map[string]int{PeriodMonth: 30, PeriodYear: 365}[p.Period]
@@ -102,10 +102,10 @@ func CheckPlan(p *Plan) error {
 			p.Period = PeriodOnce
 		}
 		if p.Period != PeriodOnce {
-			return invalid("interval", "must be once for a plan")
+			return apperr.InvalidField("interval", "must be once for a plan")
 		}
 	default:
-		return invalid("type", "must be level or plan")
+		return apperr.InvalidField("type", "must be level or plan")
 	}
 	if p.MaxDevices == 0 {
 		p.MaxDevices = 1
@@ -117,23 +117,23 @@ func CheckPlan(p *Plan) error {
 	p.Features = f
 	switch {
 	case strings.TrimSpace(p.Name) == "" || utf8.RuneCountInString(p.Name) > 200:
-		return invalid("name", "must be 1 to 200 characters")
+		return apperr.InvalidField("name", "must be 1 to 200 characters")
 	case len(p.Description) > 5000:
-		return invalid("description", "must be at most 5000 bytes")
+		return apperr.InvalidField("description", "must be at most 5000 bytes")
 	case p.PriceCents < 0 || p.PriceCents > 100_000_000_00:
-		return invalid("price", "must be 0 to 100000000")
+		return apperr.InvalidField("price", "must be 0 to 100000000")
 	case !currencyRE.MatchString(p.Currency):
-		return invalid("currency", "must be a three-letter ISO 4217 code such as USD")
+		return apperr.InvalidField("currency", "must be a three-letter ISO 4217 code such as USD")
 	case p.KeyType != license.TypeDays && p.KeyType != license.TypeLifetime:
-		return invalid("key_type", "must be days or lifetime")
+		return apperr.InvalidField("key_type", "must be days or lifetime")
 	case p.KeyType == license.TypeDays && (p.Duration < 1 || p.Duration > 36500):
-		return invalid("duration", "must be 1 to 36500 days for days keys")
+		return apperr.InvalidField("duration", "must be 1 to 36500 days for days keys")
 	case p.KeyType == license.TypeLifetime && p.Duration != 0:
-		return invalid("duration", "is not allowed for lifetime keys")
+		return apperr.InvalidField("duration", "is not allowed for lifetime keys")
 	case p.MaxDevices < 1 || p.MaxDevices > 10000:
-		return invalid("max_devices", "must be 1 to 10000")
+		return apperr.InvalidField("max_devices", "must be 1 to 10000")
 	case p.Position < -1_000_000 || p.Position > 1_000_000:
-		return invalid("order", "must be -1000000 to 1000000")
+		return apperr.InvalidField("order", "must be -1000000 to 1000000")
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (s *Service) UpdatePlan(ctx context.Context, actor audit.Actor, appID strin
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		p, err := tx.PlanForUpdate(ctx, appID, id)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound()
+			return apperr.NotFoundOf("Plan")
 		} else if err != nil {
 			return err
 		}
@@ -209,16 +209,10 @@ func (s *Service) DeletePlan(ctx context.Context, actor audit.Actor, appID strin
 	now := s.now().UTC()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeletePlan(ctx, appID, id); errors.Is(err, apperr.ErrNotFound) {
-			return notFound()
+			return apperr.NotFoundOf("Plan")
 		} else if err != nil {
 			return err
 		}
 		return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "pricing.delete", AppID: appID, Details: map[string]any{"id": id}})
 	})
 }
-
-func invalid(field, why string) *apperr.Error {
-	return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+field+": "+why+".")
-}
-
-func notFound() *apperr.Error { return apperr.New(apperr.NotFound, "NOT_FOUND", "Plan not found.") }

@@ -104,7 +104,7 @@ func (o *Orders) QueueRenewals(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, d := range due {
-		id, err := license.NewKeyString(o.random, "ORD")
+		id, err := o.newOrderID()
 		if err != nil {
 			return n, err
 		}
@@ -114,7 +114,7 @@ func (o *Orders) QueueRenewals(ctx context.Context) (int, error) {
 			if err != nil || sub.Status != SubActive || sub.RenewalOrderID != "" {
 				return err
 			}
-			ord := &Order{ID: id[:len(id)-6], AppID: sub.AppID, PlanID: sub.PlanID, PlanName: sub.PlanName, Kind: KindLevel,
+			ord := &Order{ID: id, AppID: sub.AppID, PlanID: sub.PlanID, PlanName: sub.PlanName, Kind: KindLevel,
 				AmountCents: sub.AmountCents, Currency: sub.Currency, KeyType: license.TypeDays, Duration: sub.PeriodDays, MaxDevices: 1,
 				Features: []byte("{}"), Email: sub.Email, Status: OrderPending, Keys: []string{}, SubscriptionID: &sub.ID,
 				CreatedAt: now, UpdatedAt: now}
@@ -154,7 +154,7 @@ func (o *Orders) CancelSubscription(ctx context.Context, actor audit.Actor, appI
 	err := o.store.InOrderTx(ctx, func(tx OrderTx) error {
 		sub, err := tx.SubscriptionForUpdate(ctx, appID, id)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.New(apperr.NotFound, "NOT_FOUND", "Subscription not found.")
+			return apperr.NotFoundOf("Subscription")
 		} else if err != nil {
 			return err
 		}

@@ -206,7 +206,7 @@ func (s *Service) DeleteEntry(ctx context.Context, actor audit.Actor, appID stri
 // missingAs turns ErrNotFound into a NOT_FOUND naming what.
 func missingAs(err error, what string) error {
 	if errors.Is(err, apperr.ErrNotFound) {
-		return notFound(what)
+		return apperr.NotFoundOf(what)
 	}
 	return err
 }

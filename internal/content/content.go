@@ -151,7 +151,7 @@ func (s *Service) AdminTexts(ctx context.Context, appID, licenseKey string) (map
 		return nil, nil, err
 	}
 	if licenseKey != "" && overrides == nil {
-		return nil, nil, notFound("Key")
+		return nil, nil, apperr.NotFoundOf("Key")
 	}
 	return defaults, overrides, nil
 }
@@ -161,10 +161,10 @@ var textNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
 // SetText sets an app default text or, with licenseKey, a key's override.
 func (s *Service) SetText(ctx context.Context, actor audit.Actor, appID, licenseKey, name, value string) error {
 	if !textNameRE.MatchString(name) {
-		return invalid("name", "use 1 to 100 letters, digits, '_', '.' or '-'")
+		return apperr.InvalidField("name", "use 1 to 100 letters, digits, '_', '.' or '-'")
 	}
 	if len(value) > 10000 {
-		return invalid("value", "must be at most 10000 bytes")
+		return apperr.InvalidField("value", "must be at most 10000 bytes")
 	}
 	now := s.clock()
 	return s.store.InTx(ctx, func(tx Tx) error {
@@ -175,7 +175,7 @@ func (s *Service) SetText(ctx context.Context, actor audit.Actor, appID, license
 			err = tx.SetKeyText(ctx, appID, licenseKey, name, value, now)
 		}
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Key")
+			return apperr.NotFoundOf("Key")
 		} else if err != nil {
 			return err
 		}
@@ -194,7 +194,7 @@ func (s *Service) DeleteText(ctx context.Context, actor audit.Actor, appID, lice
 			err = tx.DeleteKeyText(ctx, appID, licenseKey, name)
 		}
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Text")
+			return apperr.NotFoundOf("Text")
 		} else if err != nil {
 			return err
 		}
@@ -239,11 +239,11 @@ func (s *Service) Links(ctx context.Context, appID string) ([]Link, error) {
 // 0. It returns MISSING_FIELDS or NOT_FOUND.
 func (s *Service) Click(ctx context.Context, appID string, id int64, platform string) error {
 	if id <= 0 && platform == "" {
-		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: link_id.")
+		return apperr.Missing("link_id")
 	}
 	err := s.store.CountClick(ctx, appID, id, platform)
 	if errors.Is(err, apperr.ErrNotFound) {
-		return notFound("Link")
+		return apperr.NotFoundOf("Link")
 	}
 	return err
 }
@@ -252,17 +252,17 @@ func (s *Service) Click(ctx context.Context, appID string, id int64, platform st
 func CheckSlide(sl *Slide) error {
 	switch {
 	case strings.TrimSpace(sl.Title) == "" || utf8.RuneCountInString(sl.Title) > 200:
-		return invalid("title", "must be 1 to 200 characters")
+		return apperr.InvalidField("title", "must be 1 to 200 characters")
 	case len(sl.Body) > 10000:
-		return invalid("body", "must be at most 10000 bytes")
+		return apperr.InvalidField("body", "must be at most 10000 bytes")
 	case !optionalURL(sl.ImageURL):
-		return invalid("image_url", "must be an http or https URL of at most 2048 characters")
+		return apperr.InvalidField("image_url", "must be an http or https URL of at most 2048 characters")
 	case !optionalURL(sl.LinkURL):
-		return invalid("link_url", "must be an http or https URL of at most 2048 characters")
+		return apperr.InvalidField("link_url", "must be an http or https URL of at most 2048 characters")
 	case sl.StartsAt != nil && sl.EndsAt != nil && !sl.EndsAt.After(*sl.StartsAt):
-		return invalid("ends_at", "must be after starts_at")
+		return apperr.InvalidField("ends_at", "must be after starts_at")
 	case sl.Position < -1_000_000 || sl.Position > 1_000_000:
-		return invalid("order", "must be -1000000 to 1000000")
+		return apperr.InvalidField("order", "must be -1000000 to 1000000")
 	}
 	return nil
 }
@@ -273,13 +273,13 @@ var platformRE = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 func CheckLink(l *Link) error {
 	switch {
 	case !platformRE.MatchString(l.Platform):
-		return invalid("platform", "use 1 to 64 lower-case letters, digits, '_', '.' or '-' (e.g. discord)")
+		return apperr.InvalidField("platform", "use 1 to 64 lower-case letters, digits, '_', '.' or '-' (e.g. discord)")
 	case l.URL == "" || !optionalURL(l.URL):
-		return invalid("url", "must be an http or https URL of at most 2048 characters")
+		return apperr.InvalidField("url", "must be an http or https URL of at most 2048 characters")
 	case utf8.RuneCountInString(l.Label) > 200:
-		return invalid("label", "must be at most 200 characters")
+		return apperr.InvalidField("label", "must be at most 200 characters")
 	case l.Position < -1_000_000 || l.Position > 1_000_000:
-		return invalid("order", "must be -1000000 to 1000000")
+		return apperr.InvalidField("order", "must be -1000000 to 1000000")
 	}
 	return nil
 }
@@ -288,13 +288,13 @@ func CheckLink(l *Link) error {
 func CheckEntry(e *Entry) error {
 	switch {
 	case strings.TrimSpace(e.Title) == "" || utf8.RuneCountInString(e.Title) > 200:
-		return invalid("title", "must be 1 to 200 characters")
+		return apperr.InvalidField("title", "must be 1 to 200 characters")
 	case len(e.Body) > 100000:
-		return invalid("body", "must be at most 100000 bytes")
+		return apperr.InvalidField("body", "must be at most 100000 bytes")
 	case len(e.Version) > 64:
-		return invalid("version", "must be at most 64 characters")
+		return apperr.InvalidField("version", "must be at most 64 characters")
 	case !validCategory(e.Category):
-		return invalid("category", "must be one of "+strings.Join(Categories, ", "))
+		return apperr.InvalidField("category", "must be one of "+strings.Join(Categories, ", "))
 	}
 	return nil
 }
@@ -336,10 +336,10 @@ func (s *Service) Changelog(ctx context.Context, q ChangelogQuery) ([]Entry, err
 		q.Limit = 20
 	}
 	if q.Limit < 1 || q.Limit > 50 {
-		return nil, invalid("limit", "must be 1 to 50")
+		return nil, apperr.InvalidField("limit", "must be 1 to 50")
 	}
 	if q.Category != "" && !validCategory(q.Category) {
-		return nil, invalid("category", "must be one of "+strings.Join(Categories, ", "))
+		return nil, apperr.InvalidField("category", "must be one of "+strings.Join(Categories, ", "))
 	}
 	var sinceTime *time.Time
 	sinceVersion := ""
@@ -347,11 +347,11 @@ func (s *Service) Changelog(ctx context.Context, q ChangelogQuery) ([]Entry, err
 		if t, ok := parseDate(q.Since); ok {
 			sinceTime = &t
 		} else if dateLikeRE.MatchString(q.Since) {
-			return nil, invalid("since", "is not a valid date (use 2026-11-01 or 2026-11-01T10:00:00Z)")
+			return nil, apperr.InvalidField("since", "is not a valid date (use 2026-11-01 or 2026-11-01T10:00:00Z)")
 		} else if versionRE.MatchString(q.Since) {
 			sinceVersion = q.Since
 		} else {
-			return nil, invalid("since", "must be an ISO date (2026-11-01), a date-time or a version (1.4.0)")
+			return nil, apperr.InvalidField("since", "must be an ISO date (2026-11-01), a date-time or a version (1.4.0)")
 		}
 	}
 	all, err := s.store.Entries(ctx, q.AppID)
@@ -495,14 +495,6 @@ func part(parts []string, i int) int {
 		}
 	}
 	return n
-}
-
-func invalid(field, why string) *apperr.Error {
-	return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+field+": "+why+".")
-}
-
-func notFound(what string) *apperr.Error {
-	return apperr.New(apperr.NotFound, "NOT_FOUND", what+" not found.")
 }
 
 func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {

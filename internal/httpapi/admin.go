@@ -91,7 +91,7 @@ func (c *adminCall) param(name string) (string, error) {
 func (c *adminCall) required(name string) (string, error) {
 	v, err := c.param(name)
 	if err == nil && strings.TrimSpace(v) == "" {
-		err = apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: "+name+".")
+		err = apperr.Missing(name)
 	}
 	return strings.TrimSpace(v), err
 }

@@ -61,7 +61,7 @@ func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, er
 	}
 	q := c.q.Get("q")
 	if len(q) > 200 {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field q: must be at most 200 characters.")
+		return nil, apperr.InvalidField("q", "must be at most 200 characters")
 	}
 	as, next, err := a.lic.ListAccounts(ctx, license.AccountFilter{AppID: appID, Query: q, After: after, Limit: int(limit)})
 	if err != nil {
@@ -107,7 +107,7 @@ func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, 
 	if exp != "" {
 		t, err := time.Parse(time.RFC3339, exp)
 		if err != nil {
-			return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field expires_at: must be an ISO 8601 time such as 2027-01-01T00:00:00Z.")
+			return nil, apperr.InvalidField("expires_at", "must be an ISO 8601 time such as 2027-01-01T00:00:00Z")
 		}
 		t = t.UTC()
 		in.ExpiresAt = &t

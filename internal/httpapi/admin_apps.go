@@ -98,7 +98,7 @@ func (a *API) updateApp(ctx context.Context, c *adminCall) (map[string]any, erro
 	patch := map[string]json.RawMessage{}
 	if raw, ok := c.f["settings"]; ok {
 		if err := json.Unmarshal(raw, &patch); err != nil {
-			return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field settings: must be an object.")
+			return nil, apperr.InvalidField("settings", "must be an object")
 		}
 	}
 	for k, v := range c.f {

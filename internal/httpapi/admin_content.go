@@ -55,7 +55,7 @@ func recordID(c *adminCall) (int64, error) {
 	id, ok, err := c.f.int("id")
 	if err == nil && !ok {
 		if id, err = queryInt(c, "id"); err == nil && id == 0 {
-			err = apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: id.")
+			err = apperr.Missing("id")
 		}
 	}
 	return id, err

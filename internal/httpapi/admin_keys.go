@@ -169,7 +169,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	} else if !ok {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: count.")
+		return nil, apperr.Missing("count")
 	}
 	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
 		return nil, err
@@ -206,7 +206,7 @@ func keyTerms(c *adminCall) (license.KeyType, int, int, error) {
 		return "", 0, 0, err
 	}
 	if given && maxDev < 1 {
-		return "", 0, 0, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field max_devices: must be 1 to 10000.")
+		return "", 0, 0, apperr.InvalidField("max_devices", "must be 1 to 10000")
 	}
 	return license.KeyType(typ), int(dur), int(maxDev), nil
 }

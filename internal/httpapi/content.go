@@ -103,7 +103,7 @@ func (a *API) slides(ctx context.Context, c *call) (map[string]any, error) {
 		return nil, err
 	}
 	if action != "" && action != "get_slides" {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be get_slides.")
+		return nil, apperr.InvalidField("action", "must be get_slides")
 	}
 	ss, err := a.content.LiveSlides(ctx, c.app.ID)
 	if err != nil {
@@ -143,7 +143,7 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID := strings.TrimSpace(q.Get("app_id"))
 	if appID == "" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id."))
+		a.writeError(w, r, apperr.Missing("app_id"))
 		return
 	}
 	if _, err := a.lic.App(r.Context(), appID); err != nil {
@@ -154,7 +154,7 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 50 {
-			a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field limit: must be 1 to 50."))
+			a.writeError(w, r, apperr.InvalidField("limit", "must be 1 to 50"))
 			return
 		}
 		cq.Limit = n

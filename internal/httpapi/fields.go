@@ -53,7 +53,7 @@ func parseFields(b []byte) (fields, error) {
 }
 
 func badType(name, want string) error {
-	return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+name+": must be "+want+".")
+	return apperr.InvalidField(name, "must be "+want)
 }
 
 // str returns the first of names that is present, as a string. JSON null and

@@ -40,7 +40,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		appID = r.URL.Query().Get("app_id")
 	}
 	if err == nil && strings.TrimSpace(appID) == "" {
-		err = apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id.")
+		err = apperr.Missing("app_id")
 	}
 	var planID int64
 	var email string
@@ -175,7 +175,7 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 			return nil, err
 		}
 	default:
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be approve, refund or fulfillment-secret.")
+		return nil, apperr.InvalidField("action", "must be approve, refund or fulfillment-secret")
 	}
 	return map[string]any{"success": true, "order": orderView(o)}, nil
 }
@@ -257,7 +257,7 @@ func (a *API) listSubscriptions(ctx context.Context, c *adminCall) (map[string]a
 // cancelSubscription: POST subscriptions.php?action=cancel {app_id, id}.
 func (a *API) cancelSubscription(ctx context.Context, c *adminCall) (map[string]any, error) {
 	if c.q.Get("action") != "cancel" {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field action: must be cancel.")
+		return nil, apperr.InvalidField("action", "must be cancel")
 	}
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {

@@ -27,7 +27,7 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID := strings.TrimSpace(q.Get("app_id"))
 	if appID == "" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id."))
+		a.writeError(w, r, apperr.Missing("app_id"))
 		return
 	}
 	if _, err := a.lic.App(r.Context(), appID); err != nil {
@@ -36,7 +36,7 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 	}
 	typ := q.Get("type")
 	if typ != "" && typ != "levels" && typ != "plans" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field type: must be levels or plans."))
+		a.writeError(w, r, apperr.InvalidField("type", "must be levels or plans"))
 		return
 	}
 	ps, err := a.commerce.Pricing(r.Context(), appID, "")
@@ -134,8 +134,7 @@ func (a *API) listPlans(ctx context.Context, c *adminCall) (map[string]any, erro
 	}
 	levels, plans := []map[string]any{}, []map[string]any{}
 	for i := range ps {
-		v := planView(&ps[i])
-		v["active"], v["order"] = ps[i].Active, ps[i].Position
+		v := adminPlanView(&ps[i])
 		if ps[i].Kind == commerce.KindLevel {
 			levels = append(levels, v)
 		} else {

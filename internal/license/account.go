@@ -128,7 +128,7 @@ func UsernameKey(username string) string { return strings.ToLower(username) }
 
 func checkUsername(u string) error {
 	if !usernameRE.MatchString(u) {
-		return invalidField("username", "use 3 to 32 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return apperr.InvalidField("username", "use 3 to 32 characters: letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	return nil
 }
@@ -138,12 +138,16 @@ func checkUsername(u string) error {
 func checkPassword(field, p string, minLen int) error {
 	switch {
 	case utf8.RuneCountInString(p) < minLen:
-		return invalidField(field, "must be at least "+strconv.Itoa(minLen)+" characters")
+		return apperr.InvalidField(field, "must be at least "+strconv.Itoa(minLen)+" characters")
 	case len(p) > 72:
-		return invalidField(field, "must be at most 72 bytes")
+		return apperr.InvalidField(field, "must be at most 72 bytes")
 	}
 	return nil
 }
+
+// CheckEmail accepts "" or a plausible e-mail address of at most 254
+// characters.
+func CheckEmail(e string) error { return checkEmail(e) }
 
 func checkEmail(e string) error {
 	if e == "" {
@@ -151,7 +155,7 @@ func checkEmail(e string) error {
 	}
 	at := strings.IndexByte(e, '@')
 	if len(e) > 254 || at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
-		return invalidField("email", "must be an e-mail address of at most 254 characters")
+		return apperr.InvalidField("email", "must be an e-mail address of at most 254 characters")
 	}
 	return nil
 }
@@ -188,9 +192,9 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 	st := app.Settings
 	switch {
 	case req.Username == "":
-		return nil, nil, missing("username")
+		return nil, nil, apperr.Missing("username")
 	case req.Password == "":
-		return nil, nil, missing("password")
+		return nil, nil, apperr.Missing("password")
 	case !st.AccountsEnabled:
 		return nil, nil, errAccountsDisabled
 	case st.Maintenance:

@@ -41,7 +41,7 @@ type AccountDetail struct {
 func (s *Service) GetAccount(ctx context.Context, appID, username string) (*AccountDetail, error) {
 	a, err := s.store.AccountByUsername(ctx, appID, UsernameKey(username))
 	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, notFound("Account")
+		return nil, apperr.NotFoundOf("Account")
 	} else if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 	case AccountBan, AccountUnban, AccountPause, AccountResume, AccountResetDevices:
 	case AccountSetExpiry:
 		if in.Lifetime == (in.ExpiresAt != nil) {
-			return nil, "", invalidField("expires_at", "give an ISO 8601 time, or lifetime true")
+			return nil, "", apperr.InvalidField("expires_at", "give an ISO 8601 time, or lifetime true")
 		}
 		details["expires_at"], details["lifetime"] = optTimestamp(in.ExpiresAt), in.Lifetime
 	case AccountResetPassword:
@@ -110,14 +110,14 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 			return nil, "", err
 		}
 	default:
-		return nil, "", invalidField("action", "must be ban, unban, pause, resume, reset-devices, set-expiry or reset-password")
+		return nil, "", apperr.InvalidField("action", "must be ban, unban, pause, resume, reset-devices, set-expiry or reset-password")
 	}
 	now := s.Now()
 	var out *Account
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		a, err := tx.AccountForUpdate(ctx, appID, UsernameKey(username))
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Account")
+			return apperr.NotFoundOf("Account")
 		} else if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func (s *Service) DeleteAccount(ctx context.Context, actor audit.Actor, appID, u
 	return s.store.InTx(ctx, func(tx Tx) error {
 		a, err := tx.AccountForUpdate(ctx, appID, UsernameKey(username))
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Account")
+			return apperr.NotFoundOf("Account")
 		} else if err != nil {
 			return err
 		}

@@ -118,13 +118,13 @@ type AccountLoginResult struct {
 func (s *Service) AccountLogin(ctx context.Context, app *App, req AccountLoginRequest) (*AccountLoginResult, error) {
 	switch {
 	case req.Username == "":
-		return nil, missing("username")
+		return nil, apperr.Missing("username")
 	case req.Password == "":
-		return nil, missing("password")
+		return nil, apperr.Missing("password")
 	case req.HWID == "":
-		return nil, missing("hwid")
+		return nil, apperr.Missing("hwid")
 	case len(req.HWID) > 256:
-		return nil, invalidField("hwid", "longer than 256 characters")
+		return nil, apperr.InvalidField("hwid", "longer than 256 characters")
 	case !app.Settings.AccountsEnabled:
 		return nil, errAccountsDisabled
 	case app.Settings.Maintenance:
@@ -190,11 +190,11 @@ type ChangePasswordRequest struct {
 func (s *Service) ChangePassword(ctx context.Context, app *App, req ChangePasswordRequest) error {
 	switch {
 	case req.Username == "":
-		return missing("username")
+		return apperr.Missing("username")
 	case req.CurrentPassword == "":
-		return missing("current_password")
+		return apperr.Missing("current_password")
 	case req.NewPassword == "":
-		return missing("new_password")
+		return apperr.Missing("new_password")
 	case !app.Settings.AccountsEnabled:
 		return errAccountsDisabled
 	}
@@ -202,7 +202,7 @@ func (s *Service) ChangePassword(ctx context.Context, app *App, req ChangePasswo
 		return err
 	}
 	if req.NewPassword == req.CurrentPassword {
-		return invalidField("new_password", "must differ from the current password")
+		return apperr.InvalidField("new_password", "must differ from the current password")
 	}
 	verified, err := s.verifyAccount(ctx, app, req.Username, req.CurrentPassword, req.IP)
 	if err != nil {
@@ -246,11 +246,11 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 	bySession := req.Username == "" && req.SessionToken != ""
 	switch {
 	case req.LicenseKey == "":
-		return nil, nil, missing("license_key")
+		return nil, nil, apperr.Missing("license_key")
 	case !bySession && req.Username == "":
-		return nil, nil, missing("username or session_id")
+		return nil, nil, apperr.Missing("username or session_id")
 	case !bySession && req.Password == "":
-		return nil, nil, missing("password")
+		return nil, nil, apperr.Missing("password")
 	case !app.Settings.AccountsEnabled:
 		return nil, nil, errAccountsDisabled
 	case app.Settings.Maintenance:

@@ -36,43 +36,43 @@ func (a *App) Validate() error {
 	st := a.Settings
 	switch {
 	case strings.TrimSpace(a.Name) == "" || len(a.Name) > 200:
-		return invalidField("name", "must be 1 to 200 characters")
+		return apperr.InvalidField("name", "must be 1 to 200 characters")
 	case len(a.Version) > 64:
-		return invalidField("version", "must be at most 64 characters")
+		return apperr.InvalidField("version", "must be at most 64 characters")
 	case st.HeartbeatInterval < 5 || st.HeartbeatInterval > 3600:
-		return invalidField("heartbeat_interval", "must be 5 to 3600 seconds")
+		return apperr.InvalidField("heartbeat_interval", "must be 5 to 3600 seconds")
 	case st.SelfResetCooldownHours < 0 || st.SelfResetCooldownHours > 8760:
-		return invalidField("self_reset_cooldown_hours", "must be 0 to 8760")
+		return apperr.InvalidField("self_reset_cooldown_hours", "must be 0 to 8760")
 	case !prefixRE.MatchString(st.KeyPrefix):
-		return invalidField("key_prefix", "must be at most 12 upper-case letters or digits")
+		return apperr.InvalidField("key_prefix", "must be at most 12 upper-case letters or digits")
 	case len(st.MaintenanceMessage) > 1000 || len(st.LoginMessage) > 1000:
-		return invalidField("message", "must be at most 1000 characters")
+		return apperr.InvalidField("message", "must be at most 1000 characters")
 	case len(st.DownloadURL) > 2048:
-		return invalidField("download_url", "must be at most 2048 characters")
+		return apperr.InvalidField("download_url", "must be at most 2048 characters")
 	case st.TrialDurationUnit != "hours" && st.TrialDurationUnit != "days":
-		return invalidField("trial_duration_unit", `must be "hours" or "days"`)
+		return apperr.InvalidField("trial_duration_unit", `must be "hours" or "days"`)
 	case st.TrialDuration < 1 || st.trialLength() > 3650*24*time.Hour:
-		return invalidField("trial_duration", "must be at least 1 and at most ten years")
+		return apperr.InvalidField("trial_duration", "must be at least 1 and at most ten years")
 	case st.TrialMaxDevices < 1 || st.TrialMaxDevices > 10000:
-		return invalidField("trial_max_devices", "must be 1 to 10000")
+		return apperr.InvalidField("trial_max_devices", "must be 1 to 10000")
 	case st.TrialIPLimit < 0 || st.TrialIPLimit > 100000:
-		return invalidField("trial_ip_limit", "must be 0 (no cap) to 100000")
+		return apperr.InvalidField("trial_ip_limit", "must be 0 (no cap) to 100000")
 	case st.TrialIPWindowHours < 1 || st.TrialIPWindowHours > 8760:
-		return invalidField("trial_ip_window_hours", "must be 1 to 8760")
+		return apperr.InvalidField("trial_ip_window_hours", "must be 1 to 8760")
 	case st.AccountSignupDays < 0 || st.AccountSignupDays > 36500:
-		return invalidField("account_signup_days", "must be 0 to 36500")
+		return apperr.InvalidField("account_signup_days", "must be 0 to 36500")
 	case st.AccountMaxDevices < 1 || st.AccountMaxDevices > 10000:
-		return invalidField("account_max_devices", "must be 1 to 10000")
+		return apperr.InvalidField("account_max_devices", "must be 1 to 10000")
 	case st.AccountRedeemMode != RedeemStack && st.AccountRedeemMode != RedeemRestart:
-		return invalidField("account_redeem_mode", `must be "stack" or "restart"`)
+		return apperr.InvalidField("account_redeem_mode", `must be "stack" or "restart"`)
 	case st.AccountPasswordMinLength < 6 || st.AccountPasswordMinLength > 72:
-		return invalidField("account_password_min_length", "must be 6 to 72")
+		return apperr.InvalidField("account_password_min_length", "must be 6 to 72")
 	case !webURL(st.Branding.LogoURL) || !webURL(st.Branding.WebsiteURL):
-		return invalidField("branding", "logo_url and website_url must be http or https URLs of at most 2048 characters")
+		return apperr.InvalidField("branding", "logo_url and website_url must be http or https URLs of at most 2048 characters")
 	case !colorRE.MatchString(st.Branding.PrimaryColor) || !colorRE.MatchString(st.Branding.AccentColor):
-		return invalidField("branding", "colors must be #RRGGBB")
+		return apperr.InvalidField("branding", "colors must be #RRGGBB")
 	case st.Branding.SupportEmail != "" && checkEmail(st.Branding.SupportEmail) != nil:
-		return invalidField("branding", "support_email must be an e-mail address")
+		return apperr.InvalidField("branding", "support_email must be an e-mail address")
 	}
 	if a.Settings.FeatureFlags == nil {
 		a.Settings.FeatureFlags = []FeatureFlag{}
@@ -82,7 +82,7 @@ func (a *App) Validate() error {
 	}
 	f, err := checkFeatures(st.TrialFeatures)
 	if err != nil {
-		return invalidField("trial_features", "must be an object of flag names to booleans, numbers or strings")
+		return apperr.InvalidField("trial_features", "must be an object of flag names to booleans, numbers or strings")
 	}
 	if err := a.checkFlagTypes("trial_features", f); err != nil {
 		return err
@@ -116,7 +116,7 @@ func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, versio
 func (s *Service) App(ctx context.Context, id string) (*App, error) {
 	a, err := s.store.App(ctx, id)
 	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, notFound("App")
+		return nil, apperr.NotFoundOf("App")
 	}
 	return a, err
 }
@@ -135,7 +135,7 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		cur, err := s.store.App(ctx, next.ID)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("App")
+			return apperr.NotFoundOf("App")
 		} else if err != nil {
 			return err
 		}
@@ -179,7 +179,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		a, err := s.store.App(ctx, id)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("App")
+			return apperr.NotFoundOf("App")
 		} else if err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) e
 	defer s.apps.clear()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteApp(ctx, id); errors.Is(err, apperr.ErrNotFound) {
-			return notFound("App")
+			return apperr.NotFoundOf("App")
 		} else if err != nil {
 			return err
 		}
@@ -230,9 +230,9 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 	}
 	switch {
 	case in.Count < 1 || in.Count > MaxBatch:
-		return nil, invalidField("count", fmt.Sprintf("must be 1 to %d", MaxBatch))
+		return nil, apperr.InvalidField("count", fmt.Sprintf("must be 1 to %d", MaxBatch))
 	case len(in.Note) > 1000:
-		return nil, invalidField("note", "must be at most 1000 characters")
+		return nil, apperr.InvalidField("note", "must be at most 1000 characters")
 	}
 	if in.MaxDevices == 0 {
 		in.MaxDevices = 1
@@ -282,13 +282,13 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 func checkTerms(typ KeyType, duration, maxDevices int) error {
 	switch {
 	case typ != TypeDays && typ != TypeLifetime:
-		return invalidField("key_type", "must be days or lifetime")
+		return apperr.InvalidField("key_type", "must be days or lifetime")
 	case typ == TypeDays && (duration < 1 || duration > 36500):
-		return invalidField("duration_value", "is required for days keys and must be 1 to 36500")
+		return apperr.InvalidField("duration_value", "is required for days keys and must be 1 to 36500")
 	case typ == TypeLifetime && duration != 0:
-		return invalidField("duration_value", "is not allowed for lifetime keys")
+		return apperr.InvalidField("duration_value", "is not allowed for lifetime keys")
 	case maxDevices < 0 || maxDevices > 10000:
-		return invalidField("max_devices", "must be 1 to 10000")
+		return apperr.InvalidField("max_devices", "must be 1 to 10000")
 	}
 	return nil
 }
@@ -304,16 +304,16 @@ func checkFeatures(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, invalidField("features", "must be an object of flag names to values")
+		return nil, apperr.InvalidField("features", "must be an object of flag names to values")
 	}
 	for name, v := range m {
 		if name == "" || len(name) > 64 {
-			return nil, invalidField("features", "flag names must be 1 to 64 characters")
+			return nil, apperr.InvalidField("features", "flag names must be 1 to 64 characters")
 		}
 		switch v.(type) {
 		case bool, float64, string:
 		default:
-			return nil, invalidField("features", "flag "+name+" must be a boolean, number or string")
+			return nil, apperr.InvalidField("features", "flag "+name+" must be a boolean, number or string")
 		}
 	}
 	out, _ := json.Marshal(m)
@@ -328,7 +328,7 @@ func (s *Service) ListKeys(ctx context.Context, f KeyFilter) ([]Key, int64, erro
 	switch f.Status {
 	case "", StatusUnused, StatusActive, StatusPaused, StatusBanned, StatusExpired, StatusRedeemed:
 	default:
-		return nil, 0, invalidField("status", "must be unused, active, paused, banned, expired or redeemed")
+		return nil, 0, apperr.InvalidField("status", "must be unused, active, paused, banned, expired or redeemed")
 	}
 	f.Now = s.Now()
 	keys, err := s.store.Keys(ctx, f)
@@ -353,7 +353,7 @@ type KeyDetail struct {
 func (s *Service) GetKey(ctx context.Context, appID, licenseKey string) (*KeyDetail, error) {
 	k, err := s.store.Key(ctx, appID, licenseKey)
 	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, notFound("Key")
+		return nil, apperr.NotFoundOf("Key")
 	} else if err != nil {
 		return nil, err
 	}
@@ -378,10 +378,10 @@ type KeyUpdate struct {
 // UpdateKey edits a key's seats, note or features.
 func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licenseKey string, u KeyUpdate) (*Key, error) {
 	if u.MaxDevices != nil && (*u.MaxDevices < 1 || *u.MaxDevices > 10000) {
-		return nil, invalidField("max_devices", "must be 1 to 10000")
+		return nil, apperr.InvalidField("max_devices", "must be 1 to 10000")
 	}
 	if u.Note != nil && len(*u.Note) > 1000 {
-		return nil, invalidField("note", "must be at most 1000 characters")
+		return nil, apperr.InvalidField("note", "must be at most 1000 characters")
 	}
 	var features json.RawMessage
 	if u.Features != nil {
@@ -418,7 +418,7 @@ func (s *Service) DeleteKey(ctx context.Context, actor audit.Actor, appID, licen
 	return s.store.InTx(ctx, func(tx Tx) error {
 		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Key")
+			return apperr.NotFoundOf("Key")
 		} else if err != nil {
 			return err
 		}
@@ -468,7 +468,7 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 	case ActionBan, ActionUnban, ActionPause, ActionResume, ActionResetHWID:
 	case ActionExtend:
 		if days < 1 || days > 36500 {
-			return nil, invalidField("days", "must be 1 to 36500")
+			return nil, apperr.InvalidField("days", "must be 1 to 36500")
 		}
 		details["days"] = days
 	case ActionRotate:
@@ -480,7 +480,7 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 			return nil, err
 		}
 	default:
-		return nil, invalidField("action", "must be ban, unban, pause, resume, extend, reset-hwid, rotate or export")
+		return nil, apperr.InvalidField("action", "must be ban, unban, pause, resume, extend, reset-hwid, rotate or export")
 	}
 	return s.mutateKey(ctx, actor, appID, licenseKey, "key."+action, details, func(tx Tx, k *Key, now time.Time) error {
 		ev := func(typ string, data map[string]any) error {
@@ -587,7 +587,7 @@ func extend(k *Key, days int, now time.Time) error {
 func ExtendInTx(ctx context.Context, tx Tx, appID, licenseKey string, days int, now time.Time) error {
 	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
 	if errors.Is(err, apperr.ErrNotFound) {
-		return notFound("Key")
+		return apperr.NotFoundOf("Key")
 	} else if err != nil {
 		return err
 	}
@@ -657,7 +657,7 @@ func (s *Service) mutateKey(ctx context.Context, actor audit.Actor, appID, licen
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
-			return notFound("Key")
+			return apperr.NotFoundOf("Key")
 		} else if err != nil {
 			return err
 		}
@@ -694,7 +694,7 @@ func (s *Service) RevokeSession(ctx context.Context, actor audit.Actor, appID, i
 			sess, err = tx.SessionByTokenHash(ctx, HashToken(id))
 		}
 		if errors.Is(err, apperr.ErrNotFound) || (err == nil && ((appID != "" && sess.AppID != appID) || sess.EndedAt != nil)) {
-			return notFound("Session")
+			return apperr.NotFoundOf("Session")
 		} else if err != nil {
 			return err
 		}

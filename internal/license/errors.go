@@ -32,14 +32,6 @@ const (
 // heartbeat on it answers SESSION_EXPIRED.
 const endLogout = "LOGOUT"
 
-func missing(field string) *apperr.Error {
-	return apperr.New(apperr.Invalid, CodeMissingFields, "Missing required field: "+field+".")
-}
-
-func invalidField(field, why string) *apperr.Error {
-	return apperr.New(apperr.Invalid, CodeMissingFields, "Invalid field "+field+": "+why+".")
-}
-
 var (
 	errInvalidKey  = apperr.New(apperr.Unauthenticated, CodeInvalidKey, "Invalid license key.")
 	errBanned      = apperr.New(apperr.Forbidden, CodeBanned, "This license key has been banned.")
@@ -100,8 +92,4 @@ func statusError(s Status) *apperr.Error {
 		return errKeyRedeemed
 	}
 	return nil
-}
-
-func notFound(what string) *apperr.Error {
-	return apperr.New(apperr.NotFound, CodeNotFound, what+" not found.")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 
+	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 )
 
@@ -33,28 +34,28 @@ var flagNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // (false, 0 or "").
 func checkFlags(flags []FeatureFlag) error {
 	if len(flags) > MaxFlags {
-		return invalidField("feature_flags", "at most 200 flags")
+		return apperr.InvalidField("feature_flags", "at most 200 flags")
 	}
 	seen := map[string]bool{}
 	for i := range flags {
 		f := &flags[i]
 		switch {
 		case !flagNameRE.MatchString(f.Name):
-			return invalidField("feature_flags", "flag names are 1 to 64 letters, digits, '_', '.' or '-'")
+			return apperr.InvalidField("feature_flags", "flag names are 1 to 64 letters, digits, '_', '.' or '-'")
 		case seen[f.Name]:
-			return invalidField("feature_flags", "flag "+f.Name+" is defined twice")
+			return apperr.InvalidField("feature_flags", "flag "+f.Name+" is defined twice")
 		case len(f.Description) > 500:
-			return invalidField("feature_flags", "descriptions are at most 500 characters")
+			return apperr.InvalidField("feature_flags", "descriptions are at most 500 characters")
 		}
 		seen[f.Name] = true
 		if len(f.Default) == 0 || string(f.Default) == "null" {
 			f.Default = map[string]json.RawMessage{FlagBool: []byte("false"), FlagNumber: []byte("0"), FlagString: []byte(`""`)}[f.Type]
 		}
 		if len(f.Default) == 0 {
-			return invalidField("feature_flags", "flag "+f.Name+": type must be bool, number or string")
+			return apperr.InvalidField("feature_flags", "flag "+f.Name+": type must be bool, number or string")
 		}
 		if !flagValueOK(f.Type, f.Default) {
-			return invalidField("feature_flags", "flag "+f.Name+": default must be a "+f.Type)
+			return apperr.InvalidField("feature_flags", "flag "+f.Name+": default must be a "+f.Type)
 		}
 	}
 	return nil
@@ -88,7 +89,7 @@ func (a *App) checkFlagTypes(field string, features json.RawMessage) error {
 	}
 	for _, f := range a.Settings.FeatureFlags {
 		if v, ok := m[f.Name]; ok && !flagValueOK(f.Type, v) {
-			return invalidField(field, "flag "+f.Name+" must be a "+f.Type)
+			return apperr.InvalidField(field, "flag "+f.Name+" must be a "+f.Type)
 		}
 	}
 	return nil
@@ -133,7 +134,7 @@ func (s *Service) DeleteFlag(ctx context.Context, actor audit.Actor, appID, name
 				return append(flags[:i], flags[i+1:]...), nil
 			}
 		}
-		return nil, notFound("Flag")
+		return nil, apperr.NotFoundOf("Flag")
 	})
 }
 

@@ -26,7 +26,7 @@ type ResetRequestInput struct {
 // it cannot be used to probe for keys; it returns only MISSING_FIELDS.
 func (s *Service) RequestHWIDReset(ctx context.Context, app *App, in ResetRequestInput) error {
 	if in.LicenseKey == "" && in.Username == "" {
-		return missing("license_key or username")
+		return apperr.Missing("license_key or username")
 	}
 	if in.LicenseKey == "" {
 		return nil // app user accounts arrive with their own capability
@@ -60,7 +60,7 @@ const duplicateGrace = 2 * time.Minute
 // RATE_LIMITED.
 func (s *Service) SelfReset(ctx context.Context, app *App, licenseKey, reason, ip string) (time.Time, error) {
 	if licenseKey == "" {
-		return time.Time{}, missing("key")
+		return time.Time{}, apperr.Missing("key")
 	}
 	if !app.Settings.SelfResetEnabled {
 		return time.Time{}, apperr.New(apperr.Forbidden, CodeSelfResetDisabled, "Self-service device reset is disabled for this application.")

@@ -132,13 +132,13 @@ type LoginResult struct {
 // HWID_MISMATCH or DEVICE_LIMIT.
 func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*LoginResult, error) {
 	if req.LicenseKey == "" {
-		return nil, missing("license_key")
+		return nil, apperr.Missing("license_key")
 	}
 	if req.HWID == "" {
-		return nil, missing("hwid")
+		return nil, apperr.Missing("hwid")
 	}
 	if len(req.HWID) > 256 {
-		return nil, invalidField("hwid", "longer than 256 characters")
+		return nil, apperr.InvalidField("hwid", "longer than 256 characters")
 	}
 	if app.Settings.Maintenance {
 		return nil, killError(CodeMaintenance, app)
@@ -273,7 +273,7 @@ func (st seats) retireOverflow(ctx context.Context, tx Tx, hwid string, now, sta
 // BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's key.
 func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey string) error {
 	if token == "" {
-		return missing("session_id")
+		return apperr.Missing("session_id")
 	}
 	now := s.Now()
 	v, err := s.store.HeartbeatView(ctx, HashToken(token))
@@ -386,7 +386,7 @@ func (s *Service) ReapSessions(ctx context.Context) (int, error) {
 // Logging out an unknown or ended session succeeds (clients ignore failures).
 func (s *Service) Logout(ctx context.Context, app *App, token string) error {
 	if token == "" {
-		return missing("session_id")
+		return apperr.Missing("session_id")
 	}
 	now := s.Now()
 	return s.store.InTx(ctx, func(tx Tx) error {
@@ -410,7 +410,7 @@ func (s *Service) Logout(ctx context.Context, app *App, token string) error {
 // binding a device. It returns MISSING_FIELDS or INVALID_KEY.
 func (s *Service) CheckKey(ctx context.Context, app *App, licenseKey string) (*Key, error) {
 	if licenseKey == "" {
-		return nil, missing("license_key")
+		return nil, apperr.Missing("license_key")
 	}
 	k, err := s.store.Key(ctx, app.ID, licenseKey)
 	if errors.Is(err, apperr.ErrNotFound) {

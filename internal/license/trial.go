@@ -48,10 +48,10 @@ type TrialResult struct {
 // PAUSED (the owner stopped the trial key).
 func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*TrialResult, error) {
 	if req.HWID == "" {
-		return nil, missing("hwid")
+		return nil, apperr.Missing("hwid")
 	}
 	if len(req.HWID) > 256 {
-		return nil, invalidField("hwid", "longer than 256 characters")
+		return nil, apperr.InvalidField("hwid", "longer than 256 characters")
 	}
 	st := app.Settings
 	if !st.TrialEnabled {
