@@ -17,6 +17,20 @@ type Database struct {
 	DatabaseURL string `name:"database-url" env:"KEYWARD_DATABASE_URL" help:"postgres:// URL; empty uses SQLite under --data."`
 }
 
+// Blobs locates the bytes of update artifacts: a directory by default, an
+// S3-compatible bucket when S3Bucket is set (needed with several processes).
+type Blobs struct {
+	BlobDir         string `name:"blob-dir" env:"KEYWARD_BLOB_DIR" help:"Directory of update artifacts; default <data>/blobs."`
+	S3Endpoint      string `name:"s3-endpoint" env:"KEYWARD_S3_ENDPOINT" help:"S3-compatible endpoint host[:port] for update artifacts."`
+	S3Bucket        string `name:"s3-bucket" env:"KEYWARD_S3_BUCKET" help:"Bucket of update artifacts; setting it selects the S3 store."`
+	S3Region        string `name:"s3-region" env:"KEYWARD_S3_REGION" help:"Region of the bucket."`
+	S3AccessKey     string `name:"s3-access-key" env:"KEYWARD_S3_ACCESS_KEY" help:"S3 access key ID."`
+	S3SecretKey     string `name:"s3-secret-key" env:"KEYWARD_S3_SECRET_KEY" help:"S3 secret access key."`
+	S3Prefix        string `name:"s3-prefix" env:"KEYWARD_S3_PREFIX" help:"Key prefix inside the bucket."`
+	S3Insecure      bool   `name:"s3-insecure" env:"KEYWARD_S3_INSECURE" help:"Talk plain HTTP to the S3 endpoint (private networks only)."`
+	MaxArtifactSize int64  `name:"max-artifact-mb" default:"4096" env:"KEYWARD_MAX_ARTIFACT_MB" help:"Largest update artifact accepted, in MiB (0: 4096)."`
+}
+
 // Limits are the abuse limits: password hashing cost of app user accounts,
 // sign-in lockouts (shared through the database by every process) and the
 // per-IP request limiter (per process).
@@ -63,6 +77,7 @@ type Config struct {
 	TokenTTL       time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
 
 	Limits `embed:""`
+	Blobs  `embed:""`
 
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
@@ -128,5 +143,19 @@ func (c *Config) Validate() error {
 	if c.TokenTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("--token-ttl (KEYWARD_TOKEN_TTL) %s: must be at least 1m", c.TokenTTL))
 	}
+	if c.MaxArtifactSize < 0 {
+		errs = append(errs, fmt.Errorf("--max-artifact-mb (KEYWARD_MAX_ARTIFACT_MB) %d: must not be negative", c.MaxArtifactSize))
+	}
+	if c.S3Bucket != "" && c.S3Endpoint == "" {
+		errs = append(errs, errors.New("--s3-bucket needs --s3-endpoint (KEYWARD_S3_ENDPOINT)"))
+	}
 	return errors.Join(errs...)
+}
+
+// ArtifactLimit is the largest artifact upload in bytes.
+func (b Blobs) ArtifactLimit() int64 {
+	if b.MaxArtifactSize <= 0 {
+		return 4096 << 20
+	}
+	return b.MaxArtifactSize << 20
 }

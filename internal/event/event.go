@@ -31,6 +31,7 @@ const (
 	SuspiciousActivity = "suspicious_activity"
 	NewOrder           = "new_order"
 	OrderApproved      = "order.approved"
+	UpdatePublished    = "update.published"
 
 	// keyward's own events, beyond the API reference's list.
 	AccountCreated = "account.created" // an app user account signed up

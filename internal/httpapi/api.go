@@ -16,6 +16,7 @@ import (
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/update"
 )
 
 // ReplayStore is the shared record of answered envelopes, so that a replay
@@ -36,6 +37,8 @@ type Config struct {
 	ReplayMemory int
 	// Per-IP request limits (see limit.go); a zero rate is no limit.
 	Rate, AdminRate, HeartbeatRate ratelimit.Rate
+	// MaxArtifact is the largest update artifact upload in bytes.
+	MaxArtifact int64
 }
 
 // API serves every HTTP route.
@@ -45,6 +48,7 @@ type API struct {
 	content  *content.Service
 	commerce *commerce.Service
 	orders   *commerce.Orders
+	updates  *update.Service
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -54,13 +58,26 @@ type API struct {
 	cfg      Config
 }
 
+// Services are the domain services the API serves.
+type Services struct {
+	License  *license.Service
+	Admins   *admin.Service
+	Content  *content.Service
+	Commerce *commerce.Service
+	Orders   *commerce.Orders
+	Updates  *update.Service
+}
+
 // New returns the API over the given services.
-func New(lic *license.Service, admins *admin.Service, ct *content.Service, cm *commerce.Service, orders *commerce.Orders, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
+func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
 	if cfg.ReplayMemory <= 0 {
 		cfg.ReplayMemory = 2_000_000
 	}
-	return &API{lic: lic, admins: admins, content: ct, commerce: cm, orders: orders, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory),
-		limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+	if cfg.MaxArtifact <= 0 {
+		cfg.MaxArtifact = 4096 << 20
+	}
+	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates,
+		db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -74,6 +91,8 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/auth/logout.php", only("POST", a.envelope(a.logout, replayShared)))
 	mux.Handle("/api/auth/check-key.php", only("POST", a.mirrored(a.checkKey)))
 	mux.Handle("/api/update/validate.php", only("POST", a.plain(a.validate)))
+	mux.Handle("/api/update/check.php", only("POST", a.envelope(a.updateCheck, replayLocal)))
+	mux.Handle("/api/update/download.php", http.HandlerFunc(a.updateDownload))
 	mux.Handle("/api/auth/request-hwid-reset.php", only("POST", a.plain(a.requestHWIDReset)))
 	mux.Handle("/api/customer/reset-hwid.php", only("POST", a.plain(a.selfReset)))
 	mux.Handle("/api/auth/trial.php", only("POST", a.plain(a.trial)))
@@ -106,6 +125,8 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleter(a.content.DeleteSlide, "Slide")}))
 	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleter(a.content.DeleteLink, "Link")}))
 	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")}))
+	mux.Handle("/api/admin/updates.php", a.bearer(methods{"GET": a.getUpdates, "POST": a.postUpdates, "PUT": a.putUpdates,
+		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")}))
 	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -44,6 +44,13 @@ func (s *Server) Do(method, path string, header http.Header, body []byte) *Reply
 	for k, v := range header {
 		req.Header[k] = v
 	}
+	return s.send(req)
+}
+
+// send sends req and decodes a JSON answer.
+func (s *Server) send(req *http.Request) *Reply {
+	s.T.Helper()
+	method, path := req.Method, req.URL.Path
 	resp, err := HTTP.Do(req)
 	if err != nil {
 		s.T.Fatalf("%s %s: %v", method, path, err)

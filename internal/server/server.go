@@ -21,6 +21,7 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/blob"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/content"
@@ -30,6 +31,7 @@ import (
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
+	"github.com/keyward/keyward/internal/update"
 )
 
 // Options are the parts of a server that are not configuration.
@@ -52,6 +54,8 @@ type Server struct {
 	Content  *content.Service
 	Commerce *commerce.Service
 	Orders   *commerce.Orders
+	Updates  *update.Service
+	blobs    blob.Store
 	api      *httpapi.API
 	jobs     *sweep.Runner
 	servers  []*http.Server
@@ -121,7 +125,12 @@ func (s *Server) init(ctx context.Context) error {
 		}
 		return app.Settings.KeyPrefix, nil
 	})
-	s.api = httpapi.New(s.License, s.Admins, s.Content, s.Commerce, s.Orders, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy,
+	if s.blobs, err = openBlobs(ctx, s.cfg); err != nil {
+		return err
+	}
+	s.Updates = update.NewService(s.DB.UpdateStore(), s.blobs, s.opts.Now, rand.Reader, s.opts.Log)
+	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
+		Updates: s.Updates}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -327,6 +336,30 @@ func (s *Server) Close(ctx context.Context) error {
 	if s.jobs != nil {
 		s.jobs.Stop()
 	}
+	if c, ok := s.blobs.(io.Closer); ok {
+		errs = append(errs, c.Close())
+	}
 	errs = append(errs, s.DB.Close())
 	return errors.Join(errs...)
+}
+
+// openBlobs opens the store of update artifacts: the S3-compatible bucket
+// when one is configured, else a directory (--blob-dir or <data>/blobs).
+func openBlobs(ctx context.Context, cfg config.Config) (blob.Store, error) {
+	if cfg.S3Bucket != "" {
+		return blob.OpenS3(ctx, blob.S3Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region,
+			AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, Prefix: cfg.S3Prefix, Insecure: cfg.S3Insecure})
+	}
+	dir := cfg.BlobDir
+	if dir == "" {
+		if cfg.Data == "" {
+			return nil, errors.New("--blob-dir (KEYWARD_BLOB_DIR) or --data is needed for update artifacts")
+		}
+		dir = filepath.Join(cfg.Data, "blobs")
+	}
+	d, err := blob.OpenDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob directory %s: %w", dir, err)
+	}
+	return d, nil
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Channels, from the most to the least conservative. A caller on a channel
@@ -29,10 +30,13 @@ const FullRollout = 10000
 // Artifact is one downloadable file of a release; empty OS and Arch mean it
 // runs everywhere.
 type Artifact struct {
-	OS, Arch string
-	FileName string
-	Size     int64
-	SHA256   string
+	ID        int64
+	OS, Arch  string
+	FileName  string
+	Size      int64
+	SHA256    string
+	BlobKey   string // where the bytes are in the blob store
+	CreatedAt time.Time
 }
 
 // Release is a version an app ships.
@@ -49,6 +53,11 @@ type Release struct {
 	Halted     bool // rollout frozen at its current value
 	Yanked     bool
 	Artifacts  []Artifact
+
+	AppID       string
+	PublishedAt *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // Policy is the app-level part of a decision.
@@ -214,5 +223,26 @@ func Decide(p Policy, releases []Release, req Request) Decision {
 		}
 		d.Reasons = append(d.Reasons, why)
 	}
+	if d.Release != nil && !d.Mandatory {
+		// A mandatory release the caller jumps over makes the jump mandatory:
+		// 1.9 offered 2.1 must still take 2.0's required fix.
+		for _, r := range order {
+			if r.Mandatory && r.Published && !r.Yanked && channelRank[r.Channel] <= channelRank[ch] && !(r.Version.IsPre() && ch == Stable) &&
+				r.Version.Compare(req.Version) > 0 && r.Version.Compare(d.Release.Version) < 0 {
+				d.Mandatory = true
+				d.Reasons[indexOf(order, d.Release)].Detail = "mandatory: it includes the mandatory " + r.Version.String()
+				break
+			}
+		}
+	}
 	return d
+}
+
+func indexOf(order []*Release, r *Release) int {
+	for i := range order {
+		if order[i] == r {
+			return i
+		}
+	}
+	return 0
 }

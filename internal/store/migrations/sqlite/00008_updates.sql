@@ -1,0 +1,63 @@
+-- +goose Up
+-- Releases of an app and their per-platform artifacts (bytes in the blob
+-- store under blob_key). version is canonical semver text; unique per app.
+CREATE TABLE releases (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    app_id       TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    version      TEXT NOT NULL,
+    channel      TEXT NOT NULL,
+    changelog    TEXT NOT NULL DEFAULT '',
+    mandatory    INTEGER NOT NULL DEFAULT 0,
+    min_version  TEXT NOT NULL DEFAULT '',
+    rollout      INTEGER NOT NULL,
+    salt         TEXT NOT NULL,
+    published    INTEGER NOT NULL DEFAULT 0,
+    halted       INTEGER NOT NULL DEFAULT 0,
+    yanked       INTEGER NOT NULL DEFAULT 0,
+    published_at INTEGER,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    UNIQUE (app_id, version)
+);
+
+CREATE TABLE release_artifacts (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    release_id INTEGER NOT NULL REFERENCES releases(id) ON DELETE CASCADE,
+    os         TEXT NOT NULL DEFAULT '',
+    arch       TEXT NOT NULL DEFAULT '',
+    file_name  TEXT NOT NULL,
+    size       INTEGER NOT NULL,
+    sha256     TEXT NOT NULL,
+    blob_key   TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (release_id, os, arch)
+);
+
+-- The app's min_supported_version per channel.
+CREATE TABLE update_floors (
+    app_id     TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    channel    TEXT NOT NULL,
+    version    TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, channel)
+);
+
+-- The latest update check of each device (device = hash of hwid or key).
+CREATE TABLE update_checks (
+    app_id     TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
+    device     TEXT NOT NULL,
+    current    TEXT NOT NULL,
+    channel    TEXT NOT NULL,
+    os         TEXT NOT NULL DEFAULT '',
+    arch       TEXT NOT NULL DEFAULT '',
+    offered    TEXT NOT NULL DEFAULT '',
+    checked_at INTEGER NOT NULL,
+    PRIMARY KEY (app_id, device)
+);
+CREATE INDEX update_checks_recent ON update_checks (app_id, checked_at);
+
+-- +goose Down
+DROP TABLE update_checks;
+DROP TABLE update_floors;
+DROP TABLE release_artifacts;
+DROP TABLE releases;

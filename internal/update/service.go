@@ -1,0 +1,225 @@
+package update
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/blob"
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Store is the persistence updates need. Lookups return apperr.ErrNotFound
+// for missing rows; releases come with their artifacts.
+type Store interface {
+	Releases(ctx context.Context, appID string) ([]Release, error)
+	Release(ctx context.Context, appID string, id int64) (*Release, error)
+	// Floors returns the app's min_supported_version per channel.
+	Floors(ctx context.Context, appID string) (map[string]string, error)
+	// RecordCheck keeps the latest check of each device of an app.
+	RecordCheck(ctx context.Context, c CheckRecord) error
+	// CheckStats counts the devices whose latest check is at or after since.
+	CheckStats(ctx context.Context, appID string, since time.Time) (devices int64, byVersion []VersionCount, err error)
+	InTx(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is a write transaction of updates.
+type Tx interface {
+	InsertRelease(ctx context.Context, r *Release) error
+	ReleaseForUpdate(ctx context.Context, appID string, id int64) (*Release, error)
+	UpdateRelease(ctx context.Context, r *Release) error
+	DeleteRelease(ctx context.Context, appID string, id int64) error
+	// PutArtifact stores a release's artifact for its os/arch, replacing the
+	// one there and returning it (nil when there was none).
+	PutArtifact(ctx context.Context, releaseID int64, a *Artifact) (*Artifact, error)
+	SetFloor(ctx context.Context, appID, channel, version string, now time.Time) error
+	AddEvent(ctx context.Context, e event.Event) error
+	AddAudit(ctx context.Context, e audit.Entry) error
+}
+
+// CheckRecord is one device's latest update check. Device is a hash of the
+// caller's hwid (or license key), never the value itself.
+type CheckRecord struct {
+	AppID, Device, Current, Channel, OS, Arch, Offered string
+	At                                                 time.Time
+}
+
+// VersionCount says, for one version, how many devices were last offered it
+// and how many last reported running it.
+type VersionCount struct {
+	Version          string
+	Offered, Running int64
+}
+
+// Service manages releases and answers update checks.
+type Service struct {
+	store Store
+	blobs blob.Store
+	now   func() time.Time
+	rand  io.Reader
+	log   *slog.Logger
+}
+
+// NewService returns a Service over store and blobs.
+func NewService(store Store, blobs blob.Store, now func() time.Time, rand io.Reader, log *slog.Logger) *Service {
+	return &Service{store: store, blobs: blobs, now: now, rand: rand, log: log}
+}
+
+func (s *Service) clock() time.Time { return s.now().UTC() }
+
+func (s *Service) policy(ctx context.Context, appID string) (Policy, error) {
+	floors, err := s.store.Floors(ctx, appID)
+	if err != nil {
+		return Policy{}, err
+	}
+	p := Policy{AppID: appID, MinSupported: map[string]Version{}}
+	for ch, v := range floors {
+		if pv, err := ParseVersion(v); err == nil {
+			p.MinSupported[ch] = pv
+		}
+	}
+	return p, nil
+}
+
+// Check decides what the caller is offered and remembers the device's check
+// for the stats (callers without hwid or license key are not counted).
+func (s *Service) Check(ctx context.Context, appID string, req Request) (Decision, error) {
+	d, err := s.Explain(ctx, appID, req)
+	if err != nil {
+		return d, err
+	}
+	if id := callerID(req); id != "" {
+		rec := CheckRecord{AppID: appID, Device: deviceHash(appID, id), Current: req.Version.String(), Channel: req.Channel,
+			OS: req.OS, Arch: req.Arch, At: s.clock()}
+		if d.Release != nil {
+			rec.Offered = d.Release.Version.String()
+		}
+		if err := s.store.RecordCheck(ctx, rec); err != nil {
+			// Stats are best effort: the caller still gets its answer.
+			s.log.WarnContext(ctx, "record update check", "app_id", appID, "err", err)
+		}
+	}
+	return d, nil
+}
+
+// Explain decides without recording anything; the reasons say why each
+// release was or was not offered.
+func (s *Service) Explain(ctx context.Context, appID string, req Request) (Decision, error) {
+	p, err := s.policy(ctx, appID)
+	if err != nil {
+		return Decision{}, err
+	}
+	rels, err := s.store.Releases(ctx, appID)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decide(p, rels, req), nil
+}
+
+func callerID(req Request) string {
+	if req.HWID != "" {
+		return req.HWID
+	}
+	return req.LicenseKey
+}
+
+func deviceHash(appID, id string) string {
+	h := sha256.Sum256([]byte(appID + "|" + id))
+	return hex.EncodeToString(h[:16])
+}
+
+// Releases lists an app's releases, newest version first.
+func (s *Service) Releases(ctx context.Context, appID string) ([]Release, error) {
+	rels, err := s.store.Releases(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(rels, func(i, j int) bool { return rels[i].Version.Compare(rels[j].Version) > 0 })
+	return rels, nil
+}
+
+// Release returns one release.
+func (s *Service) Release(ctx context.Context, appID string, id int64) (*Release, error) {
+	r, err := s.store.Release(ctx, appID, id)
+	return r, missing(err)
+}
+
+// ReleaseByVersion returns the published, non-yanked release of an app with
+// exactly this version, as downloads see it.
+func (s *Service) ReleaseByVersion(ctx context.Context, appID, version string) (*Release, error) {
+	v, err := ParseVersion(strings.TrimSpace(version))
+	if err != nil {
+		return nil, apperr.InvalidField("v", err.Error())
+	}
+	rels, err := s.store.Releases(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rels {
+		if r := &rels[i]; r.Version.Compare(v) == 0 && r.Published && !r.Yanked {
+			return r, nil
+		}
+	}
+	return nil, apperr.NotFoundOf("Release")
+}
+
+// Floors returns the app's min_supported_version per channel.
+func (s *Service) Floors(ctx context.Context, appID string) (map[string]string, error) {
+	return s.store.Floors(ctx, appID)
+}
+
+// Stats is the check statistics of an app.
+type Stats struct {
+	Since   time.Time
+	Devices int64
+	ByVer   []VersionCount
+}
+
+// Stats counts the distinct devices that checked in the last `days` days and
+// what they were offered and run, per version.
+func (s *Service) Stats(ctx context.Context, appID string, days int) (Stats, error) {
+	if days <= 0 || days > 3650 {
+		return Stats{}, apperr.InvalidField("days", "must be 1 to 3650")
+	}
+	since := s.clock().Add(-time.Duration(days) * 24 * time.Hour)
+	n, by, err := s.store.CheckStats(ctx, appID, since)
+	return Stats{Since: since, Devices: n, ByVer: by}, err
+}
+
+func missing(err error) error {
+	if errors.Is(err, apperr.ErrNotFound) {
+		return apperr.NotFoundOf("Release")
+	}
+	return err
+}
+
+var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,199}$`)
+
+// CheckFileName validates the name an artifact is downloaded as.
+func CheckFileName(name string) error {
+	if !fileNameRE.MatchString(name) || strings.Contains(name, "..") {
+		return apperr.InvalidField("file_name", "use 1 to 200 letters, digits, spaces or . _ ( ) + -, starting with a letter or digit")
+	}
+	return nil
+}
+
+func checkChangelog(c string) error {
+	if len(c) > 100_000 || !utf8.ValidString(c) {
+		return apperr.InvalidField("changelog", "must be UTF-8 text of at most 100000 bytes")
+	}
+	return nil
+}
+
+func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
+	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
+}
