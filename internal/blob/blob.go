@@ -11,11 +11,11 @@ import (
 	"regexp"
 )
 
-// ErrNotFound is returned by Open and Delete for a key that holds nothing.
+// ErrNotFound is returned by Open for a key that holds nothing.
 var ErrNotFound = errors.New("blob: not found")
 
-// Object is a stored blob opened for reading; Seek and ReadAt serve ranges
-// without reading what comes before them.
+// Object is a stored blob opened for reading; Seek serves ranges without
+// reading what comes before them.
 type Object interface {
 	io.ReadSeekCloser
 	Size() int64
@@ -25,7 +25,8 @@ type Object interface {
 type Store interface {
 	// Put streams r to key and returns the bytes written. The object
 	// appears whole or not at all: a failed or cancelled Put leaves nothing
-	// under key. Put never holds the content in memory.
+	// under key. Put holds at most a bounded buffer in memory (none for a
+	// Dir, one 16 MiB part for S3), never the whole content.
 	Put(ctx context.Context, key string, r io.Reader) (int64, error)
 	// Open returns the object under key, or ErrNotFound.
 	Open(ctx context.Context, key string) (Object, error)

@@ -18,7 +18,9 @@ import (
 const tempPrefix = ".tmp-"
 
 // Dir is a Store in a directory of the local filesystem. Every access goes
-// through os.Root, so no key can reach outside the directory.
+// through os.Root, so no key can reach outside the directory. A key's
+// segments are directories, so unlike S3 a Dir cannot hold both "a" and
+// "a/b"; keyward's keys (releases/<id>/<random>) never collide that way.
 type Dir struct {
 	root *os.Root
 }
@@ -127,6 +129,10 @@ func (d *Dir) Open(_ context.Context, key string) (Object, error) {
 		f.Close()
 		return nil, err
 	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, ErrNotFound // a directory is a prefix of keys, not a key
+	}
 	return fileObject{f, info.Size()}, nil
 }
 
@@ -142,7 +148,13 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 	if !ValidKey(key) {
 		return nil
 	}
-	err := d.root.Remove(key)
+	info, err := d.root.Lstat(key)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
+		return nil // nothing stored under key (a directory is only a prefix)
+	} else if err != nil {
+		return err
+	}
+	err = d.root.Remove(key)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

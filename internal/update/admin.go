@@ -424,8 +424,7 @@ func (s *Service) OpenArtifact(ctx context.Context, a *Artifact) (io.ReadSeekClo
 }
 
 // ArtifactFor picks the artifact a download with os/arch gets: the same
-// choice the check made (exact, os-only, universal). With no os/arch and a
-// single artifact, that one.
+// choice the check made.
 func ArtifactFor(r *Release, os, arch string) (*Artifact, error) {
 	os, err := NormalizeOS(os)
 	if err != nil {
@@ -434,9 +433,6 @@ func ArtifactFor(r *Release, os, arch string) (*Artifact, error) {
 	arch, err = NormalizeArch(arch)
 	if err != nil {
 		return nil, err
-	}
-	if os == "" && arch == "" && len(r.Artifacts) == 1 {
-		return &r.Artifacts[0], nil
 	}
 	if a := artifactFor(r, os, arch); a != nil {
 		return a, nil

@@ -142,10 +142,14 @@ func InRollout(p Policy, r *Release, req Request) (bool, int) {
 	return b < r.Rollout, b
 }
 
-// artifactFor picks the caller's artifact: an exact os/arch match, else
-// one for the os on any arch, else a universal one.
+// artifactFor picks the caller's artifact: an exact os/arch match, else one
+// for the os on any arch, else a universal one. A caller that does not say
+// its arch (or its os: the SDKs send neither) also gets the one artifact of
+// its os (or of the release) when there is exactly one, as it could not run
+// anything else the release offers either.
 func artifactFor(r *Release, os, arch string) *Artifact {
-	var osOnly, universal *Artifact
+	var osOnly, universal, onlyOfOS *Artifact
+	ofOS := 0
 	for i := range r.Artifacts {
 		a := &r.Artifacts[i]
 		switch {
@@ -156,11 +160,22 @@ func artifactFor(r *Release, os, arch string) *Artifact {
 		case a.OS == "" && a.Arch == "" && universal == nil:
 			universal = a
 		}
+		if a.OS == os && a.OS != "" {
+			ofOS++
+			onlyOfOS = a
+		}
 	}
-	if osOnly != nil {
+	switch {
+	case osOnly != nil:
 		return osOnly
+	case universal != nil:
+		return universal
+	case os == "" && arch == "" && len(r.Artifacts) == 1:
+		return &r.Artifacts[0]
+	case os != "" && arch == "" && ofOS == 1:
+		return onlyOfOS
 	}
-	return universal
+	return nil
 }
 
 // Decide picks the newest release the caller may install now. The caller

@@ -65,6 +65,19 @@ func TestDecide(t *testing.T) {
 		{"os-wide artifact", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) {
 			r.Artifacts = []Artifact{{OS: "linux", FileName: "linux-any"}, {FileName: "universal"}}
 		})}, Request{Version: v("1.0.0"), OS: "linux", Arch: "arm64"}, "1.1.0", false, "linux-any"},
+		{"a caller without os or arch gets a release's only artifact", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) {
+			r.Artifacts = []Artifact{{OS: "windows", Arch: "x64", FileName: "win64"}}
+		})}, Request{Version: v("1.0.0")}, "1.1.0", false, "win64"},
+		{"but not one of several", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) { r.Artifacts = win })},
+			Request{Version: v("1.0.0")}, "", false, ""},
+		{"a caller without arch gets its os's only artifact", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) {
+			r.Artifacts = []Artifact{{OS: "windows", Arch: "x64", FileName: "win64"}, {OS: "macos", Arch: "arm64", FileName: "mac"}}
+		})}, Request{Version: v("1.0.0"), OS: "macos"}, "1.1.0", false, "mac"},
+		{"but not one of several of its os", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) { r.Artifacts = win })},
+			Request{Version: v("1.0.0"), OS: "windows"}, "", false, ""},
+		{"a caller that says its arch gets no other arch", policy, []Release{with(rel("1.1.0", Stable), func(r *Release) {
+			r.Artifacts = []Artifact{{OS: "windows", Arch: "x64", FileName: "win64"}}
+		})}, Request{Version: v("1.0.0"), OS: "windows", Arch: "arm64"}, "", false, ""},
 		{"min_version gate offers the stepping stone", policy, []Release{
 			with(rel("3.0.0", Stable), func(r *Release) { r.MinVersion = vp("2.0.0") }), rel("2.5.0", Stable)},
 			Request{Version: v("1.0.0")}, "2.5.0", false, ""},
@@ -76,6 +89,16 @@ func TestDecide(t *testing.T) {
 			[]Release{rel("2.0.0", Stable)}, Request{Version: v("1.0.0")}, "2.0.0", true, ""},
 		{"min_supported of another channel does not apply", Policy{AppID: "app", MinSupported: map[string]Version{Beta: v("1.5.0")}},
 			[]Release{rel("2.0.0", Stable)}, Request{Version: v("1.0.0")}, "2.0.0", false, ""},
+		{"a skipped mandatory release makes the jump mandatory", policy, []Release{
+			with(rel("2.0.0", Stable), func(r *Release) { r.Mandatory = true }), rel("2.1.0", Stable)},
+			Request{Version: v("1.9.0")}, "2.1.0", true, ""},
+		{"a mandatory release already installed does not", policy, []Release{
+			with(rel("2.0.0", Stable), func(r *Release) { r.Mandatory = true }), rel("2.1.0", Stable)},
+			Request{Version: v("2.0.0")}, "2.1.0", false, ""},
+		{"a yanked or beta mandatory release does not", policy, []Release{
+			with(rel("2.0.0", Stable), func(r *Release) { r.Mandatory, r.Yanked = true, true }),
+			with(rel("2.0.5", Beta), func(r *Release) { r.Mandatory = true }), rel("2.1.0", Stable)},
+			Request{Version: v("1.9.0")}, "2.1.0", false, ""},
 		{"at min_supported is not forced", Policy{AppID: "app", MinSupported: map[string]Version{Stable: v("1.0.0")}},
 			[]Release{rel("2.0.0", Stable)}, Request{Version: v("1.0.0")}, "2.0.0", false, ""},
 		{"rollout 0 holds back to the older release", policy, []Release{with(rel("1.2.0", Stable), func(r *Release) { r.Rollout = 0 }),
