@@ -31,8 +31,9 @@ func FuzzClientRoutes(f *testing.F) {
 	routes := []string{clCheckKey, clValidate, clRequestHWID, clSelfReset, clLogin, clHeartbeat, clLogout,
 		"/api/auth/trial.php", "/api/auth/account-register.php", "/api/auth/account-login.php",
 		"/api/auth/change-password.php", "/api/auth/account-redeem.php", "/api/app/slides.php", "/api/app/social-click.php",
-		"/api/app/pricing.php", "/api/app/fulfill.php"}
-	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true, "/api/app/slides.php": true, "/api/app/social-click.php": true}
+		"/api/app/pricing.php", "/api/app/fulfill.php", "/api/update/check.php"}
+	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true, "/api/app/slides.php": true, "/api/app/social-click.php": true,
+		"/api/update/check.php": true}
 	for i, body := range []string{
 		`{"license_key":"` + keys[0] + `"}`,
 		`{"license_key":" ` + keys[0] + ` ","hwid":"pc"}`,
@@ -56,6 +57,8 @@ func FuzzClientRoutes(f *testing.F) {
 		`{"session_id":"` + sid + `","license_key":"` + keys[0] + `"}`,
 		`{"username":["x"],"password":{"a":1},"hwid":7}`,
 		`{"app_id":"` + a.ID + `","plan_id":1,"email":"a@b.c"}`, `{"order_id":"ORD-1","secret":"x","payment_ref":7}`,
+		`{"v":"1.0.0","channel":"beta","os":"darwin","arch":"aarch64","hwid":"h","license_key":null}`,
+		`{"version":"1.2","channel":"nightly"}`, `{"v":7,"os":["x"]}`,
 		`{"action":"get_slides"}`, `{"link_id":1}`, `{"link_id":"7"}`, `{"platform":"discord"}`, `{"link_id":-1,"platform":7}`,
 	} {
 		for r := range routes {
