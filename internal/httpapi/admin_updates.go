@@ -265,6 +265,9 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 	if c.q.Get("action") == "upload" {
 		return a.uploadArtifact(ctx, c)
 	}
+	if streamsBody(c.r) {
+		return nil, apperr.InvalidField("action", "an artifact upload needs ?action=upload")
+	}
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err

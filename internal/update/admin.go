@@ -32,6 +32,7 @@ var (
 	errNeedsArtifact = apperr.New(apperr.Conflict, "NO_ARTIFACT", "Upload at least one artifact before publishing; create the release as a draft first.")
 	errNotDraft      = apperr.New(apperr.Conflict, "NOT_DRAFT", "Only a draft can be deleted; yank a published release instead.")
 	errYanked        = apperr.New(apperr.Conflict, "RELEASE_YANKED", "The release is yanked; unyank it first.")
+	errDraft         = apperr.New(apperr.Conflict, "NOT_PUBLISHED", "The release is a draft; publish it first (or delete it).")
 	errHalted        = apperr.New(apperr.Conflict, "ROLLOUT_HALTED", "The rollout is halted; resume it before changing it.")
 	errImmutable     = apperr.New(apperr.Conflict, "ARTIFACT_PUBLISHED", "A published release's artifacts cannot be replaced; publish a new version (a new os/arch may still be added).")
 )
@@ -130,6 +131,9 @@ type Edit struct {
 // EditRelease changes a release's channel (promoting beta to stable, say),
 // changelog, mandatory flag or min_version, published or not.
 func (s *Service) EditRelease(ctx context.Context, actor audit.Actor, appID string, id int64, e Edit) (*Release, error) {
+	if e == (Edit{}) {
+		return nil, apperr.Missing("channel, changelog, is_mandatory or min_version")
+	}
 	return s.change(ctx, actor, appID, id, "release.edit", func(r *Release) error {
 		if e.Channel != nil {
 			ch := strings.ToLower(strings.TrimSpace(*e.Channel))
@@ -200,6 +204,9 @@ func (s *Service) Publish(ctx context.Context, actor audit.Actor, appID string, 
 		if r.Published {
 			return apperr.New(apperr.Conflict, "ALREADY_PUBLISHED", "The release is already published.")
 		}
+		if r.Yanked {
+			return errYanked
+		}
 		if len(r.Artifacts) == 0 {
 			return errNeedsArtifact
 		}
@@ -233,6 +240,9 @@ func (s *Service) SetRollout(ctx context.Context, actor audit.Actor, appID strin
 func (s *Service) SetHalted(ctx context.Context, actor audit.Actor, appID string, id int64, halted bool) (*Release, error) {
 	action := map[bool]string{true: "release.halt", false: "release.resume"}[halted]
 	return s.change(ctx, actor, appID, id, action, func(r *Release) error {
+		if !r.Published {
+			return errDraft
+		}
 		r.Halted = halted
 		return nil
 	}, nil)
@@ -243,6 +253,9 @@ func (s *Service) SetHalted(ctx context.Context, actor audit.Actor, appID string
 func (s *Service) SetYanked(ctx context.Context, actor audit.Actor, appID string, id int64, yanked bool) (*Release, error) {
 	action := map[bool]string{true: "release.yank", false: "release.unyank"}[yanked]
 	return s.change(ctx, actor, appID, id, action, func(r *Release) error {
+		if !r.Published {
+			return errDraft
+		}
 		r.Yanked = yanked
 		return nil
 	}, nil)

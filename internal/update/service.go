@@ -193,7 +193,20 @@ func (s *Service) Stats(ctx context.Context, appID string, days int) (Stats, err
 	}
 	since := s.clock().Add(-time.Duration(days) * 24 * time.Hour)
 	n, by, err := s.store.CheckStats(ctx, appID, since)
+	sort.SliceStable(by, func(i, j int) bool { return byVersion(by[i].Version, by[j].Version) })
 	return Stats{Since: since, Devices: n, ByVer: by}, err
+}
+
+// byVersion orders version strings newest first; unparsable ones (callers
+// only send valid versions, but stored text is not trusted) go last.
+func byVersion(a, b string) bool {
+	va, ea := ParseVersion(a)
+	vb, eb := ParseVersion(b)
+	switch {
+	case ea != nil || eb != nil:
+		return ea == nil && eb != nil || (ea != nil && eb != nil && a < b)
+	}
+	return va.Compare(vb) > 0
 }
 
 func missing(err error) error {
