@@ -83,6 +83,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	}
 	s := &Server{cfg: cfg, opts: opts, DB: db}
 	if err := s.init(ctx); err != nil {
+		if c, ok := s.blobs.(io.Closer); ok {
+			c.Close()
+		}
 		db.Close()
 		return nil, err
 	}
