@@ -162,10 +162,12 @@ func (s updateStore) CheckStats(ctx context.Context, appID string, since time.Ti
 }
 
 func (t updateTx) InsertRelease(ctx context.Context, r *update.Release) error {
-	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO releases (app_id, version, channel, changelog, mandatory, min_version,
-		rollout, salt, published, halted, yanked, published_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		r.AppID, r.Version.String(), r.Channel, r.Changelog, r.Mandatory, minVersionText(r), r.Rollout, hex.EncodeToString(r.Salt),
+	key := r.Version
+	key.Build = ""
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO releases (app_id, version, version_key, channel, changelog, mandatory,
+		min_version, rollout, salt, published, halted, yanked, published_at, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		r.AppID, r.Version.String(), key.String(), r.Channel, r.Changelog, r.Mandatory, minVersionText(r), r.Rollout, hex.EncodeToString(r.Salt),
 		r.Published, r.Halted, r.Yanked, optMS(r.PublishedAt), ms(r.CreatedAt), ms(r.UpdatedAt)).Scan(&r.ID))
 }
 
@@ -188,10 +190,9 @@ func (t updateTx) UpdateRelease(ctx context.Context, r *update.Release) error {
 	return affected(res, err)
 }
 
+// DeleteRelease deletes the release; its artifacts go with it (ON DELETE
+// CASCADE on both engines).
 func (t updateTx) DeleteRelease(ctx context.Context, appID string, id int64) error {
-	if _, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM release_artifacts WHERE release_id = ?`), id); err != nil {
-		return translate(err)
-	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM releases WHERE app_id = ? AND id = ?`), appID, id)
 	return affected(res, err)
 }

@@ -67,6 +67,17 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"Plans", testPlans},
 		{"Orders", testOrders},
 		{"Subscriptions", testSubscriptions},
+		{"UpdateReleaseRoundTrip", testUpdateReleaseRoundTrip},
+		{"UpdateReleaseConflicts", testUpdateReleaseConflicts},
+		{"UpdateReleaseMissing", testUpdateReleaseMissing},
+		{"UpdateUpdateRelease", testUpdateUpdateRelease},
+		{"UpdateArtifacts", testUpdateArtifacts},
+		{"UpdateDeleteRelease", testUpdateDeleteRelease},
+		{"UpdateFloors", testUpdateFloors},
+		{"UpdateChecks", testUpdateChecks},
+		{"UpdateInTxRollsBack", testUpdateInTxRollsBack},
+		{"UpdateJournal", testUpdateJournal},
+		{"UpdateDeleteAppCascades", testUpdateDeleteAppCascades},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,10 +1,13 @@
 -- +goose Up
 -- Releases of an app and their per-platform artifacts (bytes in the blob
--- store under blob_key). version is canonical semver text; unique per app.
+-- store under blob_key). version is canonical semver text; version_key is
+-- the same without build metadata, which semver precedence ignores, so
+-- 1.0.0+a and 1.0.0+b cannot both exist.
 CREATE TABLE releases (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     app_id       TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
     version      TEXT NOT NULL,
+    version_key  TEXT NOT NULL,
     channel      TEXT NOT NULL,
     changelog    TEXT NOT NULL DEFAULT '',
     mandatory    INTEGER NOT NULL DEFAULT 0,
@@ -17,7 +20,7 @@ CREATE TABLE releases (
     published_at INTEGER,
     created_at   INTEGER NOT NULL,
     updated_at   INTEGER NOT NULL,
-    UNIQUE (app_id, version)
+    UNIQUE (app_id, version_key)
 );
 
 CREATE TABLE release_artifacts (
