@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -798,7 +799,7 @@ func TestAdminContentRoutes(t *testing.T) {
 					admExpect(t, s.Do(m, path, http.Header{"Authorization": {"Basic YWRtaW46eA=="}}, raw), 401, "UNAUTHORIZED")
 				}
 				for _, m := range []string{"PATCH", "POST", "OPTIONS"} {
-					if adcHas(rt.methods, m) {
+					if slices.Contains(rt.methods, m) {
 						continue
 					}
 					r := s.Do(m, rt.path+"?app_id="+a.ID, admBearer(s.AdminToken()), admJSON(t, valid[rt.path]))
@@ -822,15 +823,6 @@ func TestAdminContentRoutes(t *testing.T) {
 			t.Fatalf("audit after refusals: %v", e)
 		}
 	})
-}
-
-func adcHas(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ---- branding

@@ -2,10 +2,8 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -61,20 +60,7 @@ func aduPut(t testing.TB, s *kwtest.Server, q url.Values, header http.Header, bo
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := kwtest.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("PUT upload: %v", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &kwtest.Reply{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if err := json.Unmarshal(raw, &r.Body); err != nil {
-		t.Fatalf("PUT upload: reply is not JSON: %v: %s", err, raw)
-	}
-	return r
+	return s.Send(req)
 }
 
 // aduUpload uploads body as an artifact of release id of a (os, arch and
@@ -231,17 +217,7 @@ func aduAudit(t testing.TB, a *kwtest.App) []map[string]any {
 // aduPublished returns the data of the app's update.published events.
 func aduPublished(t testing.TB, s *kwtest.Server, appID string) []map[string]any {
 	t.Helper()
-	evs, err := s.DB.Events(context.Background(), 0, 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	for _, e := range evs {
-		if e.Type == event.UpdatePublished && e.AppID == appID {
-			out = append(out, e.Data)
-		}
-	}
-	return out
+	return s.EventsOf(appID, event.UpdatePublished)
 }
 
 // aduStats returns GET updates.php?action=stats&days=… (days "" omits it).
@@ -527,12 +503,12 @@ func TestAdminUpdatesUpload(t *testing.T) {
 		}
 		var gone, added []string
 		for _, f := range before {
-			if !aduHas(after, f) {
+			if !slices.Contains(after, f) {
 				gone = append(gone, f)
 			}
 		}
 		for _, f := range after {
-			if !aduHas(before, f) {
+			if !slices.Contains(before, f) {
 				added = append(added, f)
 			}
 		}
@@ -601,15 +577,6 @@ func TestAdminUpdatesUpload(t *testing.T) {
 			t.Fatalf("%d blobs after a refused upload to a yanked release, want 5", n)
 		}
 	})
-}
-
-func aduHas(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // An artifact over --max-artifact-mb is refused with BODY_TOO_LARGE and leaves

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -240,20 +239,7 @@ func clChunked(t testing.TB, s *kwtest.Server, path, secret string, body []byte)
 		t.Fatal(err)
 	}
 	req.Header = clHeader(secret)
-	resp, err := kwtest.HTTP.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &kwtest.Reply{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
-	if err := json.Unmarshal(raw, &r.Body); err != nil {
-		t.Fatalf("POST %s: reply is not a JSON object: %s", path, raw)
-	}
-	return r
+	return s.Send(req)
 }
 
 // The body limit is exactly 64 KiB: a body of that size is read, one byte

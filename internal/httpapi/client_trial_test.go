@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"net/http"
@@ -192,17 +191,7 @@ func trTrialOf(t testing.TB, a *kwtest.App, hwid string) map[string]any {
 // trEvents returns the data of the app's trial.created events, oldest first.
 func trEvents(t testing.TB, s *kwtest.Server, appID string) []map[string]any {
 	t.Helper()
-	evs, err := s.DB.Events(context.Background(), 0, 100000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []map[string]any
-	for _, e := range evs {
-		if e.Type == "trial.created" && e.AppID == appID {
-			out = append(out, e.Data)
-		}
-	}
-	return out
+	return s.EventsOf(appID, "trial.created")
 }
 
 // trConvert posts keys.php?app_id=&action=convert.

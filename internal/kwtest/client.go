@@ -2,6 +2,7 @@ package kwtest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,11 +45,11 @@ func (s *Server) Do(method, path string, header http.Header, body []byte) *Reply
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	return s.send(req)
+	return s.Send(req)
 }
 
-// send sends req and decodes a JSON answer.
-func (s *Server) send(req *http.Request) *Reply {
+// Send sends req and decodes a JSON answer (by its Content-Type).
+func (s *Server) Send(req *http.Request) *Reply {
 	s.T.Helper()
 	method, path := req.Method, req.URL.Path
 	resp, err := HTTP.Do(req)
@@ -254,3 +255,20 @@ func ExpectCode(t testing.TB, r *Reply, status int, code string) {
 
 // String formats a reply for failure messages.
 func (r *Reply) String() string { return fmt.Sprintf("%d %s", r.Status, r.Raw) }
+
+// EventsOf returns the data of the app's recorded events of type typ, oldest
+// first.
+func (s *Server) EventsOf(appID, typ string) []map[string]any {
+	s.T.Helper()
+	evs, err := s.DB.Events(context.Background(), 0, 100000)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	var out []map[string]any
+	for _, e := range evs {
+		if e.Type == typ && e.AppID == appID {
+			out = append(out, e.Data)
+		}
+	}
+	return out
+}

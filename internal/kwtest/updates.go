@@ -36,7 +36,7 @@ func (a *App) Upload(id int64, os, arch string, body io.Reader, sha256 string) *
 	}
 	req.Header.Set("Authorization", "Bearer "+a.S.AdminToken())
 	req.Header.Set("Content-Type", "application/octet-stream")
-	return a.S.send(req)
+	return a.S.Send(req)
 }
 
 // Release creates, uploads (one universal artifact) and publishes a release
