@@ -146,6 +146,7 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.jobs = sweep.New(s.opts.Log,
 		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
+		sweep.Job{Name: "flush-update-checks", Interval: flush, Run: s.Updates.FlushChecks, Final: s.Updates.FlushChecks},
 		sweep.Job{Name: "reap-sessions", Interval: reap, Run: func(ctx context.Context) error {
 			n, err := s.License.ReapSessions(ctx)
 			if n > 0 {

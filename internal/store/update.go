@@ -126,13 +126,26 @@ func (s updateStore) Floors(ctx context.Context, appID string) (map[string]strin
 	return textMap(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT channel, version FROM update_floors WHERE app_id = ?`), appID))
 }
 
-func (s updateStore) RecordCheck(ctx context.Context, c update.CheckRecord) error {
-	_, err := s.db.write.ExecContext(ctx, s.db.rebind(`INSERT INTO update_checks (app_id, device, current, channel, os, arch, offered, checked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (app_id, device) DO UPDATE SET current = excluded.current, channel = excluded.channel, os = excluded.os,
-			arch = excluded.arch, offered = excluded.offered, checked_at = excluded.checked_at`),
-		c.AppID, c.Device, c.Current, c.Channel, c.OS, c.Arch, c.Offered, ms(c.At))
-	return translate(err)
+func (s updateStore) RecordChecks(ctx context.Context, cs []update.CheckRecord) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		// A check of an app deleted since it was buffered is skipped, not an
+		// error that would fail the whole batch.
+		stmt, err := tx.PrepareContext(ctx, s.db.rebind(`INSERT INTO update_checks (app_id, device, current, channel, os, arch, offered, checked_at)
+			SELECT ?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM apps WHERE id = ?)
+			ON CONFLICT (app_id, device) DO UPDATE SET current = excluded.current, channel = excluded.channel, os = excluded.os,
+				arch = excluded.arch, offered = excluded.offered, checked_at = excluded.checked_at
+			WHERE excluded.checked_at >= update_checks.checked_at`))
+		if err != nil {
+			return translate(err)
+		}
+		defer stmt.Close()
+		for _, c := range cs {
+			if _, err := stmt.ExecContext(ctx, c.AppID, c.Device, c.Current, c.Channel, c.OS, c.Arch, c.Offered, ms(c.At), c.AppID); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
+	})
 }
 
 func (s updateStore) CheckStats(ctx context.Context, appID string, since time.Time) (int64, []update.VersionCount, error) {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,8 +27,9 @@ type Store interface {
 	Release(ctx context.Context, appID string, id int64) (*Release, error)
 	// Floors returns the app's min_supported_version per channel.
 	Floors(ctx context.Context, appID string) (map[string]string, error)
-	// RecordCheck keeps the latest check of each device of an app.
-	RecordCheck(ctx context.Context, c CheckRecord) error
+	// RecordChecks keeps the latest check of each device of an app, in one
+	// transaction; a record older than the stored one changes nothing.
+	RecordChecks(ctx context.Context, cs []CheckRecord) error
 	// CheckStats counts the devices whose latest check is at or after since.
 	CheckStats(ctx context.Context, appID string, since time.Time) (devices int64, byVersion []VersionCount, err error)
 	InTx(ctx context.Context, fn func(Tx) error) error
@@ -68,11 +70,65 @@ type Service struct {
 	now   func() time.Time
 	rand  io.Reader
 	log   *slog.Logger
+
+	// pending holds the latest check of each device since the last flush
+	// (FlushChecks, every second from a sweep job and at shutdown), so a
+	// check costs no write transaction of its own. Bounded by maxPending.
+	mu      sync.Mutex
+	pending map[string]CheckRecord
 }
+
+// maxPending bounds the buffered checks; past it a check is written at once.
+const maxPending = 100_000
 
 // NewService returns a Service over store and blobs.
 func NewService(store Store, blobs blob.Store, now func() time.Time, rand io.Reader, log *slog.Logger) *Service {
-	return &Service{store: store, blobs: blobs, now: now, rand: rand, log: log}
+	return &Service{store: store, blobs: blobs, now: now, rand: rand, log: log, pending: map[string]CheckRecord{}}
+}
+
+// remember buffers a device's check, or writes it at once when the buffer
+// is full.
+func (s *Service) remember(ctx context.Context, rec CheckRecord) {
+	k := rec.AppID + "|" + rec.Device
+	s.mu.Lock()
+	_, seen := s.pending[k]
+	if seen || len(s.pending) < maxPending {
+		s.pending[k] = rec
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	if err := s.store.RecordChecks(ctx, []CheckRecord{rec}); err != nil {
+		s.log.WarnContext(ctx, "record update check", "app_id", rec.AppID, "err", err)
+	}
+}
+
+// FlushChecks writes the buffered checks in one transaction. On failure
+// they are put back, unless newer checks of the same devices came meanwhile.
+func (s *Service) FlushChecks(ctx context.Context) error {
+	s.mu.Lock()
+	batch := s.pending
+	if len(batch) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	s.pending = make(map[string]CheckRecord, len(batch))
+	s.mu.Unlock()
+	list := make([]CheckRecord, 0, len(batch))
+	for _, rec := range batch {
+		list = append(list, rec)
+	}
+	err := s.store.RecordChecks(ctx, list)
+	if err != nil {
+		s.mu.Lock()
+		for k, rec := range batch {
+			if _, newer := s.pending[k]; !newer && len(s.pending) < maxPending {
+				s.pending[k] = rec
+			}
+		}
+		s.mu.Unlock()
+	}
+	return err
 }
 
 func (s *Service) clock() time.Time { return s.now().UTC() }
@@ -92,7 +148,9 @@ func (s *Service) policy(ctx context.Context, appID string) (Policy, error) {
 }
 
 // Check decides what the caller is offered and remembers the device's check
-// for the stats (callers without hwid or license key are not counted).
+// for the stats (callers without hwid or license key are not counted). The
+// record is buffered: stats lag by up to a second, and a crash loses at most
+// that second of them.
 func (s *Service) Check(ctx context.Context, appID string, req Request) (Decision, error) {
 	d, err := s.Explain(ctx, appID, req)
 	if err != nil {
@@ -104,10 +162,7 @@ func (s *Service) Check(ctx context.Context, appID string, req Request) (Decisio
 		if d.Release != nil {
 			rec.Offered = d.Release.Version.String()
 		}
-		if err := s.store.RecordCheck(ctx, rec); err != nil {
-			// Stats are best effort: the caller still gets its answer.
-			s.log.WarnContext(ctx, "record update check", "app_id", appID, "err", err)
-		}
+		s.remember(ctx, rec)
 	}
 	return d, nil
 }
@@ -192,6 +247,9 @@ func (s *Service) Stats(ctx context.Context, appID string, days int) (Stats, err
 		return Stats{}, apperr.InvalidField("days", "must be 1 to 3650")
 	}
 	since := s.clock().Add(-time.Duration(days) * 24 * time.Hour)
+	if err := s.FlushChecks(ctx); err != nil { // this process's checks count at once
+		return Stats{}, err
+	}
 	n, by, err := s.store.CheckStats(ctx, appID, since)
 	sort.SliceStable(by, func(i, j int) bool { return byVersion(by[i].Version, by[j].Version) })
 	return Stats{Since: since, Devices: n, ByVer: by}, err

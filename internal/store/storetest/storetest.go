@@ -75,6 +75,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"UpdateDeleteRelease", testUpdateDeleteRelease},
 		{"UpdateFloors", testUpdateFloors},
 		{"UpdateChecks", testUpdateChecks},
+		{"UpdateCheckBatch", testUpdateCheckBatch},
 		{"UpdateInTxRollsBack", testUpdateInTxRollsBack},
 		{"UpdateJournal", testUpdateJournal},
 		{"UpdateDeleteAppCascades", testUpdateDeleteAppCascades},

@@ -749,7 +749,7 @@ func checkStats(t *testing.T, db *store.DB, what, appID string, since time.Time,
 	}
 }
 
-// RecordCheck keeps each device's latest check; CheckStats counts the
+// RecordChecks keeps each device's latest check; CheckStats counts the
 // devices whose latest check is at or after since, and per version how many
 // were offered it and how many run it.
 func testUpdateChecks(t *testing.T, db *store.DB) {
@@ -764,13 +764,16 @@ func testUpdateChecks(t *testing.T, db *store.DB) {
 		t.Helper()
 		c := update.CheckRecord{AppID: app, Device: device, Current: current, Channel: update.Stable, OS: "windows", Arch: "amd64",
 			Offered: offered, At: at}
-		if err := us.RecordCheck(ctx, c); err != nil {
+		if err := us.RecordChecks(ctx, []update.CheckRecord{c}); err != nil {
 			t.Fatalf("RecordCheck(%+v): %v", c, err)
 		}
 	}
-	// d1 first checked long ago, then again recently: only the new check counts.
+	// d1 first checked long ago, then again recently: only the new check
+	// counts, and an older record arriving late (another process's buffer)
+	// does not overwrite it.
 	rec("a", "d1", "0.9.0", "", t0.Add(-48*time.Hour))
 	rec("a", "d1", "1.0.0", "2.0.0", t0.Add(time.Minute))
+	rec("a", "d1", "0.8.0", "", t0.Add(-72*time.Hour))
 	// d2 checked exactly at since.
 	rec("a", "d2", "2.0.0", "", t0)
 	// d3 a millisecond too early.
@@ -812,9 +815,17 @@ func testUpdateChecks(t *testing.T, db *store.DB) {
 	})
 	checkStats(t, db, "of an unknown app", "missing", t0.Add(-1000*time.Hour), 0, nil)
 
-	// A device moving out of the window: its latest check is what counts.
-	rec("a", "d2", "2.0.0", "", t0.Add(-time.Hour))
-	checkStats(t, db, "after d2's latest check moved before since", "a", since, 3, []update.VersionCount{
+	// A check older than the stored one (buffered in another process and
+	// written late) changes nothing; a device leaves the window only when
+	// since passes its latest check.
+	rec("a", "d2", "1.0.0", "", t0.Add(-time.Hour))
+	checkStats(t, db, "after an older check of d2 arrived late", "a", since, 4, []update.VersionCount{
+		{Version: "1.0.0", Offered: 0, Running: 1},
+		{Version: "2.0.0", Offered: 2, Running: 1},
+		{Version: "1.5.0", Offered: 0, Running: 1},
+		{Version: "2.0.0-beta.1+x.9", Offered: 0, Running: 1},
+	})
+	checkStats(t, db, "once since passes d2's check", "a", since.Add(time.Millisecond), 3, []update.VersionCount{
 		{Version: "1.0.0", Offered: 0, Running: 1},
 		{Version: "2.0.0", Offered: 2, Running: 0},
 		{Version: "1.5.0", Offered: 0, Running: 1},
@@ -951,8 +962,8 @@ func testUpdateDeleteAppCascades(t *testing.T, db *store.DB) {
 			return tx.SetFloor(ctx, app, update.Beta, "0.9.0", t0)
 		})
 		for _, dev := range []string{"d1", "d2"} {
-			if err := db.UpdateStore().RecordCheck(ctx, update.CheckRecord{AppID: app, Device: dev, Current: "0.9.0",
-				Channel: update.Stable, Offered: "1.0.0", At: t0}); err != nil {
+			if err := db.UpdateStore().RecordChecks(ctx, []update.CheckRecord{{AppID: app, Device: dev, Current: "0.9.0",
+				Channel: update.Stable, Offered: "1.0.0", At: t0}}); err != nil {
 				t.Fatalf("RecordCheck: %v", err)
 			}
 		}
@@ -989,4 +1000,22 @@ func testUpdateDeleteAppCascades(t *testing.T, db *store.DB) {
 		{Version: "0.9.0", Offered: 0, Running: 2},
 		{Version: "1.0.0", Offered: 2, Running: 0},
 	})
+}
+
+// A batch of checks is written together; a check of an app deleted since it
+// was buffered is skipped rather than failing the batch.
+func testUpdateCheckBatch(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	addApp(t, db, "a")
+	batch := []update.CheckRecord{
+		{AppID: "a", Device: "d1", Current: "1.0.0", Channel: update.Stable, Offered: "1.1.0", At: t0},
+		{AppID: "gone", Device: "d9", Current: "1.0.0", Channel: update.Stable, At: t0},
+		{AppID: "a", Device: "d2", Current: "1.1.0", Channel: update.Beta, At: t0},
+	}
+	if err := db.UpdateStore().RecordChecks(ctx, batch); err != nil {
+		t.Fatalf("RecordChecks with a deleted app's check: %v", err)
+	}
+	checkStats(t, db, "after the batch", "a", t0, 2, []update.VersionCount{{Version: "1.1.0", Offered: 1, Running: 1},
+		{Version: "1.0.0", Running: 1}})
+	checkStats(t, db, "the deleted app", "gone", t0, 0, nil)
 }

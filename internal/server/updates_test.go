@@ -115,3 +115,34 @@ func TestUpdatesAcrossServersS3Postgres(t *testing.T) {
 		t.Fatal("the second process served different bytes")
 	}
 }
+
+// Update checks are buffered per process and written by the flush job; a
+// process that stops writes what it holds, so another process's stats see
+// every check (no check lost on a clean shutdown).
+func TestUpdateChecksFlushedOnCloseSQLite(t *testing.T) {
+	t.Parallel()
+	updateChecksFlushedOnClose(t, startSQLitePair)
+}
+
+func TestUpdateChecksFlushedOnClosePostgres(t *testing.T) {
+	t.Parallel()
+	updateChecksFlushedOnClose(t, startPostgresPair)
+}
+
+func updateChecksFlushedOnClose(t *testing.T, pair func(*testing.T) (a, b *kwtest.Server)) {
+	a, b := pair(t)
+	app := a.CreateApp("Flush")
+	app.Release("1.1.0", []byte("bytes"), nil)
+	for _, hwid := range []string{"pc-1", "pc-2", "pc-3"} {
+		if r := app.Env("/api/update/check.php", map[string]any{"v": "1.0.0", "hwid": hwid}); r.Body["update_available"] != true {
+			t.Fatalf("check: %s", r)
+		}
+	}
+	if err := a.Close(t.Context()); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	st := b.MustAdmin("GET", "/api/admin/updates.php?action=stats&app_id="+app.ID, nil)
+	if st.Body["devices"] != float64(3) {
+		t.Fatalf("stats through the other process after a clean stop: %s", st.Raw)
+	}
+}
