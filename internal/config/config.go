@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -29,6 +30,54 @@ type Blobs struct {
 	S3Prefix        string `name:"s3-prefix" env:"KEYWARD_S3_PREFIX" help:"Key prefix inside the bucket."`
 	S3Insecure      bool   `name:"s3-insecure" env:"KEYWARD_S3_INSECURE" help:"Talk plain HTTP to the S3 endpoint (private networks only)."`
 	MaxArtifactSize int64  `name:"max-artifact-mb" default:"4096" env:"KEYWARD_MAX_ARTIFACT_MB" help:"Largest update artifact accepted, in MiB (0: 4096)."`
+}
+
+// Webhooks tunes webhook delivery.
+type Webhooks struct {
+	WebhookAllowNetworks string        `name:"webhook-allow-networks" env:"KEYWARD_WEBHOOK_ALLOW_NETWORKS" help:"Comma-separated CIDRs webhooks may reach although private or loopback (e.g. 10.0.0.0/8); empty allows public addresses only."`
+	WebhookRetries       string        `name:"webhook-retries" default:"1m,5m,30m,2h,6h" env:"KEYWARD_WEBHOOK_RETRIES" help:"Waits before each retry of a failed webhook delivery (±10 % jitter)."`
+	WebhookTimeout       time.Duration `name:"webhook-timeout" default:"5s" env:"KEYWARD_WEBHOOK_TIMEOUT" help:"How long a webhook receiver has to answer."`
+	WebhookConcurrency   int           `name:"webhook-concurrency" default:"8" env:"KEYWARD_WEBHOOK_CONCURRENCY" help:"Webhook deliveries sent at once per process."`
+}
+
+// AllowNetworks parses WebhookAllowNetworks.
+func (w Webhooks) AllowNetworks() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(w.WebhookAllowNetworks, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(s); aerr == nil {
+				p, err = a.Prefix(a.BitLen())
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-allow-networks (KEYWARD_WEBHOOK_ALLOW_NETWORKS) %q: not a CIDR", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Retries parses WebhookRetries; empty means the default schedule.
+func (w Webhooks) Retries() ([]time.Duration, error) {
+	if strings.TrimSpace(w.WebhookRetries) == "" {
+		return nil, nil
+	}
+	var out []time.Duration
+	for _, s := range strings.Split(w.WebhookRetries, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("--webhook-retries (KEYWARD_WEBHOOK_RETRIES) %q: a comma-separated list of positive durations", w.WebhookRetries)
+		}
+		out = append(out, d)
+	}
+	if len(out) > 20 {
+		return nil, errors.New("--webhook-retries: at most 20 retries")
+	}
+	return out, nil
 }
 
 // Limits are the abuse limits: password hashing cost of app user accounts,
@@ -76,8 +125,9 @@ type Config struct {
 	BcryptCost     int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
 	TokenTTL       time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
 
-	Limits `embed:""`
-	Blobs  `embed:""`
+	Limits   `embed:""`
+	Blobs    `embed:""`
+	Webhooks `embed:""`
 
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
@@ -145,6 +195,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxArtifactSize < 0 {
 		errs = append(errs, fmt.Errorf("--max-artifact-mb (KEYWARD_MAX_ARTIFACT_MB) %d: must not be negative", c.MaxArtifactSize))
+	}
+	if _, err := c.AllowNetworks(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.Retries(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.WebhookTimeout < 0 || c.WebhookConcurrency < 0 {
+		errs = append(errs, errors.New("--webhook-timeout and --webhook-concurrency must not be negative"))
 	}
 	if c.S3Bucket != "" && c.S3Endpoint == "" {
 		errs = append(errs, errors.New("--s3-bucket needs --s3-endpoint (KEYWARD_S3_ENDPOINT)"))

@@ -32,6 +32,7 @@ const (
 	NewOrder           = "new_order"
 	OrderApproved      = "order.approved"
 	UpdatePublished    = "update.published"
+	Test               = "test" // a manual test delivery to one webhook
 
 	// keyward's own events, beyond the API reference's list.
 	AccountCreated = "account.created" // an app user account signed up

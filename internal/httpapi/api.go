@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/update"
+	"github.com/keyward/keyward/internal/webhook"
 )
 
 // ReplayStore is the shared record of answered envelopes, so that a replay
@@ -49,6 +50,7 @@ type API struct {
 	commerce *commerce.Service
 	orders   *commerce.Orders
 	updates  *update.Service
+	webhooks *webhook.Service
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -66,6 +68,7 @@ type Services struct {
 	Commerce *commerce.Service
 	Orders   *commerce.Orders
 	Updates  *update.Service
+	Webhooks *webhook.Service
 }
 
 // New returns the API over the given services.
@@ -76,7 +79,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 	if cfg.MaxArtifact <= 0 {
 		cfg.MaxArtifact = 4096 << 20
 	}
-	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates,
+	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks,
 		db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
@@ -127,6 +130,8 @@ func (a *API) Handler() http.Handler {
 	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")}))
 	mux.Handle("/api/admin/updates.php", a.bearer(methods{"GET": a.getUpdates, "POST": a.postUpdates, "PUT": a.putUpdates,
 		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")}))
+	mux.Handle("/api/admin/webhooks.php", a.bearer(methods{"GET": a.getWebhooks, "POST": a.postWebhooks, "PUT": a.putWebhook,
+		"DELETE": a.deleteWebhook}))
 	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -96,7 +96,16 @@ type Options struct {
 	Configure   func(*config.Config)
 	FlushEvery  time.Duration
 	ReapEvery   time.Duration
+	// DispatchEvery is the webhook dispatcher's interval; by default an
+	// hour, so tests deliver by calling Dispatcher.Run themselves.
+	DispatchEvery time.Duration
 }
+
+// Webhooks are the webhook settings of test servers: the defaults, with
+// loopback allowed so a receiver on 127.0.0.1 can be reached (the SSRF
+// tests clear it).
+var Webhooks = config.Webhooks{WebhookAllowNetworks: "127.0.0.0/8,::1/128", WebhookRetries: "1m,5m,30m,2h,6h",
+	WebhookTimeout: 5 * time.Second, WebhookConcurrency: 8}
 
 // Limits are the abuse limits of test servers: the defaults, with the
 // cheapest bcrypt cost and the per-IP request limiters off (every test
@@ -135,6 +144,7 @@ func Start(t testing.TB, o Options) *Server {
 		SessionTimeout: 180 * time.Second,
 		BcryptCost:     4,
 		Limits:         Limits,
+		Webhooks:       Webhooks,
 		TokenTTL:       12 * time.Hour,
 		AdminUsername:  "admin",
 		AdminPassword:  AdminPassword,
@@ -149,7 +159,11 @@ func Start(t testing.TB, o Options) *Server {
 		o.Configure(&cfg)
 	}
 	ctx := context.Background()
-	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery})
+	if o.DispatchEvery <= 0 {
+		o.DispatchEvery = time.Hour
+	}
+	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery,
+		DispatchEvery: o.DispatchEvery})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

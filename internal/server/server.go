@@ -28,10 +28,12 @@ import (
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
 	"github.com/keyward/keyward/internal/update"
+	"github.com/keyward/keyward/internal/webhook"
 )
 
 // Options are the parts of a server that are not configuration.
@@ -42,6 +44,9 @@ type Options struct {
 	// Intervals of the background jobs (tests shorten them); zero means default.
 	FlushEvery time.Duration
 	ReapEvery  time.Duration
+	// DispatchEvery is how often webhooks are fanned out and sent (default
+	// 1 s); tests that drive Dispatcher.Run themselves set it long.
+	DispatchEvery time.Duration
 }
 
 // Server is a running keyward.
@@ -55,11 +60,14 @@ type Server struct {
 	Commerce *commerce.Service
 	Orders   *commerce.Orders
 	Updates  *update.Service
-	blobs    blob.Store
-	api      *httpapi.API
-	jobs     *sweep.Runner
-	servers  []*http.Server
-	addr     net.Addr
+	Webhooks *webhook.Service
+	// Dispatcher delivers webhooks; its Run is also the sweep job's.
+	Dispatcher *webhook.Dispatcher
+	blobs      blob.Store
+	api        *httpapi.API
+	jobs       *sweep.Runner
+	servers    []*http.Server
+	addr       net.Addr
 }
 
 // New opens the database, migrates it (or checks it with NoMigrate), builds
@@ -132,8 +140,17 @@ func (s *Server) init(ctx context.Context) error {
 		return err
 	}
 	s.Updates = update.NewService(s.DB.UpdateStore(), s.blobs, s.opts.Now, rand.Reader, s.opts.Log)
+	s.Webhooks = webhook.NewService(s.DB.WebhookStore(), s.opts.Now, rand.Reader)
+	allow, _ := s.cfg.AllowNetworks() // validated
+	retries, _ := s.cfg.Retries()
+	timeout := s.cfg.WebhookTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
+		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency})
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
-		Updates: s.Updates}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Updates: s.Updates, Webhooks: s.Webhooks}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -144,7 +161,12 @@ func (s *Server) init(ctx context.Context) error {
 	if reap <= 0 {
 		reap = 15 * time.Second
 	}
+	dispatch := s.opts.DispatchEvery
+	if dispatch <= 0 {
+		dispatch = time.Second
+	}
 	s.jobs = sweep.New(s.opts.Log,
+		sweep.Job{Name: "dispatch-webhooks", Interval: dispatch, Run: s.Dispatcher.Run},
 		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
 		sweep.Job{Name: "flush-update-checks", Interval: flush, Run: s.Updates.FlushChecks, Final: s.Updates.FlushChecks},
 		sweep.Job{Name: "reap-sessions", Interval: reap, Run: func(ctx context.Context) error {

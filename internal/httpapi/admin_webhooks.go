@@ -1,0 +1,314 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/webhook"
+)
+
+// Admin webhooks.php: destinations, the delivery log, tests and
+// redelivery. See docs/webhooks.md.
+
+func webhookView(d *webhook.Destination, withSecret bool) map[string]any {
+	events := d.Events
+	if events == nil {
+		events = []string{}
+	}
+	v := map[string]any{"id": d.ID, "app_id": nullStr(d.AppID), "url": d.URL, "events": events, "description": d.Description,
+		"enabled": d.Enabled, "paused": d.PausedAt != nil, "paused_at": optStamp(d.PausedAt), "failures": d.Failures,
+		"created_at": optStamp(&d.CreatedAt), "updated_at": optStamp(&d.UpdatedAt)}
+	if withSecret {
+		v["secret"] = d.Secret
+	}
+	return v
+}
+
+func nullStr(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func deliveryView(d *webhook.Delivery) map[string]any {
+	v := map[string]any{"id": d.ID, "webhook_id": d.DestinationID, "event": d.Event, "app_id": nullStr(d.AppID), "status": d.Status,
+		"attempts": d.Attempts, "created_at": optStamp(&d.CreatedAt), "updated_at": optStamp(&d.UpdatedAt)}
+	if d.Status == webhook.Pending {
+		v["next_attempt_at"] = optStamp(&d.NextAttemptAt)
+	}
+	return v
+}
+
+// webhookID reads the destination id from the query or body.
+func webhookID(c *adminCall) (int64, error) { return recordID(c) }
+
+// optionalApp reads an optional app_id; when given, the app must exist.
+func (a *API) optionalApp(ctx context.Context, c *adminCall) (string, error) {
+	appID, err := c.param("app_id")
+	if err != nil || strings.TrimSpace(appID) == "" {
+		return "", err
+	}
+	appID = strings.TrimSpace(appID)
+	_, err = a.lic.App(ctx, appID)
+	return appID, err
+}
+
+// getWebhooks: GET webhooks.php[?app_id=] lists destinations (an app's and
+// those for every app); ?id= one with its secret; ?action=deliveries lists
+// the log; ?action=delivery&delivery_id= one delivery with its attempts.
+func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.optionalApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	switch c.q.Get("action") {
+	case "deliveries":
+		return a.listDeliveries(ctx, c, appID)
+	case "delivery":
+		d, attempts, err := a.webhooks.Delivery(ctx, strings.TrimSpace(c.q.Get("delivery_id")))
+		if err != nil {
+			return nil, err
+		}
+		list := make([]map[string]any, 0, len(attempts))
+		for _, at := range attempts {
+			list = append(list, map[string]any{"attempt": at.Attempt, "at": optStamp(&at.At), "status_code": at.StatusCode,
+				"duration_ms": at.Duration.Milliseconds(), "response": at.Response, "error": at.Error})
+		}
+		v := deliveryView(d)
+		v["body"] = json.RawMessage(d.Body)
+		return map[string]any{"success": true, "delivery": v, "attempts": list}, nil
+	case "":
+	default:
+		return nil, apperr.InvalidField("action", "use deliveries or delivery")
+	}
+	if c.q.Get("id") != "" {
+		id, err := webhookID(c)
+		if err != nil {
+			return nil, err
+		}
+		d, err := a.webhooks.Destination(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "webhook": webhookView(d, true)}, nil
+	}
+	ds, err := a.webhooks.Destinations(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]map[string]any, 0, len(ds))
+	for i := range ds {
+		list = append(list, webhookView(&ds[i], false))
+	}
+	return map[string]any{"success": true, "webhooks": list}, nil
+}
+
+func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (map[string]any, error) {
+	f := webhook.DeliveryFilter{AppID: appID, Status: c.q.Get("status")}
+	var err error
+	if f.DestinationID, err = queryInt(c, "id"); err != nil {
+		return nil, err
+	}
+	limit, err := queryInt(c, "limit")
+	if err != nil {
+		return nil, err
+	}
+	f.Limit = int(limit)
+	switch f.Status {
+	case "", webhook.Pending, webhook.Succeeded, webhook.Failed:
+	default:
+		return nil, apperr.InvalidField("status", "use pending, succeeded or failed")
+	}
+	ds, err := a.webhooks.Deliveries(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]map[string]any, 0, len(ds))
+	for i := range ds {
+		list = append(list, deliveryView(&ds[i]))
+	}
+	return map[string]any{"success": true, "deliveries": list}, nil
+}
+
+// eventsField reads "events" as a JSON array of names or a comma-separated
+// string; given reports whether it was there.
+func eventsField(f fields) (events []string, given bool, err error) {
+	raw, ok := f["events"]
+	if !ok || string(raw) == "null" {
+		return nil, ok, nil
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return nil, true, apperr.InvalidField("events", "must be a list of event names")
+		}
+		list = strings.Split(s, ",")
+	}
+	out := []string{}
+	for _, e := range list {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out, true, nil
+}
+
+// postWebhooks: POST webhooks.php creates a destination {app_id?, url,
+// events?, description?}, or with action= one of rotate_secret, enable,
+// disable, test, redeliver, redeliver_failed.
+func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, error) {
+	action, err := c.param("action")
+	if err != nil {
+		return nil, err
+	}
+	switch action {
+	case "", "create":
+		return a.createWebhook(ctx, c)
+	case "redeliver":
+		id, err := c.required("delivery_id")
+		if err != nil {
+			return nil, err
+		}
+		d, err := a.webhooks.Redeliver(ctx, c.actor, id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "message": "Delivery queued.", "delivery": deliveryView(d)}, nil
+	case "redeliver_failed":
+		return a.redeliverFailed(ctx, c)
+	}
+	id, err := webhookID(c)
+	if err != nil {
+		return nil, err
+	}
+	var d *webhook.Destination
+	switch action {
+	case "rotate_secret":
+		d, err = a.webhooks.RotateSecret(ctx, c.actor, id)
+	case "enable", "disable":
+		on := action == "enable"
+		d, err = a.webhooks.EditDestination(ctx, c.actor, id, webhook.Edit{Enabled: &on})
+	case "test":
+		did, err := a.webhooks.SendTest(ctx, c.actor, id)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "message": "Test event queued.", "delivery_id": did}, nil
+	default:
+		return nil, apperr.InvalidField("action", "use create, rotate_secret, enable, disable, test, redeliver or redeliver_failed")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "webhook": webhookView(d, action == "rotate_secret")}, nil
+}
+
+func (a *API) createWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.optionalApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	d := &webhook.Destination{AppID: appID}
+	if d.URL, err = c.required("url"); err != nil {
+		return nil, err
+	}
+	if d.Events, _, err = eventsField(c.f); err != nil {
+		return nil, err
+	}
+	if err = setStr(c.f, "description", &d.Description); err != nil {
+		return nil, err
+	}
+	if err := a.webhooks.CreateDestination(ctx, c.actor, d); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Webhook created; keep its secret to verify signatures.",
+		"webhook": webhookView(d, true)}, nil
+}
+
+// redeliverFailed requeues failed deliveries created since `since` (ISO
+// 8601, required) of one destination (id) or of an app's (app_id).
+func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (map[string]any, error) {
+	appID, err := a.optionalApp(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	id, _, err := c.f.int("id")
+	if err == nil && id == 0 {
+		id, err = queryInt(c, "id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.required("since")
+	if err != nil {
+		return nil, err
+	}
+	since, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return nil, apperr.InvalidField("since", "must be an ISO 8601 time such as 2026-11-20T00:00:00Z")
+	}
+	n, err := a.webhooks.RedeliverFailed(ctx, c.actor, appID, id, since)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Failed deliveries queued.", "count": n}, nil
+}
+
+// putWebhook: PUT webhooks.php {id, url?, events?, description?, enabled?}.
+func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+	id, err := webhookID(c)
+	if err != nil {
+		return nil, err
+	}
+	var e webhook.Edit
+	for _, p := range []struct {
+		dst  **string
+		name string
+	}{{&e.URL, "url"}, {&e.Description, "description"}} {
+		if _, ok := c.f[p.name]; ok {
+			v, err := c.f.str(p.name)
+			if err != nil {
+				return nil, err
+			}
+			*p.dst = &v
+		}
+	}
+	if evs, given, err := eventsField(c.f); err != nil {
+		return nil, err
+	} else if given {
+		if evs == nil {
+			evs = []string{}
+		}
+		e.Events = &evs
+	}
+	if v, ok, err := c.f.boolean("enabled"); err != nil {
+		return nil, err
+	} else if ok {
+		e.Enabled = &v
+	}
+	if e == (webhook.Edit{}) {
+		return nil, apperr.Missing("url, events, description or enabled")
+	}
+	d, err := a.webhooks.EditDestination(ctx, c.actor, id, e)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Webhook saved.", "webhook": webhookView(d, false)}, nil
+}
+
+// deleteWebhook: DELETE webhooks.php {id}.
+func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+	id, err := webhookID(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.webhooks.DeleteDestination(ctx, c.actor, id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Webhook deleted."}, nil
+}

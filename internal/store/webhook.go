@@ -1,0 +1,318 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/webhook"
+)
+
+// WebhookStore returns db as the webhook package's Store.
+func (db *DB) WebhookStore() webhook.Store { return webhookStore{db} }
+
+type webhookStore struct{ db *DB }
+
+type webhookTx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+func (s webhookStore) InTx(ctx context.Context, fn func(webhook.Tx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(webhookTx{s.db, tx}) })
+}
+
+// skipLocked is the suffix that lets several processes claim rows without
+// waiting on each other (PostgreSQL); SQLite's single writer needs none.
+func (db *DB) skipLocked(of string) string {
+	if db.engine == Postgres {
+		return " FOR UPDATE" + of + " SKIP LOCKED"
+	}
+	return ""
+}
+
+const destCols = `id, COALESCE(app_id, ''), url, secret, events, description, enabled, failures, paused_at, created_at, updated_at`
+
+func scanDest(row interface{ Scan(...any) error }) (*webhook.Destination, error) {
+	var d webhook.Destination
+	var events string
+	var paused sql.NullInt64
+	var created, updated int64
+	if err := row.Scan(&d.ID, &d.AppID, &d.URL, &d.Secret, &events, &d.Description, &d.Enabled, &d.Failures, &paused,
+		&created, &updated); err != nil {
+		return nil, translate(err)
+	}
+	if events != "" {
+		d.Events = strings.Split(events, ",")
+	}
+	d.PausedAt, d.CreatedAt, d.UpdatedAt = fromNullMS(paused), fromMS(created), fromMS(updated)
+	return &d, nil
+}
+
+func dests(rows *sql.Rows, err error) ([]webhook.Destination, error) {
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []webhook.Destination{}
+	for rows.Next() {
+		d, err := scanDest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *d)
+	}
+	return out, translate(rows.Err())
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (s webhookStore) Destinations(ctx context.Context, appID string) ([]webhook.Destination, error) {
+	if appID == "" {
+		return dests(s.db.read.QueryContext(ctx, `SELECT `+destCols+` FROM webhook_destinations ORDER BY id`))
+	}
+	return dests(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations
+		WHERE app_id = ? OR app_id IS NULL ORDER BY id`), appID))
+}
+
+func (s webhookStore) Destination(ctx context.Context, id int64) (*webhook.Destination, error) {
+	return scanDest(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`), id))
+}
+
+const deliveryCols = `d.id, d.destination_id, d.event_id, COALESCE(d.app_id, ''), d.event, d.body, d.status, d.attempts,
+	d.next_attempt_at, d.locked_until, d.created_at, d.updated_at`
+
+func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (*webhook.Delivery, error) {
+	var d webhook.Delivery
+	var body string
+	var next, locked, created, updated int64
+	dst := append([]any{&d.ID, &d.DestinationID, &d.EventID, &d.AppID, &d.Event, &body, &d.Status, &d.Attempts, &next, &locked,
+		&created, &updated}, extra...)
+	if err := row.Scan(dst...); err != nil {
+		return nil, translate(err)
+	}
+	d.Body = []byte(body)
+	d.NextAttemptAt, d.CreatedAt, d.UpdatedAt = fromMS(next), fromMS(created), fromMS(updated)
+	if locked > 0 {
+		d.LockedUntil = fromMS(locked)
+	}
+	return &d, nil
+}
+
+func (s webhookStore) Deliveries(ctx context.Context, f webhook.DeliveryFilter) ([]webhook.Delivery, error) {
+	q := `SELECT ` + deliveryCols + ` FROM webhook_deliveries d JOIN webhook_destinations w ON w.id = d.destination_id WHERE 1 = 1`
+	var args []any
+	if f.DestinationID > 0 {
+		q += ` AND d.destination_id = ?`
+		args = append(args, f.DestinationID)
+	} else if f.AppID != "" {
+		q += ` AND (w.app_id = ? OR (w.app_id IS NULL AND d.app_id = ?))`
+		args = append(args, f.AppID, f.AppID)
+	}
+	if f.Status != "" {
+		q += ` AND d.status = ?`
+		args = append(args, f.Status)
+	}
+	q += ` ORDER BY d.created_at DESC, d.id DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q), args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []webhook.Delivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *d)
+	}
+	return out, translate(rows.Err())
+}
+
+func (s webhookStore) Delivery(ctx context.Context, id string) (*webhook.Delivery, error) {
+	return scanDelivery(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+deliveryCols+` FROM webhook_deliveries d WHERE d.id = ?`), id))
+}
+
+func (s webhookStore) Attempts(ctx context.Context, deliveryID string) ([]webhook.Attempt, error) {
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT attempt, at, status_code, duration_ms, response, error
+		FROM webhook_attempts WHERE delivery_id = ? ORDER BY id`), deliveryID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	out := []webhook.Attempt{}
+	for rows.Next() {
+		var a webhook.Attempt
+		var at, dur int64
+		if err := rows.Scan(&a.Attempt, &at, &a.StatusCode, &dur, &a.Response, &a.Error); err != nil {
+			return nil, translate(err)
+		}
+		a.At, a.Duration = fromMS(at), time.Duration(dur)*time.Millisecond
+		out = append(out, a)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t webhookTx) InsertDestination(ctx context.Context, d *webhook.Destination) error {
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO webhook_destinations (app_id, url, secret, events, description,
+		enabled, failures, paused_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		nullable(d.AppID), d.URL, d.Secret, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt),
+		ms(d.CreatedAt), ms(d.UpdatedAt)).Scan(&d.ID))
+}
+
+func (t webhookTx) DestinationForUpdate(ctx context.Context, id int64) (*webhook.Destination, error) {
+	return scanDest(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`+t.db.forUpdate()), id))
+}
+
+func (t webhookTx) UpdateDestination(ctx context.Context, d *webhook.Destination) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE webhook_destinations SET url = ?, secret = ?, events = ?, description = ?,
+		enabled = ?, failures = ?, paused_at = ?, updated_at = ? WHERE id = ?`),
+		d.URL, d.Secret, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt), ms(d.UpdatedAt), d.ID)
+	return affected(res, err)
+}
+
+func (t webhookTx) DeleteDestination(ctx context.Context, id int64) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM webhook_destinations WHERE id = ?`), id)
+	return affected(res, err)
+}
+
+func (t webhookTx) UndispatchedEvents(ctx context.Context, limit int) ([]event.Event, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
+		WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`+t.db.skipLocked("")), limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []event.Event
+	for rows.Next() {
+		var e event.Event
+		var data string
+		var created int64
+		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &created); err != nil {
+			return nil, translate(err)
+		}
+		json.Unmarshal([]byte(data), &e.Data)
+		e.CreatedAt = fromMS(created)
+		out = append(out, e)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	q := `UPDATE events SET dispatched_at = ? WHERE id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
+	args := []any{ms(now)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(q), args...)
+	return translate(err)
+}
+
+func (t webhookTx) EnabledDestinations(ctx context.Context) ([]webhook.Destination, error) {
+	return dests(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE enabled = ? ORDER BY id`), true))
+}
+
+func (t webhookTx) InsertDelivery(ctx context.Context, d *webhook.Delivery) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO webhook_deliveries (id, destination_id, event_id, app_id, event, body, status,
+		attempts, next_attempt_at, locked_until, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (event_id, destination_id) DO NOTHING`),
+		d.ID, d.DestinationID, d.EventID, nullable(d.AppID), d.Event, string(d.Body), d.Status, d.Attempts, ms(d.NextAttemptAt),
+		lockedMS(d.LockedUntil), ms(d.CreatedAt), ms(d.UpdatedAt))
+	return translate(err)
+}
+
+func lockedMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+func (t webhookTx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]webhook.Delivery, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+deliveryCols+`, w.url, w.secret FROM webhook_deliveries d
+		JOIN webhook_destinations w ON w.id = d.destination_id
+		WHERE d.status = ? AND d.next_attempt_at <= ? AND d.locked_until <= ? AND w.enabled = ? AND w.paused_at IS NULL
+		ORDER BY d.next_attempt_at LIMIT ?`+t.db.skipLocked(" OF d")), webhook.Pending, ms(now), ms(now), true, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []webhook.Delivery
+	for rows.Next() {
+		var url, secret string
+		d, err := scanDelivery(rows, &url, &secret)
+		if err != nil {
+			return nil, err
+		}
+		d.URL, d.Secret = url, secret
+		out = append(out, *d)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t webhookTx) DeliveryForUpdate(ctx context.Context, id string) (*webhook.Delivery, error) {
+	return scanDelivery(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+deliveryCols+` FROM webhook_deliveries d WHERE d.id = ?`+
+		t.db.forUpdate()), id))
+}
+
+func (t webhookTx) UpdateDelivery(ctx context.Context, d *webhook.Delivery) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE webhook_deliveries SET status = ?, attempts = ?, next_attempt_at = ?,
+		locked_until = ?, updated_at = ? WHERE id = ?`),
+		d.Status, d.Attempts, ms(d.NextAttemptAt), lockedMS(d.LockedUntil), ms(d.UpdatedAt), d.ID)
+	return affected(res, err)
+}
+
+func (t webhookTx) AddAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms, response, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`), deliveryID, a.Attempt, ms(a.At), a.StatusCode, a.Duration.Milliseconds(),
+		strings.ToValidUTF8(strings.ReplaceAll(a.Response, "\x00", ""), "\uFFFD"), a.Error)
+	return translate(err)
+}
+
+func (t webhookTx) RequeueFailed(ctx context.Context, appID string, destinationID int64, since, now time.Time) (int, error) {
+	q := `UPDATE webhook_deliveries SET status = ?, next_attempt_at = ?, locked_until = 0, updated_at = ?
+		WHERE status = ? AND created_at >= ?`
+	args := []any{webhook.Pending, ms(now), ms(now), webhook.Failed, ms(since)}
+	if destinationID > 0 {
+		q += ` AND destination_id = ?`
+		args = append(args, destinationID)
+	} else if appID != "" {
+		q += ` AND destination_id IN (SELECT id FROM webhook_destinations WHERE app_id = ? OR app_id IS NULL) AND (app_id = ? OR app_id IS NULL)`
+		args = append(args, appID, appID)
+	}
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(q), args...)
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), translate(err)
+}
+
+func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return 0, err
+	}
+	var id int64
+	err = t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?) RETURNING id`),
+		nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt)).Scan(&id)
+	return id, translate(err)
+}
+
+func (t webhookTx) AddAudit(ctx context.Context, e audit.Entry) error {
+	return addAudit(ctx, t.db, t.tx, e)
+}

@@ -1,0 +1,244 @@
+package webhook
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Result is what a Sender reports of one attempt.
+type Result struct {
+	StatusCode int
+	Body       []byte // at most the first 2 KB
+	Err        error  // no answer: refused, timed out, redirect refused, …
+	Duration   time.Duration
+}
+
+// OK reports whether the attempt succeeded: a 2xx or 3xx answer.
+func (r Result) OK() bool { return r.Err == nil && r.StatusCode >= 200 && r.StatusCode < 400 }
+
+// Sender posts one signed body; it must bound the answer time itself.
+type Sender interface {
+	Send(ctx context.Context, url string, headers map[string]string, body []byte) Result
+}
+
+// Schedule is the waits before attempts 2, 3, …; its length + 1 is the
+// number of attempts.
+type Schedule []time.Duration
+
+// DefaultSchedule: 1 min, 5 min, 30 min, 2 h, 6 h (attempts 2–6).
+var DefaultSchedule = Schedule{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour}
+
+// PauseAfter is how many failed attempts in a row pause a destination.
+const PauseAfter = 20
+
+// DispatchConfig tunes a Dispatcher; zero values take the defaults.
+type DispatchConfig struct {
+	Schedule    Schedule
+	Concurrency int           // deliveries sent at once (default 8)
+	Batch       int           // deliveries claimed per round (default 64)
+	Lease       time.Duration // how long a claimed delivery is held (default 60 s)
+}
+
+// Dispatcher fans events out into deliveries and sends the due ones. Several
+// dispatchers (processes) share the work through row locks and leases.
+type Dispatcher struct {
+	store Store
+	send  Sender
+	now   func() time.Time
+	rand  io.Reader
+	log   *slog.Logger
+	cfg   DispatchConfig
+}
+
+// NewDispatcher returns a Dispatcher.
+func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reader, log *slog.Logger, cfg DispatchConfig) *Dispatcher {
+	if cfg.Schedule == nil {
+		cfg.Schedule = DefaultSchedule
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 8
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 64
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 60 * time.Second
+	}
+	return &Dispatcher{store: store, send: send, now: now, rand: rand, log: log, cfg: cfg}
+}
+
+func (d *Dispatcher) clock() time.Time { return d.now().UTC() }
+
+// Run fans out new events and sends due deliveries until none is left due;
+// the sweep job calls it every second.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if err := d.FanOut(ctx); err != nil {
+		return err
+	}
+	for {
+		n, err := d.SendDue(ctx)
+		if err != nil || n < d.cfg.Batch {
+			return err
+		}
+	}
+}
+
+// body is the JSON every destination of an event receives, bytes signed
+// exactly as sent.
+func body(ev event.Event) []byte {
+	data := ev.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	b, _ := json.Marshal(map[string]any{"event": ev.Type, "timestamp": ev.CreatedAt.UTC().Format(time.RFC3339), "data": data})
+	return b
+}
+
+func newDelivery(id string, dest *Destination, ev event.Event, now time.Time) *Delivery {
+	return &Delivery{ID: id, DestinationID: dest.ID, EventID: ev.ID, AppID: ev.AppID, Event: ev.Type, Body: body(ev),
+		Status: Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+}
+
+// FanOut turns events not yet dispatched into one delivery per enabled
+// destination that wants them, in the events' own transaction order.
+func (d *Dispatcher) FanOut(ctx context.Context) error {
+	for {
+		var n int
+		err := d.store.InTx(ctx, func(tx Tx) error {
+			evs, err := tx.UndispatchedEvents(ctx, 500)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			n = len(evs)
+			dests, err := tx.EnabledDestinations(ctx)
+			if err != nil {
+				return err
+			}
+			now := d.clock()
+			ids := make([]int64, 0, len(evs))
+			for _, ev := range evs {
+				ids = append(ids, ev.ID)
+				for i := range dests {
+					dest := &dests[i]
+					if (dest.AppID != "" && dest.AppID != ev.AppID) || !dest.Wants(ev.Type) {
+						continue
+					}
+					id, err := NewDeliveryID(d.rand)
+					if err != nil {
+						return err
+					}
+					if err := tx.InsertDelivery(ctx, newDelivery(id, dest, ev, now)); err != nil {
+						return err
+					}
+				}
+			}
+			return tx.MarkDispatched(ctx, ids, now)
+		})
+		if err != nil || n < 500 {
+			return err
+		}
+	}
+}
+
+// SendDue claims up to a batch of due deliveries, sends them with bounded
+// concurrency and records each attempt; it returns how many it claimed.
+func (d *Dispatcher) SendDue(ctx context.Context) (int, error) {
+	var batch []Delivery
+	now := d.clock()
+	err := d.store.InTx(ctx, func(tx Tx) error {
+		due, err := tx.DueDeliveries(ctx, now, d.cfg.Batch)
+		if err != nil {
+			return err
+		}
+		for i := range due {
+			due[i].Attempts++
+			due[i].LockedUntil, due[i].UpdatedAt = now.Add(d.cfg.Lease), now
+			if err := tx.UpdateDelivery(ctx, &due[i]); err != nil {
+				return err
+			}
+		}
+		batch = due
+		return nil
+	})
+	if err != nil || len(batch) == 0 {
+		return 0, err
+	}
+	sem := make(chan struct{}, d.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i := range batch {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(del *Delivery) {
+			defer func() { <-sem; wg.Done() }()
+			d.attempt(ctx, del)
+		}(&batch[i])
+	}
+	wg.Wait()
+	return len(batch), nil
+}
+
+// attempt sends one claimed delivery and records the outcome.
+func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) {
+	at := d.clock()
+	res := d.send.Send(ctx, del.URL, Headers(del.ID, del.Secret, del.Attempts, at, del.Body), del.Body)
+	a := Attempt{Attempt: del.Attempts, At: at, StatusCode: res.StatusCode, Duration: res.Duration, Response: string(res.Body)}
+	if res.Err != nil {
+		a.Error = res.Err.Error()
+	}
+	ctx = context.WithoutCancel(ctx) // an attempt made is recorded, even during shutdown
+	err := d.store.InTx(ctx, func(tx Tx) error {
+		cur, err := tx.DeliveryForUpdate(ctx, del.ID)
+		if err != nil {
+			return err
+		}
+		if err := tx.AddAttempt(ctx, del.ID, a); err != nil {
+			return err
+		}
+		now := d.clock()
+		cur.LockedUntil, cur.UpdatedAt = time.Time{}, now
+		if res.OK() {
+			cur.Status = Succeeded
+		} else if cur.Attempts > len(d.cfg.Schedule) {
+			cur.Status = Failed
+		} else {
+			cur.Status, cur.NextAttemptAt = Pending, now.Add(d.jitter(d.cfg.Schedule[cur.Attempts-1]))
+		}
+		if err := tx.UpdateDelivery(ctx, cur); err != nil {
+			return err
+		}
+		dest, err := tx.DestinationForUpdate(ctx, del.DestinationID)
+		if err != nil {
+			return err
+		}
+		if res.OK() {
+			dest.Failures = 0
+		} else {
+			dest.Failures++
+			if dest.Failures >= PauseAfter && dest.PausedAt == nil {
+				dest.PausedAt = &now
+				d.log.WarnContext(ctx, "webhook destination paused after failures in a row", "webhook_id", dest.ID, "failures", dest.Failures)
+			}
+		}
+		return tx.UpdateDestination(ctx, dest)
+	})
+	if err != nil {
+		d.log.ErrorContext(ctx, "record webhook attempt", "delivery_id", del.ID, "err", err)
+	}
+}
+
+// jitter spreads a wait by ±10 %.
+func (d *Dispatcher) jitter(w time.Duration) time.Duration {
+	var b [8]byte
+	if _, err := io.ReadFull(d.rand, b[:]); err != nil {
+		return w
+	}
+	f := float64(binary.BigEndian.Uint64(b[:])>>11) / (1 << 53) // [0, 1)
+	return w + time.Duration((f*0.2-0.1)*float64(w))
+}
