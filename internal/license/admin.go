@@ -194,14 +194,26 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 	return out, err
 }
 
-// DeleteApp deletes an app with its keys, devices and sessions.
+// DeleteApp deletes an app with its keys, devices and sessions, and records
+// app.revoked.
 func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) error {
 	now := s.Now()
 	defer s.apps.clear()
 	return s.store.InTx(ctx, func(tx Tx) error {
+		a, err := s.store.App(ctx, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return apperr.NotFoundOf("App")
+		} else if err != nil {
+			return err
+		}
 		if err := tx.DeleteApp(ctx, id); errors.Is(err, apperr.ErrNotFound) {
 			return apperr.NotFoundOf("App")
 		} else if err != nil {
+			return err
+		}
+		// Its own webhook destinations go with it; those for every app hear of it.
+		if err := tx.AddEvent(ctx, event.Event{AppID: id, Type: event.AppRevoked, CreatedAt: now,
+			Data: map[string]any{"app_id": id, "name": a.Name, "reason": "deleted"}}); err != nil {
 			return err
 		}
 		return tx.AddAudit(ctx, entry(actor, now, "app.delete", id, id, nil))
