@@ -32,6 +32,27 @@ type Blobs struct {
 	MaxArtifactSize int64  `name:"max-artifact-mb" default:"4096" env:"KEYWARD_MAX_ARTIFACT_MB" help:"Largest update artifact accepted, in MiB (0: 4096)."`
 }
 
+// Sweeps tunes the scheduled jobs.
+type Sweeps struct {
+	KeyExpiring string `name:"key-expiring" default:"168h,24h" env:"KEYWARD_KEY_EXPIRING" help:"Windows before a key's expiry in which key_expiring is sent, once each (empty: never)."`
+}
+
+// ExpiringWindows parses KeyExpiring.
+func (w Sweeps) ExpiringWindows() ([]time.Duration, error) {
+	var out []time.Duration
+	for _, s := range strings.Split(w.KeyExpiring, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("--key-expiring (KEYWARD_KEY_EXPIRING) %q: a comma-separated list of positive durations such as 168h,24h", w.KeyExpiring)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // Webhooks tunes webhook delivery.
 type Webhooks struct {
 	WebhookAllowNetworks string        `name:"webhook-allow-networks" env:"KEYWARD_WEBHOOK_ALLOW_NETWORKS" help:"Comma-separated CIDRs webhooks may reach although private or loopback (e.g. 10.0.0.0/8); empty allows public addresses only."`
@@ -128,6 +149,7 @@ type Config struct {
 	Limits   `embed:""`
 	Blobs    `embed:""`
 	Webhooks `embed:""`
+	Sweeps   `embed:""`
 
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
@@ -197,6 +219,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("--max-artifact-mb (KEYWARD_MAX_ARTIFACT_MB) %d: must not be negative", c.MaxArtifactSize))
 	}
 	if _, err := c.AllowNetworks(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.ExpiringWindows(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := c.Retries(); err != nil {

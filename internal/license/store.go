@@ -110,6 +110,8 @@ type Tx interface {
 	// key is still redeemed (not banned).
 	ActiveLifetimeRedemptions(ctx context.Context, accountID int64) ([]Redemption, error)
 
+	ExpiryTx
+
 	AddEvent(ctx context.Context, e event.Event) error
 	AddAudit(ctx context.Context, e audit.Entry) error
 }

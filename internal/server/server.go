@@ -161,6 +161,7 @@ func (s *Server) init(ctx context.Context) error {
 	if reap <= 0 {
 		reap = 15 * time.Second
 	}
+	warnings, _ := s.cfg.ExpiringWindows() // validated
 	dispatch := s.opts.DispatchEvery
 	if dispatch <= 0 {
 		dispatch = time.Second
@@ -181,6 +182,17 @@ func (s *Server) init(ctx context.Context) error {
 			if n > 0 {
 				s.opts.Log.Info("made subscription renewal orders", "count", n)
 			}
+			return err
+		}},
+		sweep.Job{Name: "expire-keys", Interval: time.Minute, Run: func(ctx context.Context) error {
+			n, err := s.License.ExpireKeys(ctx)
+			if n > 0 {
+				s.opts.Log.Info("expired keys", "count", n)
+			}
+			return err
+		}},
+		sweep.Job{Name: "warn-expiring-keys", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+			_, err := s.License.WarnExpiring(ctx, warnings)
 			return err
 		}},
 		sweep.Job{Name: "purge-lockouts", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {

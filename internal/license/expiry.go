@@ -1,0 +1,129 @@
+package license
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/keyward/keyward/internal/event"
+)
+
+// Expiry sweeps: keys past their expiry become expired (key_expired), and
+// keys entering a warning window before it are announced once per window
+// (key_expiring). Both work in batches, one short transaction each, taking
+// rows other processes hold (SKIP LOCKED on PostgreSQL) off the table, so
+// any number of processes may run them at once and a million keys never
+// sit under one long lock.
+
+// ExpiringKey is a key inside the widest warning window.
+type ExpiringKey struct {
+	ID         int64
+	AppID      string
+	LicenseKey string
+	ExpiresAt  time.Time
+	NoticeFor  *time.Time // the expiry notices were sent for
+	Notice     int64      // smallest window announced, in seconds (0: none)
+}
+
+// ExpiryTx is what the sweeps need of a write transaction.
+type ExpiryTx interface {
+	// KeysPastExpiry returns up to limit active keys whose expiry is at or
+	// before now, locked.
+	KeysPastExpiry(ctx context.Context, now time.Time, limit int) ([]Key, error)
+	// KeysExpiringBy returns up to limit active keys expiring in (now,
+	// until], after the (expiresAt, id) cursor, that have not been told of
+	// a window as small as minWindow for their current expiry, locked.
+	KeysExpiringBy(ctx context.Context, now, until, afterExp time.Time, afterID int64, minWindow int64, limit int) ([]ExpiringKey, error)
+	SetExpiryNotice(ctx context.Context, keyID int64, forExpiry time.Time, window int64) error
+}
+
+// sweepBatch is the keys one sweep transaction handles.
+const sweepBatch = 500
+
+// ExpireKeys marks every active key past its expiry expired, ends its live
+// sessions (their next heartbeat answers EXPIRED) and records key_expired.
+// It returns how many keys it expired.
+func (s *Service) ExpireKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		now := s.Now()
+		err := s.store.InTx(ctx, func(tx Tx) error {
+			keys, err := tx.KeysPastExpiry(ctx, now, sweepBatch)
+			if err != nil {
+				return err
+			}
+			n = len(keys)
+			for i := range keys {
+				k := &keys[i]
+				k.Status, k.UpdatedAt = StatusExpired, now
+				if err := tx.UpdateKey(ctx, k); err != nil {
+					return err
+				}
+				if _, err := tx.EndKeySessions(ctx, k.ID, CodeExpired, now); err != nil {
+					return err
+				}
+				if err := tx.AddEvent(ctx, event.Event{AppID: k.AppID, Type: event.KeyExpired, CreatedAt: now,
+					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(*k.ExpiresAt)}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		total += n
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}
+
+// WarnExpiring records key_expiring for every active key that entered one
+// of the warning windows (durations before expiry, e.g. 7 days and 1 day)
+// since it was last told, once per key, window and expiry. It returns how
+// many notices it recorded.
+func (s *Service) WarnExpiring(ctx context.Context, windows []time.Duration) (int, error) {
+	if len(windows) == 0 {
+		return 0, nil
+	}
+	ws := append([]time.Duration(nil), windows...)
+	sort.Slice(ws, func(i, j int) bool { return ws[i] < ws[j] })
+	now := s.Now()
+	until := now.Add(ws[len(ws)-1])
+	var afterExp time.Time
+	var afterID int64
+	total := 0
+	for {
+		n := 0
+		err := s.store.InTx(ctx, func(tx Tx) error {
+			keys, err := tx.KeysExpiringBy(ctx, now, until, afterExp, afterID, int64(ws[0]/time.Second), sweepBatch)
+			if err != nil {
+				return err
+			}
+			n = len(keys)
+			for _, k := range keys {
+				afterExp, afterID = k.ExpiresAt, k.ID
+				left := k.ExpiresAt.Sub(now)
+				w := ws[sort.Search(len(ws), func(i int) bool { return ws[i] >= left })] // smallest window holding it
+				secs := int64(w / time.Second)
+				if k.NoticeFor != nil && k.NoticeFor.Equal(k.ExpiresAt) && k.Notice > 0 && k.Notice <= secs {
+					continue // this window (or a smaller one) was announced for this expiry
+				}
+				if err := tx.SetExpiryNotice(ctx, k.ID, k.ExpiresAt, secs); err != nil {
+					return err
+				}
+				days := int(math.Ceil(left.Hours() / 24))
+				if err := tx.AddEvent(ctx, event.Event{AppID: k.AppID, Type: event.KeyExpiring, CreatedAt: now,
+					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(k.ExpiresAt),
+						"days_left": days, "window": w.String()}}); err != nil {
+					return err
+				}
+				total++
+			}
+			return nil
+		})
+		if err != nil || n < sweepBatch {
+			return total, err
+		}
+	}
+}

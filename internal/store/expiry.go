@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/keyward/keyward/internal/license"
+)
+
+// Expiry sweeps (license.ExpiryTx). Both queries walk the partial index
+// license_keys_expiry (active keys with an expiry, by expires_at).
+
+func (t licenseTx) KeysPastExpiry(ctx context.Context, now time.Time, limit int) ([]license.Key, error) {
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
+		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
+		ms(now), limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *k)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) KeysExpiringBy(ctx context.Context, now, until, afterExp time.Time, afterID int64, minWindow int64,
+	limit int) ([]license.ExpiringKey, error) {
+	after := ms(now)
+	if !afterExp.IsZero() {
+		after = ms(afterExp)
+	}
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, app_id, license_key, expires_at, expiry_notice_for, COALESCE(expiry_notice, 0)
+		FROM license_keys
+		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?
+			AND (expires_at > ? OR (expires_at = ? AND id > ?))
+			AND (expiry_notice_for IS NULL OR expiry_notice_for <> expires_at OR expiry_notice > ?)
+		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
+		ms(now), ms(until), after, after, afterID, minWindow, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.ExpiringKey
+	for rows.Next() {
+		var k license.ExpiringKey
+		var exp int64
+		var noticeFor sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.AppID, &k.LicenseKey, &exp, &noticeFor, &k.Notice); err != nil {
+			return nil, translate(err)
+		}
+		k.ExpiresAt, k.NoticeFor = fromMS(exp), fromNullMS(noticeFor)
+		out = append(out, k)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) SetExpiryNotice(ctx context.Context, keyID int64, forExpiry time.Time, window int64) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET expiry_notice_for = ?, expiry_notice = ? WHERE id = ?`),
+		ms(forExpiry), window, keyID)
+	return affected(res, err)
+}
