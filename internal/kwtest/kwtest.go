@@ -96,8 +96,9 @@ type Options struct {
 	Configure   func(*config.Config)
 	FlushEvery  time.Duration
 	ReapEvery   time.Duration
-	// DispatchEvery is the webhook dispatcher's interval; by default an
-	// hour, so tests deliver by calling Dispatcher.Run themselves.
+	// DispatchEvery is the webhook dispatcher's interval. By default it is
+	// an hour and events do not wake the dispatcher, so tests deliver by
+	// calling Dispatcher.Run themselves; set, events wake it as in production.
 	DispatchEvery time.Duration
 }
 
@@ -159,11 +160,12 @@ func Start(t testing.TB, o Options) *Server {
 		o.Configure(&cfg)
 	}
 	ctx := context.Background()
-	if o.DispatchEvery <= 0 {
+	manual := o.DispatchEvery <= 0
+	if manual {
 		o.DispatchEvery = time.Hour
 	}
 	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery,
-		DispatchEvery: o.DispatchEvery})
+		DispatchEvery: o.DispatchEvery, ManualDispatch: manual})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

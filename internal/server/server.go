@@ -45,8 +45,11 @@ type Options struct {
 	FlushEvery time.Duration
 	ReapEvery  time.Duration
 	// DispatchEvery is how often webhooks are fanned out and sent (default
-	// 1 s); tests that drive Dispatcher.Run themselves set it long.
-	DispatchEvery time.Duration
+	// 1 s); besides, a commit that wrote events wakes the dispatcher at
+	// once unless ManualDispatch is set (tests that drive Dispatcher.Run
+	// themselves set it and a long interval).
+	DispatchEvery  time.Duration
+	ManualDispatch bool
 }
 
 // Server is a running keyward.
@@ -162,12 +165,22 @@ func (s *Server) init(ctx context.Context) error {
 		reap = 15 * time.Second
 	}
 	warnings, _ := s.cfg.ExpiringWindows() // validated
+	var wake chan struct{}
+	if !s.opts.ManualDispatch {
+		wake = make(chan struct{}, 1)
+		s.DB.OnEvents(func() {
+			select {
+			case wake <- struct{}{}:
+			default: // a run is already due
+			}
+		})
+	}
 	dispatch := s.opts.DispatchEvery
 	if dispatch <= 0 {
 		dispatch = time.Second
 	}
 	s.jobs = sweep.New(s.opts.Log,
-		sweep.Job{Name: "dispatch-webhooks", Interval: dispatch, Run: s.Dispatcher.Run},
+		sweep.Job{Name: "dispatch-webhooks", Interval: dispatch, Run: s.Dispatcher.Run, Wake: wake},
 		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
 		sweep.Job{Name: "flush-update-checks", Interval: flush, Run: s.Updates.FlushChecks, Final: s.Updates.FlushChecks},
 		sweep.Job{Name: "reap-sessions", Interval: reap, Run: func(ctx context.Context) error {

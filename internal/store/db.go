@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -53,6 +54,11 @@ type DB struct {
 	// hot caches prepared statements of the hot-path reads (query → *sql.Stmt),
 	// so SQLite does not parse them on every heartbeat.
 	hot sync.Map
+
+	// onEvents is called after a commit that wrote events; eventTx holds
+	// the open transactions that did (see OnEvents).
+	onEvents atomic.Pointer[func()]
+	eventTx  sync.Map
 }
 
 // Options configure Open.
@@ -268,13 +274,16 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			t.Rollback()
+			db.committed(t, false)
 			panic(p)
 		}
 		if err != nil {
 			t.Rollback()
+			db.committed(t, false)
 			return
 		}
 		err = translate(t.Commit())
+		db.committed(t, err == nil)
 	}()
 	return fn(t)
 }

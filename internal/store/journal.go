@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -21,7 +22,31 @@ func addEvent(ctx context.Context, db *DB, q queryer, e event.Event) error {
 	}
 	_, err = q.ExecContext(ctx, db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?)`),
 		app, e.Type, string(data), ms(e.CreatedAt))
+	if err == nil {
+		db.noteEvent(q)
+	}
 	return translate(err)
+}
+
+// OnEvents sets fn to be called after each commit of a transaction that
+// wrote events (the webhook dispatcher's wake-up); fn must not block.
+func (db *DB) OnEvents(fn func()) { db.onEvents.Store(&fn) }
+
+// noteEvent remembers that the transaction q wrote an event.
+func (db *DB) noteEvent(q queryer) {
+	if tx, ok := q.(*sql.Tx); ok && db.onEvents.Load() != nil {
+		db.eventTx.Store(tx, struct{}{})
+	}
+}
+
+// committed tells the OnEvents hook about a committed transaction that wrote
+// events, and forgets the transaction either way.
+func (db *DB) committed(tx *sql.Tx, ok bool) {
+	if _, had := db.eventTx.LoadAndDelete(tx); had && ok {
+		if fn := db.onEvents.Load(); fn != nil {
+			(*fn)()
+		}
+	}
 }
 
 // addAudit appends one audit entry inside the caller's transaction.

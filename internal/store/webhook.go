@@ -310,6 +310,9 @@ func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
 	var id int64
 	err = t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?) RETURNING id`),
 		nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt)).Scan(&id)
+	if err == nil {
+		t.db.noteEvent(t.tx)
+	}
 	return id, translate(err)
 }
 

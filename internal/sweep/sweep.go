@@ -17,6 +17,9 @@ type Job struct {
 	Run      func(context.Context) error
 	// Final runs once after the loop stops (for example to flush buffers).
 	Final func(context.Context) error
+	// Wake, when set, runs the job at once whenever it receives, besides
+	// the interval (the webhook dispatcher when an event is committed).
+	Wake <-chan struct{}
 }
 
 // Runner runs jobs until stopped.
@@ -56,10 +59,16 @@ func (r *Runner) loop(ctx context.Context, j Job) {
 			}
 			return
 		case <-t.C:
-			if err := j.Run(ctx); err != nil && ctx.Err() == nil {
-				r.log.Error("job failed", "job", j.Name, "err", err)
-			}
+			r.run(ctx, j)
+		case <-j.Wake: // a nil channel never receives
+			r.run(ctx, j)
 		}
+	}
+}
+
+func (r *Runner) run(ctx context.Context, j Job) {
+	if err := j.Run(ctx); err != nil && ctx.Err() == nil {
+		r.log.Error("job failed", "job", j.Name, "err", err)
 	}
 }
 

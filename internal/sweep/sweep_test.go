@@ -36,3 +36,20 @@ func TestRunnerRunsUntilStoppedAndRunsFinalOnce(t *testing.T) {
 func TestStopWithoutStart(t *testing.T) {
 	New(slog.New(slog.DiscardHandler)).Stop()
 }
+
+// A job with a Wake channel runs as soon as it is woken, long before its
+// interval, once per wake-up.
+func TestWakeRunsAtOnce(t *testing.T) {
+	wake := make(chan struct{})
+	ran := make(chan struct{})
+	r := New(slog.New(slog.DiscardHandler), Job{
+		Name: "woken", Interval: time.Hour, Wake: wake,
+		Run: func(context.Context) error { ran <- struct{}{}; return nil },
+	})
+	r.Start(context.Background())
+	defer r.Stop()
+	for range 3 {
+		wake <- struct{}{} // unbuffered: received by the loop
+		<-ran
+	}
+}
