@@ -59,6 +59,7 @@ type Webhooks struct {
 	WebhookRetries       string        `name:"webhook-retries" default:"1m,5m,30m,2h,6h" env:"KEYWARD_WEBHOOK_RETRIES" help:"Waits before each retry of a failed webhook delivery (±10 % jitter)."`
 	WebhookTimeout       time.Duration `name:"webhook-timeout" default:"5s" env:"KEYWARD_WEBHOOK_TIMEOUT" help:"How long a webhook receiver has to answer."`
 	WebhookConcurrency   int           `name:"webhook-concurrency" default:"8" env:"KEYWARD_WEBHOOK_CONCURRENCY" help:"Webhook deliveries sent at once per process."`
+	WebhookLogRetention  time.Duration `name:"webhook-log-retention" default:"720h" env:"KEYWARD_WEBHOOK_LOG_RETENTION" help:"Keep finished webhook deliveries and sent events this long (0: forever)."`
 }
 
 // AllowNetworks parses WebhookAllowNetworks.
@@ -227,8 +228,8 @@ func (c *Config) Validate() error {
 	if _, err := c.Retries(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.WebhookTimeout < 0 || c.WebhookConcurrency < 0 {
-		errs = append(errs, errors.New("--webhook-timeout and --webhook-concurrency must not be negative"))
+	if c.WebhookTimeout < 0 || c.WebhookConcurrency < 0 || c.WebhookLogRetention < 0 {
+		errs = append(errs, errors.New("--webhook-timeout, --webhook-concurrency and --webhook-log-retention must not be negative"))
 	}
 	if c.S3Bucket != "" && c.S3Endpoint == "" {
 		errs = append(errs, errors.New("--s3-bucket needs --s3-endpoint (KEYWARD_S3_ENDPOINT)"))

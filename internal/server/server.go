@@ -179,40 +179,66 @@ func (s *Server) init(ctx context.Context) error {
 	if dispatch <= 0 {
 		dispatch = time.Second
 	}
+	// Sweeps over shared data run in one process at a time: the holder of
+	// the job's lease (store.TryLease), renewed on each run and taken over
+	// by another process two intervals after its holder stops.
+	holder := GeneratePassword()
+	leader := func(name string, every time.Duration, run func(context.Context) error) sweep.Job {
+		return sweep.Job{Name: name, Interval: every, Run: func(ctx context.Context) error {
+			now := s.opts.Now()
+			if ok, err := s.DB.TryLease(ctx, name, holder, now, now.Add(2*every)); err != nil || !ok {
+				return err
+			}
+			return run(ctx)
+		}}
+	}
+	retention := s.cfg.WebhookLogRetention
 	s.jobs = sweep.New(s.opts.Log,
+		// Per process: its own buffers, and deliveries claimed row by row.
 		sweep.Job{Name: "dispatch-webhooks", Interval: dispatch, Run: s.Dispatcher.Run, Wake: wake},
 		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
 		sweep.Job{Name: "flush-update-checks", Interval: flush, Run: s.Updates.FlushChecks, Final: s.Updates.FlushChecks},
-		sweep.Job{Name: "reap-sessions", Interval: reap, Run: func(ctx context.Context) error {
+		// One leader at a time.
+		leader("reap-sessions", reap, func(ctx context.Context) error {
 			n, err := s.License.ReapSessions(ctx)
 			if n > 0 {
 				s.opts.Log.Info("reaped silent sessions", "count", n)
 			}
 			return err
-		}},
-		sweep.Job{Name: "queue-renewals", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+		}),
+		leader("queue-renewals", 10*time.Minute, func(ctx context.Context) error {
 			n, err := s.Orders.QueueRenewals(ctx)
 			if n > 0 {
 				s.opts.Log.Info("made subscription renewal orders", "count", n)
 			}
 			return err
-		}},
-		sweep.Job{Name: "expire-keys", Interval: time.Minute, Run: func(ctx context.Context) error {
+		}),
+		leader("expire-keys", time.Minute, func(ctx context.Context) error {
 			n, err := s.License.ExpireKeys(ctx)
 			if n > 0 {
 				s.opts.Log.Info("expired keys", "count", n)
 			}
 			return err
-		}},
-		sweep.Job{Name: "warn-expiring-keys", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+		}),
+		leader("warn-expiring-keys", 10*time.Minute, func(ctx context.Context) error {
 			_, err := s.License.WarnExpiring(ctx, warnings)
 			return err
-		}},
-		sweep.Job{Name: "purge-lockouts", Interval: 10 * time.Minute, Run: func(ctx context.Context) error {
+		}),
+		leader("purge-lockouts", 10*time.Minute, func(ctx context.Context) error {
 			// Counters older than a day of windows and locks can no longer matter.
 			_, err := guard.Purge(ctx, lim.LockoutWindow+lim.LockoutDuration+24*time.Hour)
 			return err
-		}},
+		}),
+		leader("purge-webhook-log", time.Hour, func(ctx context.Context) error {
+			if retention <= 0 {
+				return nil
+			}
+			d, e, err := s.DB.PurgeWebhookLog(ctx, s.opts.Now().Add(-retention), 1000)
+			if d+e > 0 {
+				s.opts.Log.Info("purged webhook log", "deliveries", d, "events", e)
+			}
+			return err
+		}),
 	)
 	return nil
 }
