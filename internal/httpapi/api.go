@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/content"
@@ -51,6 +52,7 @@ type API struct {
 	orders   *commerce.Orders
 	updates  *update.Service
 	webhooks *webhook.Service
+	abuse    *abuse.Detector
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -69,6 +71,7 @@ type Services struct {
 	Orders   *commerce.Orders
 	Updates  *update.Service
 	Webhooks *webhook.Service
+	Abuse    *abuse.Detector
 }
 
 // New returns the API over the given services.
@@ -79,7 +82,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 	if cfg.MaxArtifact <= 0 {
 		cfg.MaxArtifact = 4096 << 20
 	}
-	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks,
+	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
 		db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
@@ -132,6 +135,7 @@ func (a *API) Handler() http.Handler {
 		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")}))
 	mux.Handle("/api/admin/webhooks.php", a.bearer(methods{"GET": a.getWebhooks, "POST": a.postWebhooks, "PUT": a.putWebhook,
 		"DELETE": a.deleteWebhook}))
+	mux.Handle("/api/admin/detections.php", a.bearer(methods{"GET": a.listDetections}))
 	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -19,6 +19,9 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 		return nil, err
 	}
 	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip})
+	if code := apperr.CodeOf(err); err == nil || code == license.CodeHWIDMismatch || code == license.CodeDeviceLimit {
+		a.abuse.SawKey(ctx, c.app, lk, hwid, c.ip) // where the key is used from: leak detection
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/internal/license"
@@ -114,12 +115,22 @@ func (a *API) servePlain(w http.ResponseWriter, r *http.Request, app *license.Ap
 		a.writeError(w, r, err)
 		return
 	}
-	res, err := h(r.Context(), &call{app: app, f: f, r: r, ip: a.clientIP(r)})
+	ip := a.clientIP(r)
+	res, err := h(r.Context(), &call{app: app, f: f, r: r, ip: ip})
+	a.observeRefusal(r.Context(), app, ip, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// observeRefusal feeds key guessing (INVALID_KEY from one address) to abuse
+// detection.
+func (a *API) observeRefusal(ctx context.Context, app *license.App, ip string, err error) {
+	if err != nil && apperr.CodeOf(err) == license.CodeInvalidKey {
+		a.abuse.Burst(ctx, app, abuse.InvalidKeys, ip)
+	}
 }
 
 // cryptoError is a plain pre-verification refusal. Only the clock refusal
@@ -149,12 +160,14 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 	keys := envelope.Derive(app.Secret)
 	env, err := envelope.Parse(body)
 	if err != nil {
+		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
 		a.cryptoError(w, err)
 		return
 	}
 	now := a.now()
 	plain, mac, err := keys.Verify(env, now)
 	if err != nil {
+		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
 		a.cryptoError(w, err)
 		return
 	}
@@ -198,10 +211,12 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 	f, err := parseFields(plain)
 	if err == nil {
 		var res map[string]any
-		res, err = h(ctx, &call{app: app, f: f, r: r, ip: a.clientIP(r)})
+		ip := a.clientIP(r)
+		res, err = h(ctx, &call{app: app, f: f, r: r, ip: ip})
 		if err == nil {
 			reply = marshal(res)
 		}
+		a.observeRefusal(ctx, app, ip, err)
 	}
 	if err != nil {
 		if isInternal(err) {

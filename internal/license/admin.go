@@ -67,6 +67,17 @@ func (a *App) Validate() error {
 		return apperr.InvalidField("account_redeem_mode", `must be "stack" or "restart"`)
 	case st.AccountPasswordMinLength < 6 || st.AccountPasswordMinLength > 72:
 		return apperr.InvalidField("account_password_min_length", "must be 6 to 72")
+	case st.LeakMaxHWIDs < 0 || st.LeakMaxHWIDs > 100000 || st.LeakMaxIPs < 0 || st.LeakMaxIPs > 100000:
+		return apperr.InvalidField("leak_max_hwids", "leak_max_hwids and leak_max_ips must be 0 (off) to 100000")
+	case st.LeakWindowHours < 1 || st.LeakWindowHours > 8760:
+		return apperr.InvalidField("leak_window_hours", "must be 1 to 8760")
+	case st.LeakAction != LeakActionNone && st.LeakAction != LeakActionPause:
+		return apperr.InvalidField("leak_action", `must be "none" or "pause"`)
+	case st.SuspiciousInvalidKeys < 0 || st.SuspiciousEnvelopeFailures < 0 || st.SuspiciousTrials < 0 ||
+		st.SuspiciousInvalidKeys > 1000000 || st.SuspiciousEnvelopeFailures > 1000000 || st.SuspiciousTrials > 1000000:
+		return apperr.InvalidField("suspicious_invalid_keys", "suspicious_* thresholds must be 0 (off) to 1000000")
+	case st.SuspiciousWindowMinutes < 1 || st.SuspiciousWindowMinutes > 10080:
+		return apperr.InvalidField("suspicious_window_minutes", "must be 1 to 10080")
 	case !webURL(st.Branding.LogoURL) || !webURL(st.Branding.WebsiteURL):
 		return apperr.InvalidField("branding", "logo_url and website_url must be http or https URLs of at most 2048 characters")
 	case !colorRE.MatchString(st.Branding.PrimaryColor) || !colorRE.MatchString(st.Branding.AccentColor):

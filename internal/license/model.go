@@ -58,6 +58,23 @@ type AppSettings struct {
 	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
 	AccountPasswordMinLength int    `json:"account_password_min_length"`
 
+	// Leak and abuse detection (internal/abuse). A key seen from more than
+	// LeakMaxHWIDs devices or LeakMaxIPs addresses within LeakWindowHours
+	// (logins and device refusals; 0: not watched) is reported as
+	// key.suspected_leak and, per LeakAction, left ("none") or paused
+	// ("pause"). From one address, SuspiciousInvalidKeys INVALID_KEY
+	// refusals, SuspiciousEnvelopeFailures rejected envelopes or
+	// SuspiciousTrials trial requests within SuspiciousWindowMinutes
+	// (0: not watched) are reported as suspicious_activity.
+	LeakMaxHWIDs               int    `json:"leak_max_hwids"`
+	LeakMaxIPs                 int    `json:"leak_max_ips"`
+	LeakWindowHours            int    `json:"leak_window_hours"`
+	LeakAction                 string `json:"leak_action"`
+	SuspiciousInvalidKeys      int    `json:"suspicious_invalid_keys"`
+	SuspiciousEnvelopeFailures int    `json:"suspicious_envelope_failures"`
+	SuspiciousTrials           int    `json:"suspicious_trials"`
+	SuspiciousWindowMinutes    int    `json:"suspicious_window_minutes"`
+
 	// Branding is sent with app/info.php for the app to style itself.
 	Branding Branding `json:"branding"`
 
@@ -109,8 +126,22 @@ func DefaultSettings() AppSettings {
 		AccountTakesKeyDevices:   true,
 		AccountPasswordMinLength: 8,
 		FeatureFlags:             []FeatureFlag{},
+
+		LeakMaxHWIDs:               10,
+		LeakWindowHours:            24,
+		LeakAction:                 LeakActionNone,
+		SuspiciousInvalidKeys:      30,
+		SuspiciousEnvelopeFailures: 30,
+		SuspiciousTrials:           10,
+		SuspiciousWindowMinutes:    60,
 	}
 }
+
+// Automatic responses to a suspected leak.
+const (
+	LeakActionNone  = "none"
+	LeakActionPause = "pause"
+)
 
 // Status is a key's state.
 type Status string

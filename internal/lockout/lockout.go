@@ -124,6 +124,25 @@ func (g *Guard) Fail(ctx context.Context, subjects ...Subject) error {
 	return nil
 }
 
+// Trip records one occurrence against s and reports whether it starts a
+// burst: the one that reached s.Policy.MaxFailures within the window while
+// no earlier burst's quiet period (Policy.Lock) was running. Detectors use
+// it to report a burst once, not on each occurrence.
+func (g *Guard) Trip(ctx context.Context, s Subject) (bool, error) {
+	if g == nil || s.Policy.MaxFailures <= 0 || s.ID == "" {
+		return false, nil
+	}
+	now := g.now()
+	p := s.Policy
+	tripped := false
+	err := g.store.UpdateCounter(ctx, s.Scope, s.ID, func(c *Counter) {
+		quiet := c.LockedUntil.After(now)
+		*c = p.Fail(*c, now)
+		tripped = !quiet && c.LockedUntil.After(now)
+	})
+	return tripped, err
+}
+
 // Clear forgets a subject's failures, as after a successful sign-in. A
 // running lock is kept: a correct password does not lift it.
 func (g *Guard) Clear(ctx context.Context, s Subject) error {

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/crypto/acme/autocert"
 
+	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/blob"
@@ -152,8 +153,12 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
 		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency})
+	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, reason string) error {
+		_, err := s.License.KeyAction(ctx, audit.System, appID, licenseKey, license.ActionPause, 0, reason)
+		return err
+	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
-		Updates: s.Updates, Webhooks: s.Webhooks}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -227,6 +232,10 @@ func (s *Server) init(ctx context.Context) error {
 		leader("purge-lockouts", 10*time.Minute, func(ctx context.Context) error {
 			// Counters older than a day of windows and locks can no longer matter.
 			_, err := guard.Purge(ctx, lim.LockoutWindow+lim.LockoutDuration+24*time.Hour)
+			return err
+		}),
+		leader("purge-key-sightings", time.Hour, func(ctx context.Context) error {
+			_, err := s.DB.PurgeSightings(ctx, s.opts.Now().Add(-8760*time.Hour)) // the longest leak window
 			return err
 		}),
 		leader("purge-webhook-log", time.Hour, func(ctx context.Context) error {

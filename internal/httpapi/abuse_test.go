@@ -1,0 +1,150 @@
+package httpapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// abDetections lists an app's detections of kind ("" for all).
+func abDetections(t testing.TB, a *kwtest.App, kind string) []map[string]any {
+	t.Helper()
+	return admList(t, a.S.MustAdmin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind="+kind, nil), "detections")
+}
+
+// A key used from more devices than leak_max_hwids within the window is
+// reported once per window (event and detection), and paused when the
+// owner chose "pause": its session dies with PAUSED.
+func TestAbuseLeakPause(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Leak")
+		clSettings(t, a, map[string]any{"leak_max_hwids": 2, "leak_window_hours": 24, "leak_action": "pause"})
+		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
+		sid := a.Login(key, "owner-pc")
+		clSealedFail(t, clLoginReply(a, key, "copy-1"), "HWID_MISMATCH")
+		if n := len(abDetections(t, a, "")); n != 0 {
+			t.Fatalf("%d detections at 2 devices (the limit)", n)
+		}
+		clSealedFail(t, clLoginReply(a, key, "copy-2"), "HWID_MISMATCH") // the third device
+		ds := abDetections(t, a, "key.suspected_leak")
+		if len(ds) != 1 || ds[0]["subject"] != key {
+			t.Fatalf("detections %v", ds)
+		}
+		evs := s.EventsOf(a.ID, "key.suspected_leak")
+		if len(evs) != 1 || evs[0]["license_key"] != key || evs[0]["hwids"] != float64(3) || evs[0]["action"] != "pause" {
+			t.Fatalf("key.suspected_leak events %v", evs)
+		}
+		if st := clKey(t, a, key)["status"]; st != "paused" {
+			t.Fatalf("status after a suspected leak with action pause = %v", st)
+		}
+		clKill(t, a.Heartbeat(sid, key), "PAUSED")
+
+		// More devices in the same window: no second report.
+		clLoginReply(a, key, "copy-3")
+		if n := len(s.EventsOf(a.ID, "key.suspected_leak")); n != 1 {
+			t.Fatalf("%d reports within one window", n)
+		}
+	})
+}
+
+// With leak_action "none" the key is reported and left alone; a key within
+// its devices is never reported; 0 turns the watch off.
+func TestAbuseLeakReportOnly(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("LeakNone")
+		clSettings(t, a, map[string]any{"leak_max_hwids": 1})
+		shared := a.GenerateKeys(1, "lifetime", 0, 3)[0]
+		for _, pc := range []string{"a", "b"} {
+			a.Login(shared, pc)
+		}
+		if st := clKey(t, a, shared)["status"]; st != "active" {
+			t.Fatalf("status with action none = %v", st)
+		}
+		if evs := s.EventsOf(a.ID, "key.suspected_leak"); len(evs) != 1 || evs[0]["action"] != "none" {
+			t.Fatalf("events %v", evs)
+		}
+		clSettings(t, a, map[string]any{"leak_max_hwids": 0})
+		other := a.GenerateKeys(1, "lifetime", 0, 5)[0]
+		for _, pc := range []string{"a", "b", "c", "d"} {
+			a.Login(other, pc)
+		}
+		if n := len(s.EventsOf(a.ID, "key.suspected_leak")); n != 1 {
+			t.Fatalf("%d reports with the watch off", n)
+		}
+	})
+}
+
+// Bursts from one address — invalid keys, rejected envelopes, new trials —
+// are reported once per window as suspicious_activity, and again in the
+// next window.
+func TestAbuseBursts(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Bursts")
+		clSettings(t, a, map[string]any{"suspicious_invalid_keys": 3, "suspicious_envelope_failures": 2, "suspicious_trials": 2,
+			"suspicious_window_minutes": 10, "trial_enabled": true, "trial_ip_limit": 0})
+		reasons := func() map[string]int {
+			out := map[string]int{}
+			for _, e := range s.EventsOf(a.ID, "suspicious_activity") {
+				out[e["reason"].(string)]++
+				if e["ip"] != "127.0.0.1" {
+					t.Fatalf("suspicious_activity ip %v", e["ip"])
+				}
+			}
+			return out
+		}
+		guess := func(n int) {
+			for range n {
+				clSealedFail(t, clLoginReply(a, "AAAAA-BBBBB-CCCCC-DDDDD", "pc"), "INVALID_KEY")
+			}
+		}
+		guess(2)
+		if r := reasons(); r["invalid_keys"] != 0 {
+			t.Fatalf("reported below the threshold: %v", r)
+		}
+		guess(1)
+		guess(5) // still inside the quiet window
+		if r := reasons(); r["invalid_keys"] != 1 {
+			t.Fatalf("invalid key reports %v, want 1", r)
+		}
+		s.Clock.Advance(11 * time.Minute)
+		guess(3)
+		if r := reasons(); r["invalid_keys"] != 2 {
+			t.Fatalf("invalid key reports after the window %v, want 2", r)
+		}
+
+		for range 2 { // an envelope with a broken MAC
+			env := a.Seal(map[string]any{"license_key": "x"})
+			env.S = "00" + env.S[2:]
+			s.Do("POST", clLogin, clHeader(a.Secret), env.Marshal())
+		}
+		for _, hw := range []string{"farm-1", "farm-2"} {
+			if r := a.Plain("/api/auth/trial.php", map[string]any{"hwid": hw}); r.Status != 200 {
+				t.Fatalf("trial: %s", r)
+			}
+		}
+		if r := reasons(); r["envelope_failures"] != 1 || r["trial_farming"] != 1 {
+			t.Fatalf("reports %v", r)
+		}
+		if ds := abDetections(t, a, "suspicious_activity"); len(ds) != 4 || ds[0]["subject"] != "127.0.0.1" {
+			t.Fatalf("detections %v", ds)
+		}
+	})
+}
+
+// detections.php refuses a bad kind and an unknown app; the settings
+// refuse a bad leak_action or threshold.
+func TestAbuseAdminValidation(t *testing.T) {
+	s := clStart(t, "sqlite", nil)
+	a := s.CreateApp("Valid")
+	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind=nope", nil), 400, "MISSING_FIELDS")
+	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id=missing", nil), 404, "NOT_FOUND")
+	for _, bad := range []map[string]any{{"leak_action": "rotate"}, {"leak_max_hwids": -1}, {"suspicious_window_minutes": 0},
+		{"leak_window_hours": 9000}} {
+		r := s.Admin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"settings": bad})
+		kwtest.ExpectCode(t, r, 400, "MISSING_FIELDS")
+	}
+}
