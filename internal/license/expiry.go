@@ -36,6 +36,11 @@ type ExpiryTx interface {
 	// a window as small as minWindow for their current expiry, locked.
 	KeysExpiringBy(ctx context.Context, now, until, afterExp time.Time, afterID int64, minWindow int64, limit int) ([]ExpiringKey, error)
 	SetExpiryNotice(ctx context.Context, keyID int64, forExpiry time.Time, window int64) error
+	// MarkExpired sets the keys' status to expired and ends their live
+	// sessions with reason, in a statement each.
+	MarkExpired(ctx context.Context, ids []int64, reason string, now time.Time) error
+	// AddEvents writes several outbox rows in one statement.
+	AddEvents(ctx context.Context, evs []event.Event) error
 }
 
 // sweepBatch is the keys one sweep transaction handles.
@@ -55,21 +60,20 @@ func (s *Service) ExpireKeys(ctx context.Context) (int, error) {
 				return err
 			}
 			n = len(keys)
-			for i := range keys {
-				k := &keys[i]
-				k.Status, k.UpdatedAt = StatusExpired, now
-				if err := tx.UpdateKey(ctx, k); err != nil {
-					return err
-				}
-				if _, err := tx.EndKeySessions(ctx, k.ID, CodeExpired, now); err != nil {
-					return err
-				}
-				if err := tx.AddEvent(ctx, event.Event{AppID: k.AppID, Type: event.KeyExpired, CreatedAt: now,
-					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(*k.ExpiresAt)}}); err != nil {
-					return err
-				}
+			if n == 0 {
+				return nil
 			}
-			return nil
+			ids := make([]int64, n)
+			evs := make([]event.Event, n)
+			for i, k := range keys {
+				ids[i] = k.ID
+				evs[i] = event.Event{AppID: k.AppID, Type: event.KeyExpired, CreatedAt: now,
+					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(*k.ExpiresAt)}}
+			}
+			if err := tx.MarkExpired(ctx, ids, CodeExpired, now); err != nil {
+				return err
+			}
+			return tx.AddEvents(ctx, evs)
 		})
 		total += n
 		if err != nil || n < sweepBatch {
@@ -101,6 +105,7 @@ func (s *Service) WarnExpiring(ctx context.Context, windows []time.Duration) (in
 				return err
 			}
 			n = len(keys)
+			var evs []event.Event
 			for _, k := range keys {
 				afterExp, afterID = k.ExpiresAt, k.ID
 				left := k.ExpiresAt.Sub(now)
@@ -113,14 +118,12 @@ func (s *Service) WarnExpiring(ctx context.Context, windows []time.Duration) (in
 					return err
 				}
 				days := int(math.Ceil(left.Hours() / 24))
-				if err := tx.AddEvent(ctx, event.Event{AppID: k.AppID, Type: event.KeyExpiring, CreatedAt: now,
+				evs = append(evs, event.Event{AppID: k.AppID, Type: event.KeyExpiring, CreatedAt: now,
 					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(k.ExpiresAt),
-						"days_left": days, "window": w.String()}}); err != nil {
-					return err
-				}
-				total++
+						"days_left": days, "window": w.String()}})
 			}
-			return nil
+			total += len(evs)
+			return tx.AddEvents(ctx, evs)
 		})
 		if err != nil || n < sweepBatch {
 			return total, err

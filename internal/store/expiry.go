@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/license"
 )
 
@@ -65,4 +67,31 @@ func (t licenseTx) SetExpiryNotice(ctx context.Context, keyID int64, forExpiry t
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET expiry_notice_for = ?, expiry_notice = ? WHERE id = ?`),
 		ms(forExpiry), window, keyID)
 	return affected(res, err)
+}
+
+func (t licenseTx) MarkExpired(ctx context.Context, ids []int64, reason string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	in, args := inList(ids)
+	if _, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET status = 'expired', updated_at = ? WHERE id IN `+in),
+		append([]any{ms(now)}, args...)...); err != nil {
+		return translate(err)
+	}
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE ended_at IS NULL AND key_id IN `+in),
+		append([]any{ms(now), reason}, args...)...)
+	return translate(err)
+}
+
+func (t licenseTx) AddEvents(ctx context.Context, evs []event.Event) error {
+	return addEvents(ctx, t.db, t.tx, evs)
+}
+
+// inList returns "(?, ?, …)" for ids and the ids as arguments.
+func inList(ids []int64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return "(?" + strings.Repeat(", ?", len(ids)-1) + ")", args
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
@@ -26,6 +27,37 @@ func addEvent(ctx context.Context, db *DB, q queryer, e event.Event) error {
 		db.noteEvent(q)
 	}
 	return translate(err)
+}
+
+// addEvents writes several outbox rows in one statement inside the
+// caller's transaction.
+func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (app_id, type, data, created_at) VALUES `)
+	args := make([]any, 0, 4*len(evs))
+	for i, e := range evs {
+		data, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("event %s data: %w", e.Type, err)
+		}
+		var app any
+		if e.AppID != "" {
+			app = e.AppID
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?)")
+		args = append(args, app, e.Type, string(data), ms(e.CreatedAt))
+	}
+	if _, err := q.ExecContext(ctx, db.rebind(b.String()), args...); err != nil {
+		return translate(err)
+	}
+	db.noteEvent(q)
+	return nil
 }
 
 // OnEvents sets fn to be called after each commit of a transaction that
