@@ -55,22 +55,23 @@ type Tx interface {
 	AddEvent(ctx context.Context, e event.Event) error
 }
 
-// Pauser pauses a key (the "pause" response to a suspected leak).
-type Pauser func(ctx context.Context, appID, licenseKey, reason string) error
+// Responder applies the owner's response to a suspected leak ("pause" or
+// "rotate"; see license.AppSettings.LeakAction) to a key.
+type Responder func(ctx context.Context, appID, licenseKey, action string) error
 
 // Detector turns observations into reports.
 type Detector struct {
-	store Store
-	guard *lockout.Guard
-	pause Pauser
-	now   func() time.Time
-	log   *slog.Logger
+	store   Store
+	guard   *lockout.Guard
+	respond Responder
+	now     func() time.Time
+	log     *slog.Logger
 }
 
 // New returns a Detector; burst counters live in guard's store (shared by
 // every process).
-func New(store Store, guard *lockout.Guard, pause Pauser, now func() time.Time, log *slog.Logger) *Detector {
-	return &Detector{store: store, guard: guard, pause: pause, now: now, log: log}
+func New(store Store, guard *lockout.Guard, respond Responder, now func() time.Time, log *slog.Logger) *Detector {
+	return &Detector{store: store, guard: guard, respond: respond, now: now, log: log}
 }
 
 func hashOf(appID, kind, v string) string {
@@ -119,9 +120,9 @@ func (d *Detector) SawKey(ctx context.Context, app *license.App, licenseKey, hwi
 	if !d.report(ctx, app.ID, event.KeySuspectedLeak, licenseKey, details, now) {
 		return
 	}
-	if st.LeakAction == license.LeakActionPause && d.pause != nil {
-		if err := d.pause(ctx, app.ID, licenseKey, "suspected leak"); err != nil {
-			d.log.WarnContext(ctx, "pause leaked key", "app_id", app.ID, "err", err)
+	if st.LeakAction != license.LeakActionNone && d.respond != nil {
+		if err := d.respond(ctx, app.ID, licenseKey, st.LeakAction); err != nil {
+			d.log.WarnContext(ctx, "respond to a suspected leak", "app_id", app.ID, "action", st.LeakAction, "err", err)
 		}
 	}
 }

@@ -142,9 +142,44 @@ func TestAbuseAdminValidation(t *testing.T) {
 	a := s.CreateApp("Valid")
 	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind=nope", nil), 400, "MISSING_FIELDS")
 	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id=missing", nil), 404, "NOT_FOUND")
-	for _, bad := range []map[string]any{{"leak_action": "rotate"}, {"leak_max_hwids": -1}, {"suspicious_window_minutes": 0},
+	for _, bad := range []map[string]any{{"leak_action": "delete"}, {"leak_max_hwids": -1}, {"suspicious_window_minutes": 0},
 		{"leak_window_hours": 9000}} {
 		r := s.Admin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"settings": bad})
 		kwtest.ExpectCode(t, r, 400, "MISSING_FIELDS")
 	}
+}
+
+// With leak_action "rotate" a suspected leak gives the key a new string and
+// keeps only its first device: that device's session and its logins with
+// the old string keep working, the new string works from it too, and every
+// other device — with either string — is out.
+func TestAbuseLeakRotate(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Rotate")
+		clSettings(t, a, map[string]any{"leak_max_hwids": 2, "leak_action": "rotate"})
+		old := a.GenerateKeys(1, "lifetime", 0, 2)[0]
+		ownerSid := a.Login(old, "owner-pc")
+		s.Clock.Advance(time.Second)
+		leakSid := a.Login(old, "leaker-1") // takes the second seat
+		clSealedFail(t, clLoginReply(a, old, "leaker-2"), "DEVICE_LIMIT")
+
+		evs := s.EventsOf(a.ID, "key.rotated")
+		if len(evs) != 1 || evs[0]["old_license_key"] != old || evs[0]["kept_hwid"] != "owner-pc" {
+			t.Fatalf("key.rotated events %v", evs)
+		}
+		fresh := evs[0]["license_key"].(string)
+		if fresh == old || fresh == "" {
+			t.Fatalf("new string %q", fresh)
+		}
+		clBeatOK(t, a, ownerSid, old) // the owner's running session, old string
+		clKill(t, a.Heartbeat(leakSid, old), "SESSION_REVOKED")
+		if got := clDevices(t, a, fresh); len(got) != 1 || got[0] != "owner-pc" {
+			t.Fatalf("devices after rotation %v", got)
+		}
+		a.Login(old, "owner-pc")   // old string, kept device
+		a.Login(fresh, "owner-pc") // new string, kept device
+		clSealedFail(t, clLoginReply(a, old, "leaker-1"), "INVALID_KEY")
+		clSealedFail(t, clLoginReply(a, old, "leaker-3"), "INVALID_KEY")
+	})
 }

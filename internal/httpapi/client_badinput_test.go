@@ -224,7 +224,9 @@ func TestClientBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range evs {
-			if e.AppID == a.ID && e.Type != "key.created" && e.Type != "key.activated" {
+			// A burst of rejected envelopes is reported, by design (abuse detection).
+			burst := e.Type == "suspicious_activity" && e.Data["reason"] == "envelope_failures"
+			if e.AppID == a.ID && e.Type != "key.created" && e.Type != "key.activated" && !burst {
 				t.Fatalf("bad input caused event %s %v", e.Type, e.Data)
 			}
 		}

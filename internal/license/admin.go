@@ -71,8 +71,8 @@ func (a *App) Validate() error {
 		return apperr.InvalidField("leak_max_hwids", "leak_max_hwids and leak_max_ips must be 0 (off) to 100000")
 	case st.LeakWindowHours < 1 || st.LeakWindowHours > 8760:
 		return apperr.InvalidField("leak_window_hours", "must be 1 to 8760")
-	case st.LeakAction != LeakActionNone && st.LeakAction != LeakActionPause:
-		return apperr.InvalidField("leak_action", `must be "none" or "pause"`)
+	case st.LeakAction != LeakActionNone && st.LeakAction != LeakActionPause && st.LeakAction != LeakActionRotate:
+		return apperr.InvalidField("leak_action", `must be "none", "pause" or "rotate"`)
 	case st.SuspiciousInvalidKeys < 0 || st.SuspiciousEnvelopeFailures < 0 || st.SuspiciousTrials < 0 ||
 		st.SuspiciousInvalidKeys > 1000000 || st.SuspiciousEnvelopeFailures > 1000000 || st.SuspiciousTrials > 1000000:
 		return apperr.InvalidField("suspicious_invalid_keys", "suspicious_* thresholds must be 0 (off) to 1000000")

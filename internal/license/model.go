@@ -61,8 +61,8 @@ type AppSettings struct {
 	// Leak and abuse detection (internal/abuse). A key seen from more than
 	// LeakMaxHWIDs devices or LeakMaxIPs addresses within LeakWindowHours
 	// (logins and device refusals; 0: not watched) is reported as
-	// key.suspected_leak and, per LeakAction, left ("none") or paused
-	// ("pause"). From one address, SuspiciousInvalidKeys INVALID_KEY
+	// key.suspected_leak and, per LeakAction, left ("none"), paused
+	// ("pause") or rotated keeping its first device ("rotate"). From one address, SuspiciousInvalidKeys INVALID_KEY
 	// refusals, SuspiciousEnvelopeFailures rejected envelopes or
 	// SuspiciousTrials trial requests within SuspiciousWindowMinutes
 	// (0: not watched) are reported as suspicious_activity.
@@ -139,8 +139,9 @@ func DefaultSettings() AppSettings {
 
 // Automatic responses to a suspected leak.
 const (
-	LeakActionNone  = "none"
-	LeakActionPause = "pause"
+	LeakActionNone   = "none"
+	LeakActionPause  = "pause"
+	LeakActionRotate = "rotate" // see RotateForLeak
 )
 
 // Status is a key's state.

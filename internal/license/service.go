@@ -152,6 +152,11 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
+			// A string rotated away for a suspected leak still signs in its
+			// one kept device (RotateForLeak).
+			k, err = tx.KeyByAliasForUpdate(ctx, app.ID, req.LicenseKey, req.HWID)
+		}
+		if errors.Is(err, apperr.ErrNotFound) {
 			return errInvalidKey
 		} else if err != nil {
 			return err
@@ -292,7 +297,14 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 	// Account sessions carry no key string: a license_key sent with them is
 	// not compared (it may name any key the account redeemed).
 	if licenseKey != "" && v.KeyString != "" && licenseKey != v.KeyString {
-		return errMismatch
+		if sess.KeyID == nil {
+			return errMismatch
+		}
+		if alias, err := s.store.IsKeyAlias(ctx, app.ID, licenseKey, *sess.KeyID); err != nil {
+			return err
+		} else if !alias {
+			return errMismatch
+		}
 	}
 	reason := ""
 	switch {

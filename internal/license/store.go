@@ -22,6 +22,11 @@ type Store interface {
 	Devices(ctx context.Context, keyID int64) ([]Device, error)
 	Sessions(ctx context.Context, f SessionFilter) ([]Session, error)
 
+	// IsKeyAlias reports whether alias is a string of the key rotated away
+	// for a suspected leak (see RotateForLeak). Only the kept device can
+	// open a session with it, so any live session of the key may send it.
+	IsKeyAlias(ctx context.Context, appID, alias string, keyID int64) (bool, error)
+
 	// HeartbeatView reads a session and its key's state in one query.
 	HeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
 	// TouchSessions records last-seen times of live sessions in one write.
@@ -111,6 +116,7 @@ type Tx interface {
 	ActiveLifetimeRedemptions(ctx context.Context, accountID int64) ([]Redemption, error)
 
 	ExpiryTx
+	AliasTx
 
 	AddEvent(ctx context.Context, e event.Event) error
 	AddAudit(ctx context.Context, e audit.Entry) error

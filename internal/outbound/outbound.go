@@ -42,7 +42,9 @@ var ErrBlocked = errors.New("address not allowed (private, loopback, link-local 
 // Allowed reports whether a connection to ip may be made: a public address,
 // or one inside allow.
 func Allowed(ip netip.Addr, allow []netip.Prefix) bool {
-	ip = ip.Unmap() // ::ffff:10.0.0.1 is 10.0.0.1
+	// ::ffff:10.0.0.1 is 10.0.0.1, and fe80::1%eth0 is fe80::1 (a prefix
+	// never contains a zoned address, which would pass every check below).
+	ip = ip.WithZone("").Unmap()
 	for _, p := range allow {
 		if p.Contains(ip) {
 			return true

@@ -153,8 +153,13 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
 		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency})
-	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, reason string) error {
-		_, err := s.License.KeyAction(ctx, audit.System, appID, licenseKey, license.ActionPause, 0, reason)
+	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, action string) error {
+		var err error
+		if action == license.LeakActionRotate {
+			_, err = s.License.RotateForLeak(ctx, audit.System, appID, licenseKey)
+		} else {
+			_, err = s.License.KeyAction(ctx, audit.System, appID, licenseKey, license.ActionPause, 0, "suspected leak")
+		}
 		return err
 	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,

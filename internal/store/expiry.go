@@ -95,3 +95,28 @@ func inList(ids []int64) (string, []any) {
 	}
 	return "(?" + strings.Repeat(", ?", len(ids)-1) + ")", args
 }
+
+// Key aliases (license.AliasTx): strings rotated away for a suspected leak.
+
+func (t licenseTx) InsertKeyAlias(ctx context.Context, appID, alias, hwid string, keyID int64, now time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO key_aliases (app_id, alias, hwid, key_id, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (app_id, alias, hwid) DO UPDATE SET key_id = excluded.key_id`), appID, alias, hwid, keyID, ms(now))
+	return translate(err)
+}
+
+func (t licenseTx) KeyByAliasForUpdate(ctx context.Context, appID, alias, hwid string) (*license.Key, error) {
+	return scanKey(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys WHERE id =
+		(SELECT key_id FROM key_aliases WHERE app_id = ? AND alias = ? AND hwid = ?)`+t.db.forUpdate()), appID, alias, hwid))
+}
+
+func (t licenseTx) DeleteDevice(ctx context.Context, keyID int64, hwid string) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM devices WHERE key_id = ? AND hwid = ?`), keyID, hwid)
+	return translate(err)
+}
+
+func (s licenseStore) IsKeyAlias(ctx context.Context, appID, alias string, keyID int64) (bool, error) {
+	var n int
+	err := s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM key_aliases WHERE app_id = ? AND alias = ? AND key_id = ?`),
+		appID, alias, keyID).Scan(&n)
+	return n > 0, translate(err)
+}

@@ -279,7 +279,7 @@ func (t webhookTx) UpdateDelivery(ctx context.Context, d *webhook.Delivery) erro
 func (t webhookTx) AddAttempt(ctx context.Context, deliveryID string, a webhook.Attempt) error {
 	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, duration_ms, response, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`), deliveryID, a.Attempt, ms(a.At), a.StatusCode, a.Duration.Milliseconds(),
-		strings.ToValidUTF8(strings.ReplaceAll(a.Response, "\x00", ""), "\uFFFD"), a.Error)
+		storableText(a.Response), storableText(a.Error))
 	return translate(err)
 }
 
@@ -291,7 +291,10 @@ func (t webhookTx) RequeueFailed(ctx context.Context, appID string, destinationI
 		q += ` AND destination_id = ?`
 		args = append(args, destinationID)
 	} else if appID != "" {
-		q += ` AND destination_id IN (SELECT id FROM webhook_destinations WHERE app_id = ? OR app_id IS NULL) AND (app_id = ? OR app_id IS NULL)`
+		// The same deliveries the app's log lists (Deliveries): its own
+		// destinations', and its events at destinations for every app.
+		q += ` AND (destination_id IN (SELECT id FROM webhook_destinations WHERE app_id = ?)
+			OR (destination_id IN (SELECT id FROM webhook_destinations WHERE app_id IS NULL) AND app_id = ?))`
 		args = append(args, appID, appID)
 	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(q), args...)
@@ -318,4 +321,10 @@ func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
 
 func (t webhookTx) AddAudit(ctx context.Context, e audit.Entry) error {
 	return addAudit(ctx, t.db, t.tx, e)
+}
+
+// storableText drops NUL and invalid UTF-8, which PostgreSQL text refuses,
+// from text a remote party chose (a receiver's answer, an error quoting it).
+func storableText(s string) string {
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
 }

@@ -394,6 +394,13 @@ func (s *Service) RedeliverFailed(ctx context.Context, actor audit.Actor, appID 
 	now := s.clock()
 	var n int
 	err := s.store.InTx(ctx, func(tx Tx) error {
+		if id > 0 {
+			d, err := tx.DestinationForUpdate(ctx, id)
+			if err != nil {
+				return missing(err, "Webhook")
+			}
+			appID = d.AppID // the audit entry belongs to the destination's app
+		}
 		var err error
 		if n, err = tx.RequeueFailed(ctx, appID, id, since, now); err != nil {
 			return err

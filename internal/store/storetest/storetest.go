@@ -79,6 +79,21 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"UpdateInTxRollsBack", testUpdateInTxRollsBack},
 		{"UpdateJournal", testUpdateJournal},
 		{"UpdateDeleteAppCascades", testUpdateDeleteAppCascades},
+		{"WebhookDestinations", testWebhookDestinations},
+		{"WebhookUpdateDeleteDestination", testWebhookUpdateDeleteDestination},
+		{"WebhookMissing", testWebhookMissing},
+		{"WebhookUndispatchedEvents", testWebhookUndispatchedEvents},
+		{"WebhookAddEvent", testWebhookAddEvent},
+		{"WebhookInsertDelivery", testWebhookInsertDelivery},
+		{"WebhookDueDeliveries", testWebhookDueDeliveries},
+		{"WebhookUpdateDelivery", testWebhookUpdateDelivery},
+		{"WebhookAttempts", testWebhookAttempts},
+		{"WebhookRequeueFailed", testWebhookRequeueFailed},
+		{"WebhookDeliveries", testWebhookDeliveries},
+		{"WebhookConcurrentClaims", testWebhookConcurrentClaims},
+		{"ExpiryPastAndMark", testExpiryPastAndMark},
+		{"ExpiryExpiring", testExpiryExpiring},
+		{"ExpiryAddEvents", testExpiryAddEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
