@@ -29,8 +29,10 @@ type ExpiringKey struct {
 // ExpiryTx is what the sweeps need of a write transaction.
 type ExpiryTx interface {
 	// KeysPastExpiry returns up to limit active keys whose expiry is at or
-	// before now, locked.
-	KeysPastExpiry(ctx context.Context, now time.Time, limit int) ([]Key, error)
+	// before now, after the (expiresAt, id) cursor, locked. The cursor lets
+	// each batch start where the last ended rather than step over the rows
+	// it changed (PostgreSQL keeps them in the index until vacuumed).
+	KeysPastExpiry(ctx context.Context, now, afterExp time.Time, afterID int64, limit int) ([]Key, error)
 	// KeysExpiringBy returns up to limit active keys expiring in (now,
 	// until], after the (expiresAt, id) cursor, that have not been told of
 	// a window as small as minWindow for their current expiry, locked.
@@ -51,11 +53,13 @@ const sweepBatch = 500
 // It returns how many keys it expired.
 func (s *Service) ExpireKeys(ctx context.Context) (int, error) {
 	total := 0
+	now := s.Now()
+	var afterExp time.Time
+	var afterID int64
 	for {
 		n := 0
-		now := s.Now()
 		err := s.store.InTx(ctx, func(tx Tx) error {
-			keys, err := tx.KeysPastExpiry(ctx, now, sweepBatch)
+			keys, err := tx.KeysPastExpiry(ctx, now, afterExp, afterID, sweepBatch)
 			if err != nil {
 				return err
 			}
@@ -63,6 +67,7 @@ func (s *Service) ExpireKeys(ctx context.Context) (int, error) {
 			if n == 0 {
 				return nil
 			}
+			afterExp, afterID = *keys[n-1].ExpiresAt, keys[n-1].ID
 			ids := make([]int64, n)
 			evs := make([]event.Event, n)
 			for i, k := range keys {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"math"
 	"strings"
 	"time"
 
@@ -13,10 +14,15 @@ import (
 // Expiry sweeps (license.ExpiryTx). Both queries walk the partial index
 // license_keys_expiry (active keys with an expiry, by expires_at).
 
-func (t licenseTx) KeysPastExpiry(ctx context.Context, now time.Time, limit int) ([]license.Key, error) {
+func (t licenseTx) KeysPastExpiry(ctx context.Context, now, afterExp time.Time, afterID int64, limit int) ([]license.Key, error) {
+	after := int64(math.MinInt64)
+	if !afterExp.IsZero() {
+		after = ms(afterExp)
+	}
 	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
-		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
-		ms(now), limit)
+		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at > ? OR (expires_at = ? AND id > ?))
+		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
+		ms(now), after, after, afterID, limit)
 	if err != nil {
 		return nil, translate(err)
 	}

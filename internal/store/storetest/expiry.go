@@ -45,14 +45,21 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 	var got []license.Key
 	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
 		var err error
-		got, err = tx.KeysPastExpiry(ctx, t0, 2)
+		got, err = tx.KeysPastExpiry(ctx, t0, time.Time{}, 0, 2)
 		return err
 	})
 	if ids, want := keyIDs(got), keyIDs(ks[:2]); fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("KeysPastExpiry(limit 2) = %v, want %v (oldest expiry first, paused keys left out)", ids, want)
 	}
 	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
-		all, err := tx.KeysPastExpiry(ctx, t0, 100)
+		next, err := tx.KeysPastExpiry(ctx, t0, *got[1].ExpiresAt, got[1].ID, 100)
+		if err != nil {
+			return err
+		}
+		if ids, want := keyIDs(next), keyIDs(ks[2:3]); fmt.Sprint(ids) != fmt.Sprint(want) {
+			t.Errorf("KeysPastExpiry after the cursor = %v, want %v", ids, want)
+		}
+		all, err := tx.KeysPastExpiry(ctx, t0, time.Time{}, 0, 100)
 		if err != nil {
 			return err
 		}
@@ -62,7 +69,7 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 		return tx.MarkExpired(ctx, keyIDs(all), license.CodeExpired, t0)
 	})
 	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
-		left, err := tx.KeysPastExpiry(ctx, t0.Add(2*h), 100)
+		left, err := tx.KeysPastExpiry(ctx, t0.Add(2*h), time.Time{}, 0, 100)
 		if err != nil {
 			return err
 		}
