@@ -20,9 +20,9 @@ func (t licenseTx) KeysPastExpiry(ctx context.Context, now, afterExp time.Time, 
 		after = ms(afterExp)
 	}
 	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
-		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at > ? OR (expires_at = ? AND id > ?))
+		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at, id) > (?, ?)
 		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
-		ms(now), after, after, afterID, limit)
+		ms(now), after, afterID, limit)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -47,10 +47,10 @@ func (t licenseTx) KeysExpiringBy(ctx context.Context, now, until, afterExp time
 	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, app_id, license_key, expires_at, expiry_notice_for, COALESCE(expiry_notice, 0)
 		FROM license_keys
 		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at > ? AND expires_at <= ?
-			AND (expires_at > ? OR (expires_at = ? AND id > ?))
+			AND (expires_at, id) > (?, ?)
 			AND (expiry_notice_for IS NULL OR expiry_notice_for <> expires_at OR expiry_notice > ?)
 		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
-		ms(now), ms(until), after, after, afterID, minWindow, limit)
+		ms(now), ms(until), after, afterID, minWindow, limit)
 	if err != nil {
 		return nil, translate(err)
 	}
