@@ -1313,3 +1313,27 @@ func TestWebhookRedeliverFailedByID(t *testing.T) {
 		}
 	})
 }
+
+// Deleting an app records app.revoked: its own destinations go with it, and
+// a destination for every app receives the event, signed.
+func TestWebhookAppRevoked(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		rx := whNewReceiver(t)
+		a := s.CreateApp("Doomed")
+		_, allSecret := whCreate(t, s, map[string]any{"url": rx.URL + "/all", "events": []string{"app.revoked"}})
+		ownID, _ := whCreate(t, s, map[string]any{"app_id": a.ID, "url": rx.URL + "/own"})
+		s.MustAdmin("DELETE", "/api/admin/apps.php?app_id="+a.ID, nil)
+		whRun(t, s)
+		reqs := rx.Requests()
+		if len(reqs) != 1 || reqs[0].Path != "/all" {
+			t.Fatalf("deliveries after deleting the app: %d (%v)", len(reqs), whByPath(reqs))
+		}
+		whVerify(t, reqs[0], allSecret, 1, s.Clock.Now().Unix())
+		typ, _, data := whEvent(t, reqs[0])
+		if typ != "app.revoked" || data["app_id"] != a.ID || data["name"] != "Doomed" {
+			t.Fatalf("event %s %v", typ, data)
+		}
+		kwtest.ExpectCode(t, s.Admin("GET", fmt.Sprintf("/api/admin/webhooks.php?id=%d", ownID), nil), 404, "NOT_FOUND")
+	})
+}
