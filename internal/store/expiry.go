@@ -19,23 +19,10 @@ func (t licenseTx) KeysPastExpiry(ctx context.Context, now, afterExp time.Time, 
 	if !afterExp.IsZero() {
 		after = ms(afterExp)
 	}
-	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
+	return scanKeys(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
 		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at, id) > (?, ?)
 		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
-		ms(now), after, afterID, limit)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []license.Key
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *k)
-	}
-	return out, translate(rows.Err())
+		ms(now), after, afterID, limit))
 }
 
 func (t licenseTx) KeysExpiringBy(ctx context.Context, now, until, afterExp time.Time, afterID int64, minWindow int64,

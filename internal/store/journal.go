@@ -13,20 +13,7 @@ import (
 
 // addEvent writes one outbox row inside the caller's transaction.
 func addEvent(ctx context.Context, db *DB, q queryer, e event.Event) error {
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return fmt.Errorf("event %s data: %w", e.Type, err)
-	}
-	var app any
-	if e.AppID != "" {
-		app = e.AppID
-	}
-	_, err = q.ExecContext(ctx, db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?)`),
-		app, e.Type, string(data), ms(e.CreatedAt))
-	if err == nil {
-		db.noteEvent(q)
-	}
-	return translate(err)
+	return addEvents(ctx, db, q, []event.Event{e})
 }
 
 // addEvents writes several outbox rows in one statement inside the
@@ -102,8 +89,12 @@ func addAudit(ctx context.Context, db *DB, q queryer, e audit.Entry) error {
 // Events returns outbox rows after id, oldest first (for tests and the
 // webhook dispatcher).
 func (db *DB) Events(ctx context.Context, afterID int64, limit int) ([]event.Event, error) {
-	rows, err := db.read.QueryContext(ctx, db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events WHERE id > ? ORDER BY id LIMIT ?`),
-		afterID, limit)
+	return scanEvents(db.read.QueryContext(ctx, db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
+		WHERE id > ? ORDER BY id LIMIT ?`), afterID, limit))
+}
+
+// scanEvents reads outbox rows (id, app_id, type, data, created_at).
+func scanEvents(rows *sql.Rows, err error) ([]event.Event, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -114,7 +105,7 @@ func (db *DB) Events(ctx context.Context, afterID int64, limit int) ([]event.Eve
 		var data string
 		var at int64
 		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &at); err != nil {
-			return nil, err
+			return nil, translate(err)
 		}
 		if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
 			return nil, err

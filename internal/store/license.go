@@ -150,7 +150,11 @@ func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.
 	}
 	q += ` ORDER BY id LIMIT ?`
 	args = append(args, f.Limit)
-	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q), args...)
+	return scanKeys(s.db.read.QueryContext(ctx, s.db.rebind(q), args...))
+}
+
+// scanKeys reads every key of a query's rows.
+func scanKeys(rows *sql.Rows, err error) ([]license.Key, error) {
 	if err != nil {
 		return nil, translate(err)
 	}

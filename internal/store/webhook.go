@@ -188,25 +188,8 @@ func (t webhookTx) DeleteDestination(ctx context.Context, id int64) error {
 }
 
 func (t webhookTx) UndispatchedEvents(ctx context.Context, limit int) ([]event.Event, error) {
-	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
-		WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`+t.db.skipLocked("")), limit)
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var out []event.Event
-	for rows.Next() {
-		var e event.Event
-		var data string
-		var created int64
-		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &created); err != nil {
-			return nil, translate(err)
-		}
-		json.Unmarshal([]byte(data), &e.Data)
-		e.CreatedAt = fromMS(created)
-		out = append(out, e)
-	}
-	return out, translate(rows.Err())
+	return scanEvents(t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
+		WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`+t.db.skipLocked("")), limit))
 }
 
 func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Time) error {
