@@ -12,6 +12,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/keyward/keyward/internal/event"
@@ -66,12 +67,15 @@ type Detector struct {
 	respond Responder
 	now     func() time.Time
 	log     *slog.Logger
+
+	mu     sync.Mutex
+	recent map[string]time.Time // sightings this process wrote, by key
 }
 
 // New returns a Detector; burst counters live in guard's store (shared by
 // every process).
 func New(store Store, guard *lockout.Guard, respond Responder, now func() time.Time, log *slog.Logger) *Detector {
-	return &Detector{store: store, guard: guard, respond: respond, now: now, log: log}
+	return &Detector{store: store, guard: guard, respond: respond, now: now, log: log, recent: map[string]time.Time{}}
 }
 
 func hashOf(appID, kind, v string) string {
@@ -101,7 +105,14 @@ func (d *Detector) SawKey(ctx context.Context, app *license.App, licenseKey, hwi
 		if w.max == 0 || w.value == "" {
 			continue
 		}
-		n, err := d.store.Sight(ctx, app.ID, licenseKey, w.kind, hashOf(app.ID, w.kind, w.value), now, since)
+		value := hashOf(app.ID, w.kind, w.value)
+		// A device or address this process recorded recently adds nothing
+		// new: skip the write (and the count, which it cannot have raised).
+		// Recorded times are so at most a quarter window stale.
+		if !d.due(app.ID+"|"+licenseKey+"|"+value, now, window/4) {
+			continue
+		}
+		n, err := d.store.Sight(ctx, app.ID, licenseKey, w.kind, value, now, since)
 		if err != nil {
 			d.log.WarnContext(ctx, "record key sighting", "app_id", app.ID, "err", err)
 			return
@@ -125,6 +136,25 @@ func (d *Detector) SawKey(ctx context.Context, app *license.App, licenseKey, hwi
 			d.log.WarnContext(ctx, "respond to a suspected leak", "app_id", app.ID, "action", st.LeakAction, "err", err)
 		}
 	}
+}
+
+// maxRecent bounds the memory of recent sightings; when full it starts over
+// (costing one write per device at worst).
+const maxRecent = 200_000
+
+// due reports whether a sighting should be written: not written by this
+// process within every; it then counts as written at now.
+func (d *Detector) due(k string, now time.Time, every time.Duration) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if last, ok := d.recent[k]; ok && now.Sub(last) < every && !now.Before(last) {
+		return false
+	}
+	if len(d.recent) >= maxRecent {
+		clear(d.recent)
+	}
+	d.recent[k] = now
+	return true
 }
 
 // Burst records one occurrence of reason from ip and reports
