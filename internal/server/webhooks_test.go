@@ -423,12 +423,12 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool,
 // on the same data directory sends the interrupted delivery again — same
 // X-Webhook-Id, attempt 2, same body — and delivers the waiting events.
 //
-// The claim's lease (webhook.DispatchConfig.Lease, 60 s) is not
+// The claim's lease (webhook.DispatchConfig.Lease, 80 s by default) is not
 // configurable from the command line, so instead of waiting a minute the
 // test expires it through the store between the two processes (the lease
 // is what keeps a live process's claim from being taken twice; a dead
 // process's lease only delays the retry). Set KEYWARD_TEST_WAIT_LEASE=1 to
-// wait for the real lease instead (about 70 s).
+// wait for the real lease instead (about 90 s).
 func TestWebhooksCrashMidDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the keyward binary")
@@ -533,7 +533,7 @@ func TestWebhooksCrashMidDelivery(t *testing.T) {
 	defer p2.stop()
 	timeout := 20 * time.Second
 	if waitLease {
-		timeout = 90 * time.Second
+		timeout = 120 * time.Second
 	}
 	describe := func() string {
 		var b strings.Builder

@@ -43,7 +43,11 @@ type DispatchConfig struct {
 	Schedule    Schedule
 	Concurrency int           // deliveries sent at once (default 8)
 	Batch       int           // deliveries claimed per round (default 64)
-	Lease       time.Duration // how long a claimed delivery is held (default 60 s)
+	Lease       time.Duration // how long a claimed delivery is held (default below)
+	// Timeout is the Sender's answer timeout (default 5 s). The default
+	// lease covers sending a whole batch at it twice over, and at least a
+	// minute, so no other process takes a delivery still being sent.
+	Timeout time.Duration
 }
 
 // Dispatcher fans events out into deliveries and sends the due ones. Several
@@ -68,8 +72,12 @@ func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reade
 	if cfg.Batch <= 0 {
 		cfg.Batch = 64
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
 	if cfg.Lease <= 0 {
-		cfg.Lease = 60 * time.Second
+		rounds := (cfg.Batch + cfg.Concurrency - 1) / cfg.Concurrency
+		cfg.Lease = max(time.Minute, 2*time.Duration(rounds)*cfg.Timeout)
 	}
 	return &Dispatcher{store: store, send: send, now: now, rand: rand, log: log, cfg: cfg}
 }

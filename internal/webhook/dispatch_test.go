@@ -187,8 +187,19 @@ func TestNewDispatcherDefaults(t *testing.T) {
 	if len(d.cfg.Schedule) != 5 || d.cfg.Schedule[0] != time.Minute || d.cfg.Schedule[4] != 6*time.Hour {
 		t.Errorf("default schedule = %v, want 1m, 5m, 30m, 2h, 6h", d.cfg.Schedule)
 	}
-	if d.cfg.Concurrency != 8 || d.cfg.Batch != 64 || d.cfg.Lease != 60*time.Second {
-		t.Errorf("defaults = concurrency %d, batch %d, lease %v; want 8, 64, 60s", d.cfg.Concurrency, d.cfg.Batch, d.cfg.Lease)
+	// 64 deliveries, 8 at a time, 5 s each: 40 s to send a batch; the lease
+	// covers it twice.
+	if d.cfg.Concurrency != 8 || d.cfg.Batch != 64 || d.cfg.Timeout != 5*time.Second || d.cfg.Lease != 80*time.Second {
+		t.Errorf("defaults = concurrency %d, batch %d, timeout %v, lease %v; want 8, 64, 5s, 80s",
+			d.cfg.Concurrency, d.cfg.Batch, d.cfg.Timeout, d.cfg.Lease)
+	}
+	slow := NewDispatcher(nil, nil, time.Now, rand.Reader, nil, DispatchConfig{Timeout: 30 * time.Second, Concurrency: 16})
+	if slow.cfg.Lease != 4*time.Minute {
+		t.Errorf("lease at a 30 s timeout, 16 at a time = %v, want 4m (4 rounds, twice)", slow.cfg.Lease)
+	}
+	quick := NewDispatcher(nil, nil, time.Now, rand.Reader, nil, DispatchConfig{Timeout: time.Second})
+	if quick.cfg.Lease != time.Minute {
+		t.Errorf("lease at a 1 s timeout = %v, want the 1 minute floor", quick.cfg.Lease)
 	}
 }
 
