@@ -62,6 +62,15 @@ func InvalidField(field, why string) *Error {
 // by what ("Key", "App", …).
 func NotFoundOf(what string) *Error { return New(NotFound, "NOT_FOUND", what+" not found.") }
 
+// NotFoundAs turns ErrNotFound from a store into the NOT_FOUND refusal of
+// what; other errors pass unchanged.
+func NotFoundAs(err error, what string) error {
+	if errors.Is(err, ErrNotFound) {
+		return NotFoundOf(what)
+	}
+	return err
+}
+
 // With returns a copy of e carrying one more reply field.
 func (e *Error) With(key string, value any) *Error {
 	c := *e

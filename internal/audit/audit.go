@@ -26,3 +26,9 @@ type Entry struct {
 	Target  string         `json:"target"`
 	Details map[string]any `json:"details,omitempty"`
 }
+
+// NewEntry is the audit entry of a change made by actor at now: action on
+// target of appID, with details.
+func NewEntry(actor Actor, now time.Time, action, appID, target string, details map[string]any) Entry {
+	return Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
+}

@@ -2,7 +2,6 @@ package content
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
@@ -26,7 +25,7 @@ func (s *Service) CreateSlide(ctx context.Context, actor audit.Actor, sl *Slide)
 		if err := tx.InsertSlide(ctx, sl); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "slide.create", sl.AppID, sl.Title, map[string]any{"id": sl.ID}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "slide.create", sl.AppID, sl.Title, map[string]any{"id": sl.ID}))
 	})
 }
 
@@ -37,7 +36,7 @@ func (s *Service) UpdateSlide(ctx context.Context, actor audit.Actor, appID stri
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		sl, err := tx.SlideForUpdate(ctx, appID, id)
 		if err != nil {
-			return missingAs(err, "Slide")
+			return apperr.NotFoundAs(err, "Slide")
 		}
 		if err := change(sl); err != nil {
 			return err
@@ -50,7 +49,7 @@ func (s *Service) UpdateSlide(ctx context.Context, actor audit.Actor, appID stri
 			return err
 		}
 		out = sl
-		return tx.AddAudit(ctx, entry(actor, now, "slide.update", appID, sl.Title, map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "slide.update", appID, sl.Title, map[string]any{"id": id}))
 	})
 	return out, err
 }
@@ -60,9 +59,9 @@ func (s *Service) DeleteSlide(ctx context.Context, actor audit.Actor, appID stri
 	now := s.clock()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteSlide(ctx, appID, id); err != nil {
-			return missingAs(err, "Slide")
+			return apperr.NotFoundAs(err, "Slide")
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "slide.delete", appID, "", map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "slide.delete", appID, "", map[string]any{"id": id}))
 	})
 }
 
@@ -77,7 +76,7 @@ func (s *Service) CreateLink(ctx context.Context, actor audit.Actor, l *Link) er
 		if err := tx.InsertLink(ctx, l); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "social_link.create", l.AppID, l.Platform, map[string]any{"id": l.ID, "url": l.URL}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "social_link.create", l.AppID, l.Platform, map[string]any{"id": l.ID, "url": l.URL}))
 	})
 }
 
@@ -88,7 +87,7 @@ func (s *Service) UpdateLink(ctx context.Context, actor audit.Actor, appID strin
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		l, err := tx.LinkForUpdate(ctx, appID, id)
 		if err != nil {
-			return missingAs(err, "Link")
+			return apperr.NotFoundAs(err, "Link")
 		}
 		clicks := l.Clicks
 		if err := change(l); err != nil {
@@ -102,7 +101,7 @@ func (s *Service) UpdateLink(ctx context.Context, actor audit.Actor, appID strin
 			return err
 		}
 		out = l
-		return tx.AddAudit(ctx, entry(actor, now, "social_link.update", appID, l.Platform, map[string]any{"id": id, "url": l.URL}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "social_link.update", appID, l.Platform, map[string]any{"id": id, "url": l.URL}))
 	})
 	return out, err
 }
@@ -112,9 +111,9 @@ func (s *Service) DeleteLink(ctx context.Context, actor audit.Actor, appID strin
 	now := s.clock()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteLink(ctx, appID, id); err != nil {
-			return missingAs(err, "Link")
+			return apperr.NotFoundAs(err, "Link")
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "social_link.delete", appID, "", map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "social_link.delete", appID, "", map[string]any{"id": id}))
 	})
 }
 
@@ -141,7 +140,7 @@ func (s *Service) CreateEntry(ctx context.Context, actor audit.Actor, e *Entry, 
 		if err := published(ctx, tx, e, nil, now); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "changelog.create", e.AppID, e.Title, map[string]any{"id": e.ID, "published": publish}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "changelog.create", e.AppID, e.Title, map[string]any{"id": e.ID, "published": publish}))
 	})
 }
 
@@ -153,7 +152,7 @@ func (s *Service) UpdateEntry(ctx context.Context, actor audit.Actor, appID stri
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		e, err := tx.EntryForUpdate(ctx, appID, id)
 		if err != nil {
-			return missingAs(err, "Entry")
+			return apperr.NotFoundAs(err, "Entry")
 		}
 		before := e.PublishedAt
 		if err := change(e); err != nil {
@@ -178,7 +177,7 @@ func (s *Service) UpdateEntry(ctx context.Context, actor audit.Actor, appID stri
 			return err
 		}
 		out = e
-		return tx.AddAudit(ctx, entry(actor, now, "changelog.update", appID, e.Title, map[string]any{"id": id, "published": e.PublishedAt != nil}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "changelog.update", appID, e.Title, map[string]any{"id": id, "published": e.PublishedAt != nil}))
 	})
 	return out, err
 }
@@ -197,16 +196,8 @@ func (s *Service) DeleteEntry(ctx context.Context, actor audit.Actor, appID stri
 	now := s.clock()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.DeleteEntry(ctx, appID, id); err != nil {
-			return missingAs(err, "Entry")
+			return apperr.NotFoundAs(err, "Entry")
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "changelog.delete", appID, "", map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "changelog.delete", appID, "", map[string]any{"id": id}))
 	})
-}
-
-// missingAs turns ErrNotFound into a NOT_FOUND naming what.
-func missingAs(err error, what string) error {
-	if errors.Is(err, apperr.ErrNotFound) {
-		return apperr.NotFoundOf(what)
-	}
-	return err
 }

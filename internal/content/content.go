@@ -179,7 +179,7 @@ func (s *Service) SetText(ctx context.Context, actor audit.Actor, appID, license
 		} else if err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "text.set", appID, textTarget(licenseKey, name), map[string]any{"value": value}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "text.set", appID, textTarget(licenseKey, name), map[string]any{"value": value}))
 	})
 }
 
@@ -198,7 +198,7 @@ func (s *Service) DeleteText(ctx context.Context, actor audit.Actor, appID, lice
 		} else if err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "text.delete", appID, textTarget(licenseKey, name), nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "text.delete", appID, textTarget(licenseKey, name), nil))
 	})
 }
 
@@ -495,8 +495,4 @@ func part(parts []string, i int) int {
 		}
 	}
 	return n
-}
-
-func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
-	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
 }

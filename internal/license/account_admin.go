@@ -165,7 +165,7 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 			return err
 		}
 		out = a
-		return tx.AddAudit(ctx, entry(actor, now, "account."+action, appID, a.Username, details))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "account."+action, appID, a.Username, details))
 	})
 	if err != nil {
 		return nil, "", err
@@ -190,7 +190,7 @@ func (s *Service) DeleteAccount(ctx context.Context, actor audit.Actor, appID, u
 		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "account.delete", appID, a.Username, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "account.delete", appID, a.Username, nil))
 	})
 }
 

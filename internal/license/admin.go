@@ -118,7 +118,7 @@ func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, versio
 		if err := tx.InsertApp(ctx, a, HashToken(secret)); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "app.create", a.ID, a.ID, map[string]any{"name": a.Name}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.create", a.ID, a.ID, map[string]any{"name": a.Name}))
 	})
 	return a, err
 }
@@ -155,7 +155,7 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 			return err
 		}
 		out = cur
-		return tx.AddAudit(ctx, entry(actor, now, "app.update", cur.ID, cur.ID,
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.update", cur.ID, cur.ID,
 			map[string]any{"name": cur.Name, "version": cur.Version, "settings": cur.Settings}))
 	})
 	s.apps.clear()
@@ -199,7 +199,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 			return err
 		}
 		out = a
-		return tx.AddAudit(ctx, entry(actor, now, "app.regenerate_secret", id, id, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.regenerate_secret", id, id, nil))
 	})
 	s.apps.clear()
 	return out, err
@@ -227,7 +227,7 @@ func (s *Service) DeleteApp(ctx context.Context, actor audit.Actor, id string) e
 			Data: map[string]any{"app_id": id, "name": a.Name, "reason": "deleted"}}); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "app.delete", id, id, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.delete", id, id, nil))
 	})
 }
 
@@ -291,7 +291,7 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 			"app_id": app.ID, "count": in.Count, "key_type": in.Type, "duration": in.Duration, "license_keys": strs}}); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "key.generate", app.ID, fmt.Sprintf("%d keys", in.Count),
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.generate", app.ID, fmt.Sprintf("%d keys", in.Count),
 			map[string]any{"count": in.Count, "key_type": in.Type, "duration": in.Duration, "max_devices": in.MaxDevices}))
 	})
 	if err != nil {
@@ -455,7 +455,7 @@ func (s *Service) DeleteKey(ctx context.Context, actor audit.Actor, appID, licen
 			Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey}}); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "key.delete", appID, k.LicenseKey, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.delete", appID, k.LicenseKey, nil))
 	})
 }
 
@@ -693,7 +693,7 @@ func (s *Service) mutateKey(ctx context.Context, actor audit.Actor, appID, licen
 			return err
 		}
 		out = k
-		return tx.AddAudit(ctx, entry(actor, now, action, appID, target, details))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, appID, target, details))
 	})
 	return out, err
 }
@@ -724,12 +724,8 @@ func (s *Service) RevokeSession(ctx context.Context, actor audit.Actor, appID, i
 		if err := tx.EndSession(ctx, sess.ID, CodeSessionRevoked, now); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
 	})
 }
 
 func conflict(msg string) error { return apperr.New(apperr.Conflict, CodeConflict, msg) }
-
-func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
-	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
-}

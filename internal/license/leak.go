@@ -90,7 +90,7 @@ func (s *Service) RotateForLeak(ctx context.Context, actor audit.Actor, appID, l
 			"app_id": appID, "old_license_key": old, "license_key": fresh, "reason": "suspected leak", "kept_hwid": kept}}); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "key.rotate", appID, old,
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.rotate", appID, old,
 			map[string]any{"new_license_key": fresh, "reason": "suspected leak", "kept_hwid": kept}))
 	})
 	return out, err

@@ -115,7 +115,7 @@ func (s *Service) CreateRelease(ctx context.Context, actor audit.Actor, appID st
 			}
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "release.create", appID, v.String(), map[string]any{"id": r.ID, "channel": ch}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "release.create", appID, v.String(), map[string]any{"id": r.ID, "channel": ch}))
 	})
 	return r, err
 }
@@ -174,7 +174,7 @@ func (s *Service) change(ctx context.Context, actor audit.Actor, appID string, i
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		r, err := tx.ReleaseForUpdate(ctx, appID, id)
 		if err != nil {
-			return missing(err)
+			return apperr.NotFoundAs(err, "Release")
 		}
 		if err := fn(r); err != nil {
 			return err
@@ -192,7 +192,7 @@ func (s *Service) change(ctx context.Context, actor audit.Actor, appID string, i
 			}
 		}
 		out = r
-		return tx.AddAudit(ctx, entry(actor, now, action, appID, r.Version.String(), map[string]any{"id": id, "rollout": r.Rollout}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, appID, r.Version.String(), map[string]any{"id": id, "rollout": r.Rollout}))
 	})
 	return out, err
 }
@@ -268,16 +268,16 @@ func (s *Service) DeleteDraft(ctx context.Context, actor audit.Actor, appID stri
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		r, err := tx.ReleaseForUpdate(ctx, appID, id)
 		if err != nil {
-			return missing(err)
+			return apperr.NotFoundAs(err, "Release")
 		}
 		if r.Published {
 			return errNotDraft
 		}
 		arts = r.Artifacts
 		if err := tx.DeleteRelease(ctx, appID, id); err != nil {
-			return missing(err)
+			return apperr.NotFoundAs(err, "Release")
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "release.delete", appID, r.Version.String(), map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "release.delete", appID, r.Version.String(), map[string]any{"id": id}))
 	})
 	if err == nil {
 		for _, a := range arts {
@@ -307,7 +307,7 @@ func (s *Service) SetFloor(ctx context.Context, actor audit.Actor, appID, channe
 		if err := tx.SetFloor(ctx, appID, ch, version, now); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "update.min_supported", appID, ch, map[string]any{"version": version}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "update.min_supported", appID, ch, map[string]any{"version": version}))
 	})
 }
 
@@ -341,7 +341,7 @@ func (s *Service) UploadArtifact(ctx context.Context, actor audit.Actor, appID s
 	}
 	r, err := s.store.Release(ctx, appID, id)
 	if err != nil {
-		return nil, missing(err)
+		return nil, apperr.NotFoundAs(err, "Release")
 	}
 	if up.FileName == "" {
 		up.FileName = defaultFileName(r.Version, up.OS, up.Arch)
@@ -377,7 +377,7 @@ func (s *Service) UploadArtifact(ctx context.Context, actor audit.Actor, appID s
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		r, err := tx.ReleaseForUpdate(ctx, appID, id)
 		if err != nil {
-			return missing(err)
+			return apperr.NotFoundAs(err, "Release")
 		}
 		if err := uploadable(r, up); err != nil {
 			return err
@@ -385,7 +385,7 @@ func (s *Service) UploadArtifact(ctx context.Context, actor audit.Actor, appID s
 		if replaced, err = tx.PutArtifact(ctx, id, a); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "release.upload", appID, r.Version.String(),
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "release.upload", appID, r.Version.String(),
 			map[string]any{"id": id, "os": a.OS, "arch": a.Arch, "size": n, "sha256": sum}))
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io"
 	"log/slog"
 	"regexp"
@@ -206,7 +205,7 @@ func (s *Service) Releases(ctx context.Context, appID string) ([]Release, error)
 // Release returns one release.
 func (s *Service) Release(ctx context.Context, appID string, id int64) (*Release, error) {
 	r, err := s.store.Release(ctx, appID, id)
-	return r, missing(err)
+	return r, apperr.NotFoundAs(err, "Release")
 }
 
 // ReleaseByVersion returns the published, non-yanked release of an app with
@@ -267,13 +266,6 @@ func byVersion(a, b string) bool {
 	return va.Compare(vb) > 0
 }
 
-func missing(err error) error {
-	if errors.Is(err, apperr.ErrNotFound) {
-		return apperr.NotFoundOf("Release")
-	}
-	return err
-}
-
 var fileNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 ._()+-]{0,199}$`)
 
 // CheckFileName validates the name an artifact is downloaded as.
@@ -289,8 +281,4 @@ func checkChangelog(c string) error {
 		return apperr.InvalidField("changelog", "must be UTF-8 text of at most 100000 bytes")
 	}
 	return nil
-}
-
-func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
-	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
 }

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net/url"
 	"regexp"
@@ -191,17 +190,6 @@ func CheckDestination(d *Destination) error {
 	return nil
 }
 
-func entry(actor audit.Actor, now time.Time, action, appID, target string, details map[string]any) audit.Entry {
-	return audit.Entry{At: now, Actor: actor, Action: action, AppID: appID, Target: target, Details: details}
-}
-
-func missing(err error, what string) error {
-	if errors.Is(err, apperr.ErrNotFound) {
-		return apperr.NotFoundOf(what)
-	}
-	return err
-}
-
 // CreateDestination validates and stores a destination with a fresh secret.
 func (s *Service) CreateDestination(ctx context.Context, actor audit.Actor, d *Destination) error {
 	if err := CheckDestination(d); err != nil {
@@ -217,7 +205,7 @@ func (s *Service) CreateDestination(ctx context.Context, actor audit.Actor, d *D
 		if err := tx.InsertDestination(ctx, d); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "webhook.create", d.AppID, d.URL, map[string]any{"id": d.ID, "events": d.Events}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "webhook.create", d.AppID, d.URL, map[string]any{"id": d.ID, "events": d.Events}))
 	})
 }
 
@@ -230,7 +218,7 @@ func (s *Service) Destinations(ctx context.Context, appID string) ([]Destination
 // Destination returns one destination.
 func (s *Service) Destination(ctx context.Context, id int64) (*Destination, error) {
 	d, err := s.store.Destination(ctx, id)
-	return d, missing(err, "Webhook")
+	return d, apperr.NotFoundAs(err, "Webhook")
 }
 
 // UpdateDestination applies change to a stored destination and validates it.
@@ -240,7 +228,7 @@ func (s *Service) UpdateDestination(ctx context.Context, actor audit.Actor, id i
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		d, err := tx.DestinationForUpdate(ctx, id)
 		if err != nil {
-			return missing(err, "Webhook")
+			return apperr.NotFoundAs(err, "Webhook")
 		}
 		if err := change(d); err != nil {
 			return err
@@ -253,7 +241,7 @@ func (s *Service) UpdateDestination(ctx context.Context, actor audit.Actor, id i
 			return err
 		}
 		out = d
-		return tx.AddAudit(ctx, entry(actor, now, action, d.AppID, d.URL, map[string]any{"id": id, "enabled": d.Enabled}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, d.AppID, d.URL, map[string]any{"id": id, "enabled": d.Enabled}))
 	})
 	return out, err
 }
@@ -309,12 +297,12 @@ func (s *Service) DeleteDestination(ctx context.Context, actor audit.Actor, id i
 	return s.store.InTx(ctx, func(tx Tx) error {
 		d, err := tx.DestinationForUpdate(ctx, id)
 		if err != nil {
-			return missing(err, "Webhook")
+			return apperr.NotFoundAs(err, "Webhook")
 		}
 		if err := tx.DeleteDestination(ctx, id); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "webhook.delete", d.AppID, d.URL, map[string]any{"id": id}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "webhook.delete", d.AppID, d.URL, map[string]any{"id": id}))
 	})
 }
 
@@ -329,7 +317,7 @@ func (s *Service) SendTest(ctx context.Context, actor audit.Actor, id int64) (st
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		d, err := tx.DestinationForUpdate(ctx, id)
 		if err != nil {
-			return missing(err, "Webhook")
+			return apperr.NotFoundAs(err, "Webhook")
 		}
 		ev := event.Event{AppID: d.AppID, Type: event.Test, CreatedAt: now,
 			Data: map[string]any{"webhook_id": d.ID, "message": "This is a test delivery from keyward."}}
@@ -345,7 +333,7 @@ func (s *Service) SendTest(ctx context.Context, actor audit.Actor, id int64) (st
 		if err := tx.InsertDelivery(ctx, del); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "webhook.test", d.AppID, d.URL, map[string]any{"id": id, "delivery_id": did}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "webhook.test", d.AppID, d.URL, map[string]any{"id": id, "delivery_id": did}))
 	})
 	return did, err
 }
@@ -362,7 +350,7 @@ func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery,
 func (s *Service) Delivery(ctx context.Context, id string) (*Delivery, []Attempt, error) {
 	d, err := s.store.Delivery(ctx, id)
 	if err != nil {
-		return nil, nil, missing(err, "Delivery")
+		return nil, nil, apperr.NotFoundAs(err, "Delivery")
 	}
 	as, err := s.store.Attempts(ctx, id)
 	return d, as, err
@@ -376,14 +364,14 @@ func (s *Service) Redeliver(ctx context.Context, actor audit.Actor, id string) (
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		d, err := tx.DeliveryForUpdate(ctx, id)
 		if err != nil {
-			return missing(err, "Delivery")
+			return apperr.NotFoundAs(err, "Delivery")
 		}
 		d.Status, d.NextAttemptAt, d.LockedUntil, d.UpdatedAt = Pending, now, time.Time{}, now
 		if err := tx.UpdateDelivery(ctx, d); err != nil {
 			return err
 		}
 		out = d
-		return tx.AddAudit(ctx, entry(actor, now, "webhook.redeliver", d.AppID, d.ID, map[string]any{"event": d.Event}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "webhook.redeliver", d.AppID, d.ID, map[string]any{"event": d.Event}))
 	})
 	return out, err
 }
@@ -397,7 +385,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, actor audit.Actor, appID 
 		if id > 0 {
 			d, err := tx.DestinationForUpdate(ctx, id)
 			if err != nil {
-				return missing(err, "Webhook")
+				return apperr.NotFoundAs(err, "Webhook")
 			}
 			appID = d.AppID // the audit entry belongs to the destination's app
 		}
@@ -405,7 +393,7 @@ func (s *Service) RedeliverFailed(ctx context.Context, actor audit.Actor, appID 
 		if n, err = tx.RequeueFailed(ctx, appID, id, since, now); err != nil {
 			return err
 		}
-		return tx.AddAudit(ctx, entry(actor, now, "webhook.redeliver_failed", appID, "",
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "webhook.redeliver_failed", appID, "",
 			map[string]any{"webhook_id": id, "since": since, "count": n}))
 	})
 	return n, err
