@@ -39,14 +39,20 @@ type Sweeps struct {
 
 // ExpiringWindows parses KeyExpiring.
 func (w Sweeps) ExpiringWindows() ([]time.Duration, error) {
+	return durations("--key-expiring (KEYWARD_KEY_EXPIRING)", w.KeyExpiring, "168h,24h")
+}
+
+// durations parses a comma-separated list of positive durations (empty
+// entries skipped), naming the setting in its error.
+func durations(setting, list, example string) ([]time.Duration, error) {
 	var out []time.Duration
-	for _, s := range strings.Split(w.KeyExpiring, ",") {
+	for _, s := range strings.Split(list, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("--key-expiring (KEYWARD_KEY_EXPIRING) %q: a comma-separated list of positive durations such as 168h,24h", w.KeyExpiring)
+			return nil, fmt.Errorf("%s %q: a comma-separated list of positive durations such as %s", setting, list, example)
 		}
 		out = append(out, d)
 	}
@@ -85,21 +91,11 @@ func (w Webhooks) AllowNetworks() ([]netip.Prefix, error) {
 
 // Retries parses WebhookRetries; empty means the default schedule.
 func (w Webhooks) Retries() ([]time.Duration, error) {
-	if strings.TrimSpace(w.WebhookRetries) == "" {
-		return nil, nil
+	out, err := durations("--webhook-retries (KEYWARD_WEBHOOK_RETRIES)", w.WebhookRetries, "1m,5m,30m")
+	if err == nil && len(out) > 20 {
+		err = errors.New("--webhook-retries: at most 20 retries")
 	}
-	var out []time.Duration
-	for _, s := range strings.Split(w.WebhookRetries, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("--webhook-retries (KEYWARD_WEBHOOK_RETRIES) %q: a comma-separated list of positive durations", w.WebhookRetries)
-		}
-		out = append(out, d)
-	}
-	if len(out) > 20 {
-		return nil, errors.New("--webhook-retries: at most 20 retries")
-	}
-	return out, nil
+	return out, err
 }
 
 // Limits are the abuse limits: password hashing cost of app user accounts,

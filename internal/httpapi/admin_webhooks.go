@@ -43,9 +43,6 @@ func deliveryView(d *webhook.Delivery) map[string]any {
 	return v
 }
 
-// webhookID reads the destination id from the query or body.
-func webhookID(c *adminCall) (int64, error) { return recordID(c) }
-
 // optionalApp reads an optional app_id; when given, the app must exist.
 func (a *API) optionalApp(ctx context.Context, c *adminCall) (string, error) {
 	appID, err := c.param("app_id")
@@ -86,7 +83,7 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, apperr.InvalidField("action", "use deliveries or delivery")
 	}
 	if c.q.Get("id") != "" {
-		id, err := webhookID(c)
+		id, err := recordID(c)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +179,7 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 	case "redeliver_failed":
 		return a.redeliverFailed(ctx, c)
 	}
-	id, err := webhookID(c)
+	id, err := recordID(c)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +258,7 @@ func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (map[string]any
 
 // putWebhook: PUT webhooks.php {id, url?, events?, description?, enabled?}.
 func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
-	id, err := webhookID(c)
+	id, err := recordID(c)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +300,7 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, err
 
 // deleteWebhook: DELETE webhooks.php {id}.
 func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
-	id, err := webhookID(c)
+	id, err := recordID(c)
 	if err != nil {
 		return nil, err
 	}

@@ -30,15 +30,11 @@ func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error 
 		if err != nil {
 			return fmt.Errorf("event %s data: %w", e.Type, err)
 		}
-		var app any
-		if e.AppID != "" {
-			app = e.AppID
-		}
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString("(?, ?, ?, ?)")
-		args = append(args, app, e.Type, string(data), ms(e.CreatedAt))
+		args = append(args, nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt))
 	}
 	if _, err := q.ExecContext(ctx, db.rebind(b.String()), args...); err != nil {
 		return translate(err)
@@ -77,12 +73,8 @@ func addAudit(ctx context.Context, db *DB, q queryer, e audit.Entry) error {
 			return fmt.Errorf("audit %s details: %w", e.Action, err)
 		}
 	}
-	var app any
-	if e.AppID != "" {
-		app = e.AppID
-	}
 	_, err := q.ExecContext(ctx, db.rebind(`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, ip, action, app_id, target, details)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ms(e.At), e.Actor.Kind, e.Actor.ID, e.Actor.Name, e.Actor.IP, e.Action, app, e.Target, string(details))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ms(e.At), e.Actor.Kind, e.Actor.ID, e.Actor.Name, e.Actor.IP, e.Action, nullable(e.AppID), e.Target, string(details))
 	return translate(err)
 }
 

@@ -196,12 +196,8 @@ func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Tim
 	if len(ids) == 0 {
 		return nil
 	}
-	q := `UPDATE events SET dispatched_at = ? WHERE id IN (?` + strings.Repeat(", ?", len(ids)-1) + `)`
-	args := []any{ms(now)}
-	for _, id := range ids {
-		args = append(args, id)
-	}
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(q), args...)
+	in, args := inList(ids)
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE events SET dispatched_at = ? WHERE id IN `+in), append([]any{ms(now)}, args...)...)
 	return translate(err)
 }
 
