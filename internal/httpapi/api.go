@@ -60,6 +60,7 @@ type API struct {
 	log      *slog.Logger
 	now      func() time.Time
 	cfg      Config
+	routes   []Route
 }
 
 // Services are the domain services the API serves.
@@ -89,59 +90,81 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 // Handler returns the route table wrapped in the common middleware.
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
+	a.routes = a.routes[:0]
 
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
-	mux.Handle("/api/auth/login.php", only("POST", a.envelope(a.login, replayShared)))
-	mux.Handle(heartbeatPath, only("POST", a.envelope(a.heartbeat, replayLocal)))
-	mux.Handle("/api/auth/logout.php", only("POST", a.envelope(a.logout, replayShared)))
-	mux.Handle("/api/auth/check-key.php", only("POST", a.mirrored(a.checkKey)))
-	mux.Handle("/api/update/validate.php", only("POST", a.plain(a.validate)))
-	mux.Handle("/api/update/check.php", only("POST", a.envelope(a.updateCheck, replayLocal)))
-	mux.Handle("/api/update/download.php", http.HandlerFunc(a.updateDownload))
-	mux.Handle("/api/auth/request-hwid-reset.php", only("POST", a.plain(a.requestHWIDReset)))
-	mux.Handle("/api/customer/reset-hwid.php", only("POST", a.plain(a.selfReset)))
-	mux.Handle("/api/auth/trial.php", only("POST", a.plain(a.trial)))
-	mux.Handle("/api/auth/account-register.php", only("POST", a.plain(a.register)))
-	mux.Handle("/api/auth/account-login.php", only("POST", a.plain(a.accountLogin)))
-	mux.Handle("/api/auth/change-password.php", only("POST", a.plain(a.changePassword)))
-	mux.Handle("/api/auth/account-redeem.php", only("POST", a.plain(a.redeem)))
-	mux.Handle("/api/app/info.php", only("GET", a.sealedGet(a.info)))
-	mux.Handle("/api/app/text.php", only("GET", a.sealedGet(a.text)))
-	mux.Handle("/api/app/slides.php", only("POST", a.envelope(a.slides, replayLocal)))
-	mux.Handle("/api/app/social-click.php", only("POST", a.envelope(a.socialClick, replayShared)))
-	mux.Handle("/api/app/changelog.php", only("GET", http.HandlerFunc(a.changelog)))
-	mux.Handle("/api/app/pricing.php", http.HandlerFunc(a.pricingRoute))
-	mux.Handle("/api/app/fulfill.php", only("POST", http.HandlerFunc(a.fulfill)))
+	a.handle(mux, "/api/auth/login.php", []string{"POST"}, only("POST", a.envelope(a.login, replayShared)))
+	a.handle(mux, heartbeatPath, []string{"POST"}, only("POST", a.envelope(a.heartbeat, replayLocal)))
+	a.handle(mux, "/api/auth/logout.php", []string{"POST"}, only("POST", a.envelope(a.logout, replayShared)))
+	a.handle(mux, "/api/auth/check-key.php", []string{"POST"}, only("POST", a.mirrored(a.checkKey)))
+	a.handle(mux, "/api/update/validate.php", []string{"POST"}, only("POST", a.plain(a.validate)))
+	a.handle(mux, "/api/update/check.php", []string{"POST"}, only("POST", a.envelope(a.updateCheck, replayLocal)))
+	a.handle(mux, "/api/update/download.php", []string{"GET", "HEAD"}, http.HandlerFunc(a.updateDownload))
+	a.handle(mux, "/api/auth/request-hwid-reset.php", []string{"POST"}, only("POST", a.plain(a.requestHWIDReset)))
+	a.handle(mux, "/api/customer/reset-hwid.php", []string{"POST"}, only("POST", a.plain(a.selfReset)))
+	a.handle(mux, "/api/auth/trial.php", []string{"POST"}, only("POST", a.plain(a.trial)))
+	a.handle(mux, "/api/auth/account-register.php", []string{"POST"}, only("POST", a.plain(a.register)))
+	a.handle(mux, "/api/auth/account-login.php", []string{"POST"}, only("POST", a.plain(a.accountLogin)))
+	a.handle(mux, "/api/auth/change-password.php", []string{"POST"}, only("POST", a.plain(a.changePassword)))
+	a.handle(mux, "/api/auth/account-redeem.php", []string{"POST"}, only("POST", a.plain(a.redeem)))
+	a.handle(mux, "/api/app/info.php", []string{"GET"}, only("GET", a.sealedGet(a.info)))
+	a.handle(mux, "/api/app/text.php", []string{"GET"}, only("GET", a.sealedGet(a.text)))
+	a.handle(mux, "/api/app/slides.php", []string{"POST"}, only("POST", a.envelope(a.slides, replayLocal)))
+	a.handle(mux, "/api/app/social-click.php", []string{"POST"}, only("POST", a.envelope(a.socialClick, replayShared)))
+	a.handle(mux, "/api/app/changelog.php", []string{"GET"}, only("GET", http.HandlerFunc(a.changelog)))
+	a.handle(mux, "/api/app/pricing.php", []string{"GET", "POST"}, http.HandlerFunc(a.pricingRoute))
+	a.handle(mux, "/api/app/fulfill.php", []string{"POST"}, only("POST", http.HandlerFunc(a.fulfill)))
 
 	// Admin API: bearer token.
-	mux.Handle("/api/admin/login.php", only("POST", http.HandlerFunc(a.adminLogin)))
-	mux.Handle("/api/admin/apps.php", a.bearer(methods{
-		"GET": a.listApps, "POST": a.postApps, "PUT": a.updateApp, "DELETE": a.deleteApp}))
-	mux.Handle("/api/admin/keys.php", a.bearer(methods{
-		"GET": a.getKeys, "POST": a.postKeys, "PUT": a.updateKey, "DELETE": a.deleteKey}))
-	mux.Handle("/api/admin/sessions.php", a.bearer(methods{"GET": a.listSessions, "DELETE": a.revokeSession}))
-	mux.Handle("/api/admin/audit.php", a.bearer(methods{"GET": a.listAudit}))
-	mux.Handle("/api/admin/trials.php", a.bearer(methods{"GET": a.listTrials}))
-	mux.Handle("/api/admin/subscriptions.php", a.bearer(methods{"GET": a.listSubscriptions, "POST": a.cancelSubscription}))
-	mux.Handle("/api/admin/orders.php", a.bearer(methods{"GET": a.listOrders, "POST": a.orderAction}))
-	mux.Handle("/api/admin/pricing.php", a.bearer(methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deleter(a.commerce.DeletePlan, "Plan")}))
-	mux.Handle("/api/admin/feature-flags.php", a.bearer(methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag}))
-	mux.Handle("/api/admin/texts.php", a.bearer(methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText}))
-	mux.Handle("/api/admin/slides.php", a.bearer(methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleter(a.content.DeleteSlide, "Slide")}))
-	mux.Handle("/api/admin/social-links.php", a.bearer(methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleter(a.content.DeleteLink, "Link")}))
-	mux.Handle("/api/admin/changelog.php", a.bearer(methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")}))
-	mux.Handle("/api/admin/updates.php", a.bearer(methods{"GET": a.getUpdates, "POST": a.postUpdates, "PUT": a.putUpdates,
-		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")}))
-	mux.Handle("/api/admin/webhooks.php", a.bearer(methods{"GET": a.getWebhooks, "POST": a.postWebhooks, "PUT": a.putWebhook,
-		"DELETE": a.deleteWebhook}))
-	mux.Handle("/api/admin/detections.php", a.bearer(methods{"GET": a.listDetections}))
-	mux.Handle("/api/admin/accounts.php", a.bearer(methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount}))
+	a.handle(mux, "/api/admin/login.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminLogin)))
+	a.bearerRoute(mux, "/api/admin/apps.php", methods{
+		"GET": a.listApps, "POST": a.postApps, "PUT": a.updateApp, "DELETE": a.deleteApp})
+	a.bearerRoute(mux, "/api/admin/keys.php", methods{
+		"GET": a.getKeys, "POST": a.postKeys, "PUT": a.updateKey, "DELETE": a.deleteKey})
+	a.bearerRoute(mux, "/api/admin/sessions.php", methods{"GET": a.listSessions, "DELETE": a.revokeSession})
+	a.bearerRoute(mux, "/api/admin/audit.php", methods{"GET": a.listAudit})
+	a.bearerRoute(mux, "/api/admin/trials.php", methods{"GET": a.listTrials})
+	a.bearerRoute(mux, "/api/admin/subscriptions.php", methods{"GET": a.listSubscriptions, "POST": a.cancelSubscription})
+	a.bearerRoute(mux, "/api/admin/orders.php", methods{"GET": a.listOrders, "POST": a.orderAction})
+	a.bearerRoute(mux, "/api/admin/pricing.php", methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deleter(a.commerce.DeletePlan, "Plan")})
+	a.bearerRoute(mux, "/api/admin/feature-flags.php", methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag})
+	a.bearerRoute(mux, "/api/admin/texts.php", methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText})
+	a.bearerRoute(mux, "/api/admin/slides.php", methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleter(a.content.DeleteSlide, "Slide")})
+	a.bearerRoute(mux, "/api/admin/social-links.php", methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleter(a.content.DeleteLink, "Link")})
+	a.bearerRoute(mux, "/api/admin/changelog.php", methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")})
+	a.bearerRoute(mux, "/api/admin/updates.php", methods{"GET": a.getUpdates, "POST": a.postUpdates, "PUT": a.putUpdates,
+		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")})
+	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": a.getWebhooks, "POST": a.postWebhooks, "PUT": a.putWebhook,
+		"DELETE": a.deleteWebhook})
+	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": a.listDetections})
+	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount})
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
 	return a.recoverer(a.securityHeaders(a.limit(mux)))
+}
+
+// Route is one registered path and the methods it answers.
+type Route struct {
+	Path    string
+	Methods []string
+}
+
+// Routes lists every registered route (after Handler has been called), so
+// tests can hold the OpenAPI description to the real route table.
+func (a *API) Routes() []Route { return a.routes }
+
+// handle registers h at path, answering methods.
+func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler) {
+	a.routes = append(a.routes, Route{Path: path, Methods: methods})
+	mux.Handle(path, h)
+}
+
+// bearerRoute registers an admin path dispatched by method.
+func (a *API) bearerRoute(mux *http.ServeMux, path string, m methods) {
+	a.handle(mux, path, strings.Split(m.allow(), ", "), a.bearer(m))
 }
 
 // only refuses every method but m with a JSON 405.
