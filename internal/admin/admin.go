@@ -1,5 +1,6 @@
-// Package admin manages the owners who use the admin API: their accounts,
-// bcrypt-hashed passwords and the JWTs they sign in with.
+// Package admin manages the people who use the admin API: their accounts,
+// bcrypt-hashed passwords, the JWTs they sign in with, two-factor codes,
+// personal access tokens, and their roles on each app (who may do what).
 package admin
 
 import (
@@ -24,17 +25,45 @@ import (
 type User struct {
 	ID           string
 	Username     string
+	Email        string
 	PasswordHash string
-	CreatedAt    time.Time
+	// Operator admins manage the installation: webhooks for every app and the
+	// whole audit log. Admins created from the command line are operators;
+	// team members added by an app's owner are not.
+	Operator bool
+	// TokenGen is the generation of the JWTs still valid: a password change
+	// moves it on, ending every other sign-in.
+	TokenGen int64
+	// TOTPSecret is the confirmed two-factor secret ("" = 2FA off);
+	// TOTPPending one enrolled but not yet confirmed with a code.
+	TOTPSecret  string
+	TOTPPending string
+	CreatedAt   time.Time
 }
 
 // Store is the persistence admin needs.
 type Store interface {
 	AdminByUsername(ctx context.Context, username string) (*User, error)
 	AdminByID(ctx context.Context, id string) (*User, error)
+	// AdminForJWT returns the admin id and whether the JWT jti was signed out.
+	AdminForJWT(ctx context.Context, id, jti string) (*User, bool, error)
 	CountAdmins(ctx context.Context) (int, error)
 	// InsertAdmin stores u and its audit entry in one transaction.
 	InsertAdmin(ctx context.Context, u *User, e audit.Entry) error
+	// UpdateAdmin stores u's email, password hash, token generation and TOTP
+	// secrets, and replaces its recovery codes unless codes is nil, with e.
+	UpdateAdmin(ctx context.Context, u *User, codes []string, e audit.Entry) error
+	// ClaimTOTPStep records step as the user's last accepted TOTP step if it
+	// is later than the stored one, reporting whether it was.
+	ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error)
+	// UseRecoveryCode marks an unused recovery code (by hash) used,
+	// reporting whether there was one.
+	UseRecoveryCode(ctx context.Context, userID, hash string, at time.Time) (bool, error)
+	// RevokeJWT signs out the JWT jti until it expires.
+	RevokeJWT(ctx context.Context, jti string, expires time.Time, e audit.Entry) error
+
+	TokenStore
+	MemberStore
 	// ServerSecret returns the installation-wide secret called name, storing
 	// generate's value first when there is none (first writer wins across
 	// processes).
@@ -61,12 +90,6 @@ type Service struct {
 	dummy []byte // a bcrypt hash compared against when the username is unknown
 }
 
-// Claims are what a verified admin token says.
-type Claims struct {
-	UserID   string
-	Username string
-}
-
 // Password policy: bcrypt reads at most 72 bytes, so longer passwords are
 // refused rather than silently truncated.
 const (
@@ -80,6 +103,10 @@ var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_.@-]{3,64}$`)
 var ErrInvalidCredentials = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS", "Invalid username or password.")
 
 var errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid bearer token.")
+
+// Token audiences: a bearer JWT has none; the first step of a two-factor
+// sign-in carries audStep1 and is good for nothing but totp.php.
+const audStep1 = "keyward-2fa"
 
 // New returns a Service whose JWT key is the installation's (created on first use).
 func New(ctx context.Context, store Store, now func() time.Time, cfg Config) (*Service, error) {
@@ -116,8 +143,23 @@ func ValidatePassword(p string) error {
 	return nil
 }
 
-// CreateUser adds an admin. It returns MISSING_FIELDS or CONFLICT.
+// CreateUser adds an operator admin (the command line and the first start
+// create these). It returns MISSING_FIELDS or CONFLICT.
 func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, password string) (*User, error) {
+	u, err := s.newUser(username, password)
+	if err != nil {
+		return nil, err
+	}
+	u.Operator = true
+	err = s.store.InsertAdmin(ctx, u, audit.NewEntry(actor, u.CreatedAt, "admin.create", "", username, nil))
+	if errors.Is(err, apperr.ErrConflict) {
+		return nil, apperr.New(apperr.Conflict, "CONFLICT", "An admin with that username already exists.")
+	}
+	return u, err
+}
+
+// newUser checks a new admin's username and password and hashes the latter.
+func (s *Service) newUser(username, password string) (*User, error) {
 	if !usernameRE.MatchString(username) {
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field username: 3 to 64 letters, digits or _ . @ -.")
 	}
@@ -128,13 +170,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, p
 	if err != nil {
 		return nil, apperr.Wrap(err, "hash password")
 	}
-	now := s.now().UTC()
-	u := &User{ID: uuid.NewString(), Username: username, PasswordHash: string(hash), CreatedAt: now}
-	err = s.store.InsertAdmin(ctx, u, audit.Entry{At: now, Actor: actor, Action: "admin.create", Target: username})
-	if errors.Is(err, apperr.ErrConflict) {
-		return nil, apperr.New(apperr.Conflict, "CONFLICT", "An admin with that username already exists.")
-	}
-	return u, err
+	return &User{ID: uuid.NewString(), Username: username, PasswordHash: string(hash), CreatedAt: s.now().UTC()}, nil
 }
 
 // HasUsers reports whether any admin exists.
@@ -143,22 +179,30 @@ func (s *Service) HasUsers(ctx context.Context) (bool, error) {
 	return n > 0, err
 }
 
-// Login checks a username and password, from the client address ip, and
-// returns a signed token. An unknown username costs the same bcrypt
-// comparison as a wrong password. Repeated failures per username or per IP
-// lock sign-in (TOO_MANY_ATTEMPTS) without comparing the password.
-func (s *Service) Login(ctx context.Context, username, password, ip string) (string, error) {
+// LoginResult is a successful password check: a bearer token, or, with
+// two-factor on, the step-1 token to complete through CompleteTOTP.
+type LoginResult struct {
+	Token       string
+	Requires2FA bool
+	Step1Token  string
+}
+
+// Login checks a username and password, from the client address ip. An
+// unknown username costs the same bcrypt comparison as a wrong password.
+// Repeated failures per username or per IP lock sign-in (TOO_MANY_ATTEMPTS)
+// without comparing the password.
+func (s *Service) Login(ctx context.Context, username, password, ip string) (*LoginResult, error) {
 	name := strings.ToLower(username)
 	if len(name) > 64 {
 		name = name[:64]
 	}
 	subs := []lockout.Subject{{Scope: "admin", ID: name, Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
 	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
-		return "", err
+		return nil, err
 	}
 	u, err := s.store.AdminByUsername(ctx, username)
 	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
-		return "", err
+		return nil, err
 	}
 	hash := s.dummy
 	if u != nil {
@@ -166,49 +210,81 @@ func (s *Service) Login(ctx context.Context, username, password, ip string) (str
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil {
 		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
-			return "", err
+			return nil, err
 		}
-		return "", ErrInvalidCredentials
+		return nil, ErrInvalidCredentials
 	}
 	if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
-		return "", err
+		return nil, err
 	}
-	now := s.now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
-		"iss": "keyward", "sub": u.ID, "name": u.Username,
-		"iat": now.Unix(), "exp": now.Add(s.cfg.TokenTTL).Unix(),
-	})
-	return tok.SignedString(s.key)
+	if u.TOTPSecret != "" {
+		step1, err := s.sign(u, audStep1, step1TTL)
+		return &LoginResult{Requires2FA: true, Step1Token: step1}, err
+	}
+	tok, err := s.sign(u, "", s.cfg.TokenTTL)
+	return &LoginResult{Token: tok}, err
 }
 
-func (s *Service) parse(token string) (*jwt.Token, error) {
-	return jwt.Parse(token, func(*jwt.Token) (any, error) { return s.key, nil },
+// sign issues a JWT for u with audience aud ("" for a bearer token).
+func (s *Service) sign(u *User, aud string, ttl time.Duration) (string, error) {
+	now := s.now()
+	claims := jwt.MapClaims{"iss": "keyward", "sub": u.ID, "name": u.Username, "gen": u.TokenGen,
+		"jti": uuid.NewString(), "iat": now.Unix(), "exp": now.Add(ttl).Unix()}
+	if aud != "" {
+		claims["aud"] = aud
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.key)
+}
+
+// parse verifies a JWT's signature, issuer and expiry and that its audience
+// is aud ("" = none).
+func (s *Service) parse(token, aud string) (jwt.MapClaims, error) {
+	parsed, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return s.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("keyward"), jwt.WithExpirationRequired(),
 		jwt.WithTimeFunc(s.now))
-}
-
-// Signed reports whether token is a current token signed by this
-// installation, without reading the database: the request limiter uses it
-// to give signed-in admins their higher ceiling.
-func (s *Service) Signed(token string) bool {
-	_, err := s.parse(token)
-	return err == nil
-}
-
-// Verify checks a token's signature, issuer and expiry against the service
-// clock, and that its admin still exists.
-func (s *Service) Verify(ctx context.Context, token string) (*Claims, error) {
-	parsed, err := s.parse(token)
 	if err != nil {
 		return nil, errUnauthorized
 	}
 	mc, _ := parsed.Claims.(jwt.MapClaims)
+	got, _ := mc.GetAudience()
+	if (aud == "" && len(got) != 0) || (aud != "" && (len(got) != 1 || got[0] != aud)) {
+		return nil, errUnauthorized
+	}
+	return mc, nil
+}
+
+// Signed reports whether token is a current bearer JWT signed by this
+// installation, without reading the database: the request limiter uses it
+// to give signed-in admins their higher ceiling.
+func (s *Service) Signed(token string) bool {
+	_, err := s.parse(token, "")
+	return err == nil
+}
+
+// Verify authenticates a bearer token: a personal access token (by its
+// hash) or a JWT whose signature, issuer, expiry and generation hold, that
+// was not signed out, of an admin who still exists. A revoked access token
+// is refused with 403 TOKEN_REVOKED; anything else that fails is 401.
+func (s *Service) Verify(ctx context.Context, token string) (*Principal, error) {
+	if strings.HasPrefix(token, TokenPrefix+"_") {
+		return s.verifyPAT(ctx, token)
+	}
+	mc, err := s.parse(token, "")
+	if err != nil {
+		return nil, err
+	}
 	sub, _ := mc["sub"].(string)
-	u, err := s.store.AdminByID(ctx, sub)
+	jti, _ := mc["jti"].(string)
+	gen, _ := mc["gen"].(float64)
+	exp, _ := mc.GetExpirationTime()
+	u, revoked, err := s.store.AdminForJWT(ctx, sub, jti)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, errUnauthorized
 	} else if err != nil {
 		return nil, err
 	}
-	return &Claims{UserID: u.ID, Username: u.Username}, nil
+	if revoked || jti == "" || int64(gen) != u.TokenGen {
+		return nil, errUnauthorized
+	}
+	return &Principal{UserID: u.ID, Username: u.Username, Operator: u.Operator, JTI: jti, Expires: exp.Time}, nil
 }

@@ -7,10 +7,12 @@ import "time"
 
 // Actor is who performed an action.
 type Actor struct {
-	Kind string // "admin", "token", "system", "client"
-	ID   string
+	Kind string // "admin", "token", "reseller", "customer", "system", "client"
+	ID   string // for "admin" and "token" the admin's id
 	Name string
 	IP   string
+	// Token is the personal access token ("<id> <name>") of a "token" actor.
+	Token string
 }
 
 // System is the actor for changes keyward makes on its own (sweeps, bootstrap).

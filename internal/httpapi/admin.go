@@ -8,13 +8,21 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 )
 
 // adminCall is one authenticated admin request.
 type adminCall struct {
+	p     *admin.Principal
 	actor audit.Actor
+	// appID is the app the request is about, authorized for the route's
+	// permission, with the caller's role on it; "" on routes not about one
+	// app (and on optional-app routes called without app_id).
+	appID string
+	role  admin.Role
+	perm  admin.Perm // what the route's method needs
 	f     fields
 	q     url.Values
 	w     http.ResponseWriter
@@ -25,8 +33,29 @@ type adminCall struct {
 // returns (nil, nil).
 type adminHandler func(ctx context.Context, c *adminCall) (map[string]any, error)
 
+// op is one method of an admin route: its handler and the least role it
+// needs on the app named by app_id. perm 0 is a route about the caller
+// itself (profile, tokens), not an app.
+type op struct {
+	perm admin.Perm
+	// optional routes may be called without app_id (the handler then
+	// decides what the caller may see); with one, perm applies.
+	optional bool
+	h        adminHandler
+}
+
+// The permission an admin route method needs on its app.
+func read(h adminHandler) op    { return op{perm: admin.PermRead, h: h} }
+func support(h adminHandler) op { return op{perm: admin.PermSupport, h: h} }
+func manage(h adminHandler) op  { return op{perm: admin.PermManage, h: h} }
+func owner(h adminHandler) op   { return op{perm: admin.PermOwner, h: h} }
+func self(h adminHandler) op    { return op{h: h} }
+
+// optionalApp is o callable without app_id.
+func optionalApp(o op) op { o.optional = true; return o }
+
 // methods routes one admin path by HTTP method.
-type methods map[string]adminHandler
+type methods map[string]op
 
 func (m methods) allow() string {
 	var ms []string
@@ -39,19 +68,20 @@ func (m methods) allow() string {
 
 var errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid bearer token.")
 
-// bearer authenticates the admin, reads the body and dispatches by method.
+// bearer authenticates the admin, reads the body, checks the caller's role
+// on the app the request names and dispatches by method.
 func (a *API) bearer(m methods) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := m[r.Method]
+		o, ok := m[r.Method]
 		if !ok {
 			methodNotAllowed(w, m.allow())
 			return
 		}
-		actor, ok := a.adminActor(w, r)
+		p, ok := a.adminPrincipal(w, r)
 		if !ok {
 			return
 		}
-		c := &adminCall{actor: actor, f: fields{}, q: r.URL.Query(), w: w, r: r}
+		c := &adminCall{p: p, actor: p.Actor(a.clientIP(r)), f: fields{}, q: r.URL.Query(), w: w, r: r}
 		if !streamsBody(r) {
 			body, err := readBody(w, r, adminBodyLimit)
 			if err == nil {
@@ -62,7 +92,11 @@ func (a *API) bearer(m methods) http.Handler {
 				return
 			}
 		}
-		res, err := h(r.Context(), c)
+		if err := a.authorize(r.Context(), c, o); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		res, err := o.h(r.Context(), c)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -73,20 +107,74 @@ func (a *API) bearer(m methods) http.Handler {
 	})
 }
 
-// adminActor authenticates the bearer token, answering 401 itself when it
-// fails.
-func (a *API) adminActor(w http.ResponseWriter, r *http.Request) (audit.Actor, bool) {
+// authorize resolves the app the request names and checks the caller's role
+// on it against o.
+func (a *API) authorize(ctx context.Context, c *adminCall, o op) error {
+	c.perm = o.perm
+	if o.perm == 0 {
+		return nil
+	}
+	appID, err := c.param("app_id")
+	if err != nil {
+		return err
+	}
+	if appID = strings.TrimSpace(appID); appID == "" {
+		if o.optional {
+			return nil
+		}
+		return apperr.Missing("app_id")
+	}
+	c.appID = appID
+	c.role, err = a.admins.Authorize(ctx, c.p, appID, o.perm)
+	return err
+}
+
+// within checks that the caller may act, with the route's permission, on
+// records of appID (found through another record, such as a webhook
+// destination): an app the caller holds that role on, or "" — records for
+// every app, which only operators manage.
+func (a *API) within(ctx context.Context, c *adminCall, appID string) error {
+	switch {
+	case appID == "":
+		if !c.p.Operator {
+			return apperr.New(apperr.Forbidden, "FORBIDDEN", "Only operators manage what covers every app; give app_id.")
+		}
+		return nil
+	case appID == c.appID:
+		return nil
+	case c.appID != "":
+		return admin.ErrForbidden // the record is another app's than the one named
+	}
+	role, err := a.admins.Authorize(ctx, c.p, appID, c.perm)
+	if err == nil {
+		c.appID, c.role = appID, role
+	}
+	return err
+}
+
+// need refuses (403) a caller whose role on the app is below p: the stricter
+// actions of a route whose other actions need less.
+func (c *adminCall) need(p admin.Perm) error {
+	if !c.role.Allows(p) {
+		return admin.ErrForbidden
+	}
+	return nil
+}
+
+// adminPrincipal authenticates the bearer token, answering 401 (403 for a
+// revoked access token) itself when it fails.
+func (a *API) adminPrincipal(w http.ResponseWriter, r *http.Request) (*admin.Principal, bool) {
 	tok := bearerToken(r)
 	if tok == "" {
 		a.writeError(w, r, errUnauthorized)
-		return audit.Actor{}, false
+		return nil, false
 	}
-	claims, err := a.admins.Verify(r.Context(), tok)
+	p, err := a.admins.Verify(r.Context(), tok)
 	if err != nil {
 		a.writeError(w, r, err)
-		return audit.Actor{}, false
+		return nil, false
 	}
-	return audit.Actor{Kind: "admin", ID: claims.UserID, Name: claims.Username, IP: a.clientIP(r)}, true
+	return p, true
 }
 
 // streamsBody reports whether the request carries raw bytes its handler
@@ -139,10 +227,14 @@ func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: username and password."))
 		return
 	}
-	tok, err := a.admins.Login(r.Context(), user, pass, a.clientIP(r))
+	res, err := a.admins.Login(r.Context(), user, pass, a.clientIP(r))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": tok})
+	if res.Requires2FA {
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "requires_2fa": true, "step1_token": res.Step1Token})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": res.Token})
 }

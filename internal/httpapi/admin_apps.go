@@ -6,57 +6,86 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 )
 
 func appView(app *license.App, withSecret bool) map[string]any {
 	v := map[string]any{"app_id": app.ID, "name": app.Name, "version": app.Version, "settings": app.Settings,
-		"created_at": license.Timestamp(app.CreatedAt), "updated_at": license.Timestamp(app.UpdatedAt)}
+		"created_at": license.Timestamp(app.CreatedAt), "updated_at": license.Timestamp(app.UpdatedAt),
+		"revoked": app.RevokedAt != nil, "revoked_at": optStamp(app.RevokedAt)}
 	if withSecret {
 		v["secret"] = app.Secret
 	}
 	return v
 }
 
-// listApps: GET apps.php lists apps; with ?app_id= returns one. Secrets are
-// shown only on creation and regeneration.
+// listApps: GET apps.php lists the apps the caller is a member of, each
+// with its role; with ?app_id= returns one. Secrets are shown only on
+// creation and regeneration.
 func (a *API) listApps(ctx context.Context, c *adminCall) (map[string]any, error) {
-	if id := c.q.Get("app_id"); id != "" {
-		app, err := a.lic.App(ctx, id)
+	if c.appID != "" {
+		app, err := a.lic.App(ctx, c.appID)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "app": appView(app, false)}, nil
+		v := appView(app, false)
+		v["role"] = string(c.role)
+		return map[string]any{"success": true, "app": v}, nil
+	}
+	roles, err := a.admins.Roles(ctx, c.p)
+	if err != nil {
+		return nil, err
 	}
 	apps, err := a.lic.Apps(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(apps))
+	out := []map[string]any{}
 	for i := range apps {
-		out[i] = appView(&apps[i], false)
+		if role, ok := roles[apps[i].ID]; ok {
+			v := appView(&apps[i], false)
+			v["role"] = string(role)
+			out = append(out, v)
+		}
 	}
 	return map[string]any{"success": true, "apps": out}, nil
 }
 
-// postApps: POST apps.php creates an app; with ?action=regenerate-secret it
-// gives app_id a new secret.
+// postApps: POST apps.php creates an app, whose owner the caller becomes;
+// with ?action=regenerate-secret it gives app_id a new secret, with
+// action=revoke or restore (owners) it refuses its clients or lets them back.
 func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error) {
-	switch c.q.Get("action") {
+	action, err := c.param("action")
+	if err != nil {
+		return nil, err
+	}
+	if action != "" && c.appID == "" {
+		return nil, apperr.Missing("app_id")
+	}
+	switch action {
 	case "":
 	case "regenerate-secret":
-		id, err := c.required("app_id")
-		if err != nil {
-			return nil, err
-		}
-		app, err := a.lic.RegenerateSecret(ctx, c.actor, id)
+		app, err := a.lic.RegenerateSecret(ctx, c.actor, c.appID)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"success": true, "app": appView(app, true)}, nil
+	case "revoke", "restore":
+		if err := c.need(admin.PermOwner); err != nil {
+			return nil, err
+		}
+		app, err := a.lic.SetRevoked(ctx, c.actor, c.appID, action == "revoke")
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "app": appView(app, false)}, nil
 	default:
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action; use regenerate-secret.")
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action; use regenerate-secret, revoke or restore.")
+	}
+	if c.appID != "" {
+		return nil, apperr.InvalidField("app_id", "a new app gets its id; leave app_id out")
 	}
 	name, err := c.f.str("name")
 	if err != nil {

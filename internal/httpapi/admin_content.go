@@ -13,16 +13,13 @@ import (
 // Admin API of remote content: texts, slides, social links, changelog.
 // PUT edits change only the fields present in the body.
 
-// existingApp reads app_id and checks the app exists (404 otherwise).
-func (a *API) existingApp(ctx context.Context, c *adminCall) (string, error) {
-	appID, err := c.required("app_id")
-	if err != nil {
-		return "", err
+// existingApp is the app the request is about, which bearer has checked
+// exists and that the caller may act on.
+func (a *API) existingApp(_ context.Context, c *adminCall) (string, error) {
+	if c.appID == "" {
+		return "", apperr.Missing("app_id")
 	}
-	if _, err := a.lic.App(ctx, appID); err != nil {
-		return "", err
-	}
-	return appID, nil
+	return c.appID, nil
 }
 
 // appRecord reads app_id (the app must exist) and the id of the record a

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
@@ -132,11 +133,9 @@ func optTime(t *time.Time) string {
 	return license.Timestamp(*t)
 }
 
-func storeAuditFilter(appID, action string, before int64, limit int) store.AuditFilter {
-	return store.AuditFilter{AppID: appID, Action: action, Before: before, Limit: limit}
-}
-
-// postKeys: POST keys.php generates keys; with ?action= applies a transition.
+// postKeys: POST keys.php generates keys (admins and owners); with ?action=
+// applies a transition (support and up; converting a trial, which sells a
+// key, admins and up).
 func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
@@ -148,6 +147,9 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 			return nil, err
 		}
 		if action == "convert" {
+			if err := c.need(admin.PermManage); err != nil {
+				return nil, err
+			}
 			return a.convertTrial(ctx, c, appID, lk)
 		}
 		days, _, err := c.f.int("days")
@@ -163,6 +165,9 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 			return nil, err
 		}
 		return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+	}
+	if err := c.need(admin.PermManage); err != nil {
+		return nil, err
 	}
 	in := license.GenerateInput{AppID: appID, Features: c.f["features"]}
 	count, ok, err := c.f.int("count")
@@ -321,27 +326,66 @@ func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, e
 	return res, nil
 }
 
-// revokeSession: DELETE sessions.php {session_id[, app_id]}; the session's
-// next heartbeat answers SESSION_REVOKED.
+// revokeSession: DELETE sessions.php {session_id[, app_id]} or {app_id,
+// license_key} (every session of the key); the sessions' next heartbeat
+// answers SESSION_REVOKED. Without app_id the session's app is authorized.
 func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, error) {
+	if lk, err := c.param("license_key"); err != nil {
+		return nil, err
+	} else if lk != "" && c.appID != "" {
+		n, err := a.lic.RevokeKeySessions(ctx, c.actor, c.appID, lk)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"success": true, "message": "Sessions revoked.", "count": n}, nil
+	}
 	id, err := c.required("session_id")
 	if err != nil {
 		return nil, err
 	}
-	appID, err := c.param("app_id")
-	if err != nil {
-		return nil, err
+	if c.appID == "" {
+		app, err := a.lic.SessionApp(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := a.within(ctx, c, app); err != nil {
+			return nil, err
+		}
 	}
-	if err := a.lic.RevokeSession(ctx, c.actor, appID, id); err != nil {
+	if err := a.lic.RevokeSession(ctx, c.actor, c.appID, id); err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "message": "Session revoked."}, nil
 }
 
-// listAudit: GET audit.php[?app_id=&action=&cursor=&limit=], newest first.
+// listAudit: GET audit.php[?app_id=&action=&actor_id=&target=&since=&until=
+// &cursor=&limit=], newest first. Operators read every entry (a deleted
+// app's too); other admins an app's they are a member of, and without
+// app_id the entries of their own actions.
 func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, error) {
-	before, err := queryInt(c, "cursor")
-	if err != nil {
+	f := store.AuditFilter{AppID: strings.TrimSpace(c.q.Get("app_id")), Action: c.q.Get("action"), ActorID: c.q.Get("actor_id"),
+		Target: c.q.Get("target")}
+	var err error
+	switch {
+	case c.p.Operator:
+	case f.AppID != "":
+		if _, err := a.admins.Authorize(ctx, c.p, f.AppID, admin.PermRead); err != nil {
+			return nil, err
+		}
+	default:
+		f.ActorID = c.p.UserID
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := c.q.Get(t.name); v != "" {
+			if *t.dst, err = time.Parse(time.RFC3339, v); err != nil {
+				return nil, apperr.InvalidField(t.name, "must be an ISO 8601 time such as 2026-11-20T00:00:00Z")
+			}
+		}
+	}
+	if f.Before, err = queryInt(c, "cursor"); err != nil {
 		return nil, err
 	}
 	limit, err := queryInt(c, "limit")
@@ -351,14 +395,19 @@ func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, erro
 	if limit <= 0 || limit > 1000 { // the page size Audit uses
 		limit = 100
 	}
-	entries, err := a.db.Audit(ctx, storeAuditFilter(c.q.Get("app_id"), c.q.Get("action"), before, int(limit)))
+	f.Limit = int(limit)
+	entries, err := a.db.Audit(ctx, f)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]map[string]any, len(entries))
 	for i, e := range entries {
+		actor := map[string]any{"kind": e.Actor.Kind, "id": e.Actor.ID, "name": e.Actor.Name, "ip": e.Actor.IP}
+		if e.Actor.Token != "" {
+			actor["token"] = e.Actor.Token
+		}
 		out[i] = map[string]any{"id": e.ID, "at": license.Timestamp(e.At), "action": e.Action, "app_id": e.AppID, "target": e.Target,
-			"details": e.Details, "actor": map[string]any{"kind": e.Actor.Kind, "id": e.Actor.ID, "name": e.Actor.Name, "ip": e.Actor.IP}}
+			"details": e.Details, "actor": actor}
 	}
 	res := map[string]any{"success": true, "entries": out, "next_cursor": nil}
 	if len(entries) > 0 && len(entries) == int(limit) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -43,30 +44,50 @@ func deliveryView(d *webhook.Delivery) map[string]any {
 	return v
 }
 
-// optionalApp reads an optional app_id; when given, the app must exist.
-func (a *API) optionalApp(ctx context.Context, c *adminCall) (string, error) {
-	appID, err := c.param("app_id")
-	if err != nil || strings.TrimSpace(appID) == "" {
-		return "", err
+// destination loads a webhook destination the caller may act on with the
+// route's permission.
+func (a *API) destination(ctx context.Context, c *adminCall, id int64) (*webhook.Destination, error) {
+	d, err := a.webhooks.Destination(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	appID = strings.TrimSpace(appID)
-	_, err = a.lic.App(ctx, appID)
-	return appID, err
+	return d, a.within(ctx, c, d.AppID)
+}
+
+// deliveryScope checks the caller may act on a delivery: on its destination.
+func (a *API) deliveryScope(ctx context.Context, c *adminCall, deliveryID string) error {
+	d, _, err := a.webhooks.Delivery(ctx, deliveryID)
+	if err != nil {
+		return err
+	}
+	_, err = a.destination(ctx, c, d.DestinationID)
+	return err
+}
+
+// seesSecrets reports whether the caller may read the signing secret of a
+// destination of appID: admins and owners of the app, operators for those
+// of every app.
+func seesSecrets(c *adminCall, appID string) bool {
+	if appID == "" {
+		return c.p.Operator
+	}
+	return c.role.Allows(admin.PermManage)
 }
 
 // getWebhooks: GET webhooks.php[?app_id=] lists destinations (an app's and
 // those for every app); ?id= one with its secret; ?action=deliveries lists
 // the log; ?action=delivery&delivery_id= one delivery with its attempts.
 func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.optionalApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
+	appID := c.appID
 	switch c.q.Get("action") {
 	case "deliveries":
 		return a.listDeliveries(ctx, c, appID)
 	case "delivery":
-		d, attempts, err := a.webhooks.Delivery(ctx, strings.TrimSpace(c.q.Get("delivery_id")))
+		id := strings.TrimSpace(c.q.Get("delivery_id"))
+		if err := a.deliveryScope(ctx, c, id); err != nil {
+			return nil, err
+		}
+		d, attempts, err := a.webhooks.Delivery(ctx, id)
 		if err != nil {
 			return nil, err
 		}
@@ -87,11 +108,14 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 		if err != nil {
 			return nil, err
 		}
-		d, err := a.webhooks.Destination(ctx, id)
+		d, err := a.destination(ctx, c, id)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "webhook": webhookView(d, true)}, nil
+		return map[string]any{"success": true, "webhook": webhookView(d, seesSecrets(c, d.AppID))}, nil
+	}
+	if err := a.within(ctx, c, appID); err != nil {
+		return nil, err
 	}
 	ds, err := a.webhooks.Destinations(ctx, appID)
 	if err != nil {
@@ -99,6 +123,9 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 	}
 	list := make([]map[string]any, 0, len(ds))
 	for i := range ds {
+		if ds[i].AppID == "" && !c.p.Operator {
+			continue // every app's destinations are the operators'
+		}
 		list = append(list, webhookView(&ds[i], false))
 	}
 	return map[string]any{"success": true, "webhooks": list}, nil
@@ -115,6 +142,14 @@ func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (m
 		return nil, err
 	}
 	f.Limit = int(limit)
+	if f.DestinationID != 0 {
+		_, err = a.destination(ctx, c, f.DestinationID)
+	} else {
+		err = a.within(ctx, c, appID)
+	}
+	if err != nil {
+		return nil, err
+	}
 	switch f.Status {
 	case "", webhook.Pending, webhook.Succeeded, webhook.Failed:
 	default:
@@ -171,6 +206,9 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 		if err != nil {
 			return nil, err
 		}
+		if err := a.deliveryScope(ctx, c, id); err != nil {
+			return nil, err
+		}
 		d, err := a.webhooks.Redeliver(ctx, c.actor, id)
 		if err != nil {
 			return nil, err
@@ -183,7 +221,10 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 	if err != nil {
 		return nil, err
 	}
-	var d *webhook.Destination
+	d, err := a.destination(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
 	switch action {
 	case "rotate_secret":
 		d, err = a.webhooks.RotateSecret(ctx, c.actor, id)
@@ -206,11 +247,12 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 }
 
 func (a *API) createWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.optionalApp(ctx, c)
-	if err != nil {
+	appID := c.appID
+	if err := a.within(ctx, c, appID); err != nil {
 		return nil, err
 	}
 	d := &webhook.Destination{AppID: appID}
+	var err error
 	if d.URL, err = c.required("url"); err != nil {
 		return nil, err
 	}
@@ -230,13 +272,18 @@ func (a *API) createWebhook(ctx context.Context, c *adminCall) (map[string]any, 
 // redeliverFailed requeues failed deliveries created since `since` (ISO
 // 8601, required) of one destination (id) or of an app's (app_id).
 func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (map[string]any, error) {
-	appID, err := a.optionalApp(ctx, c)
-	if err != nil {
-		return nil, err
-	}
+	appID := c.appID
 	id, _, err := c.f.int("id")
 	if err == nil && id == 0 {
 		id, err = queryInt(c, "id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if id != 0 {
+		_, err = a.destination(ctx, c, id)
+	} else {
+		err = a.within(ctx, c, appID)
 	}
 	if err != nil {
 		return nil, err
@@ -291,6 +338,9 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, err
 	if e == (webhook.Edit{}) {
 		return nil, apperr.Missing("url, events, description or enabled")
 	}
+	if _, err := a.destination(ctx, c, id); err != nil {
+		return nil, err
+	}
 	d, err := a.webhooks.EditDestination(ctx, c.actor, id, e)
 	if err != nil {
 		return nil, err
@@ -302,6 +352,9 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, err
 func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
 	id, err := recordID(c)
 	if err != nil {
+		return nil, err
+	}
+	if _, err := a.destination(ctx, c, id); err != nil {
 		return nil, err
 	}
 	if err := a.webhooks.DeleteDestination(ctx, c.actor, id); err != nil {

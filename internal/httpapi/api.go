@@ -118,27 +118,42 @@ func (a *API) Handler() http.Handler {
 
 	// Admin API: bearer token.
 	a.handle(mux, "/api/admin/login.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminLogin)))
-	a.bearerRoute(mux, "/api/admin/apps.php", methods{
-		"GET": a.listApps, "POST": a.postApps, "PUT": a.updateApp, "DELETE": a.deleteApp})
-	a.bearerRoute(mux, "/api/admin/keys.php", methods{
-		"GET": a.getKeys, "POST": a.postKeys, "PUT": a.updateKey, "DELETE": a.deleteKey})
-	a.bearerRoute(mux, "/api/admin/sessions.php", methods{"GET": a.listSessions, "DELETE": a.revokeSession})
-	a.bearerRoute(mux, "/api/admin/audit.php", methods{"GET": a.listAudit})
-	a.bearerRoute(mux, "/api/admin/trials.php", methods{"GET": a.listTrials})
-	a.bearerRoute(mux, "/api/admin/subscriptions.php", methods{"GET": a.listSubscriptions, "POST": a.cancelSubscription})
-	a.bearerRoute(mux, "/api/admin/orders.php", methods{"GET": a.listOrders, "POST": a.orderAction})
-	a.bearerRoute(mux, "/api/admin/pricing.php", methods{"GET": a.listPlans, "POST": a.createPlan, "PUT": a.updatePlan, "DELETE": a.deleter(a.commerce.DeletePlan, "Plan")})
-	a.bearerRoute(mux, "/api/admin/feature-flags.php", methods{"GET": a.listFlags, "PUT": a.putFlag, "DELETE": a.deleteFlag})
-	a.bearerRoute(mux, "/api/admin/texts.php", methods{"GET": a.getTexts, "PUT": a.putText, "DELETE": a.deleteText})
-	a.bearerRoute(mux, "/api/admin/slides.php", methods{"GET": a.listSlides, "POST": a.createSlide, "PUT": a.updateSlide, "DELETE": a.deleter(a.content.DeleteSlide, "Slide")})
-	a.bearerRoute(mux, "/api/admin/social-links.php", methods{"GET": a.listLinks, "POST": a.createLink, "PUT": a.updateLink, "DELETE": a.deleter(a.content.DeleteLink, "Link")})
-	a.bearerRoute(mux, "/api/admin/changelog.php", methods{"GET": a.listEntries, "POST": a.createEntry, "PUT": a.updateEntry, "DELETE": a.deleter(a.content.DeleteEntry, "Entry")})
-	a.bearerRoute(mux, "/api/admin/updates.php", methods{"GET": a.getUpdates, "POST": a.postUpdates, "PUT": a.putUpdates,
-		"DELETE": a.deleter(a.updates.DeleteDraft, "Draft release")})
-	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": a.getWebhooks, "POST": a.postWebhooks, "PUT": a.putWebhook,
-		"DELETE": a.deleteWebhook})
-	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": a.listDetections})
-	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": a.getAccounts, "POST": a.accountAction, "DELETE": a.deleteAccount})
+	// Each method names the least role it needs on the app given by app_id
+	// (read: viewer and up, support, manage: admin and up, owner); self
+	// routes are about the caller. Handlers ask for more with c.need.
+	a.handle(mux, "/api/admin/totp.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminTOTP)))
+	a.bearerRoute(mux, "/api/admin/logout.php", methods{"POST": self(a.adminLogout)})
+	a.bearerRoute(mux, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": self(a.putProfile)})
+	a.bearerRoute(mux, "/api/admin/2fa.php", methods{"POST": self(a.twoFactor)})
+	a.bearerRoute(mux, "/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": self(a.mintToken), "DELETE": self(a.revokeToken)})
+	a.bearerRoute(mux, "/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": owner(a.putMember),
+		"PUT": owner(a.putMember), "DELETE": owner(a.deleteMember)})
+	a.bearerRoute(mux, "/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": optionalApp(manage(a.postApps)),
+		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})
+	a.bearerRoute(mux, "/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
+		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})
+	a.bearerRoute(mux, "/api/admin/sessions.php", methods{"GET": read(a.listSessions), "DELETE": optionalApp(support(a.revokeSession))})
+	a.bearerRoute(mux, "/api/admin/hwid-resets.php", methods{"GET": read(a.listResetRequests), "POST": support(a.decideResetRequest)})
+	a.bearerRoute(mux, "/api/admin/audit.php", methods{"GET": self(a.listAudit)})
+	a.bearerRoute(mux, "/api/admin/trials.php", methods{"GET": read(a.listTrials)})
+	a.bearerRoute(mux, "/api/admin/subscriptions.php", methods{"GET": read(a.listSubscriptions), "POST": manage(a.cancelSubscription)})
+	a.bearerRoute(mux, "/api/admin/orders.php", methods{"GET": read(a.listOrders), "POST": manage(a.orderAction)})
+	a.bearerRoute(mux, "/api/admin/pricing.php", methods{"GET": read(a.listPlans), "POST": manage(a.createPlan), "PUT": manage(a.updatePlan),
+		"DELETE": manage(a.deleter(a.commerce.DeletePlan, "Plan"))})
+	a.bearerRoute(mux, "/api/admin/feature-flags.php", methods{"GET": read(a.listFlags), "PUT": manage(a.putFlag), "DELETE": manage(a.deleteFlag)})
+	a.bearerRoute(mux, "/api/admin/texts.php", methods{"GET": read(a.getTexts), "PUT": manage(a.putText), "DELETE": manage(a.deleteText)})
+	a.bearerRoute(mux, "/api/admin/slides.php", methods{"GET": read(a.listSlides), "POST": manage(a.createSlide), "PUT": manage(a.updateSlide),
+		"DELETE": manage(a.deleter(a.content.DeleteSlide, "Slide"))})
+	a.bearerRoute(mux, "/api/admin/social-links.php", methods{"GET": read(a.listLinks), "POST": manage(a.createLink), "PUT": manage(a.updateLink),
+		"DELETE": manage(a.deleter(a.content.DeleteLink, "Link"))})
+	a.bearerRoute(mux, "/api/admin/changelog.php", methods{"GET": read(a.listEntries), "POST": manage(a.createEntry), "PUT": manage(a.updateEntry),
+		"DELETE": manage(a.deleter(a.content.DeleteEntry, "Entry"))})
+	a.bearerRoute(mux, "/api/admin/updates.php", methods{"GET": read(a.getUpdates), "POST": manage(a.postUpdates), "PUT": manage(a.putUpdates),
+		"DELETE": manage(a.deleter(a.updates.DeleteDraft, "Draft release"))})
+	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": optionalApp(read(a.getWebhooks)), "POST": optionalApp(manage(a.postWebhooks)),
+		"PUT": optionalApp(manage(a.putWebhook)), "DELETE": optionalApp(manage(a.deleteWebhook))})
+	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": read(a.listDetections)})
+	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": support(a.accountAction), "DELETE": manage(a.deleteAccount)})
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})

@@ -53,8 +53,16 @@ func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
 		a.writeError(w, r, err)
 		return nil, false
 	}
+	// A revoked app's heartbeats go on to end their sessions with
+	// SESSION_REVOKED, a code every client generation stops on.
+	if app.RevokedAt != nil && r.URL.Path != heartbeatPath {
+		a.writeError(w, r, errAppRevoked)
+		return nil, false
+	}
 	return app, true
 }
+
+var errAppRevoked = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
 
 // envelope serves a route whose request and reply are envelopes.
 func (a *API) envelope(h clientHandler, scope replayScope) http.Handler {

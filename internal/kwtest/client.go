@@ -186,6 +186,36 @@ func (s *Server) Admin(method, path string, body any) *Reply {
 	return s.Do(method, path, h, toBytes(s.T, body))
 }
 
+// AdminAs calls the admin API with another bearer token (a team member's
+// JWT, a personal access token); token "" sends none.
+func (s *Server) AdminAs(token, method, path string, body any) *Reply {
+	s.T.Helper()
+	h := http.Header{"Content-Type": {"application/json"}}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return s.Do(method, path, h, toBytes(s.T, body))
+}
+
+// LoginAdmin signs username in with password and returns its JWT (the test
+// fails unless the password alone suffices).
+func (s *Server) LoginAdmin(username, password string) string {
+	s.T.Helper()
+	r := s.Do("POST", "/api/admin/login.php", nil, toBytes(s.T, map[string]string{"username": username, "password": password}))
+	if r.Status != 200 || r.Str("token") == "" {
+		s.T.Fatalf("admin login %s: %d %s", username, r.Status, r.Raw)
+	}
+	return r.Str("token")
+}
+
+// AddMember makes username (created with password when new) a member of
+// appID with role, through the bootstrap admin, and returns its JWT.
+func (s *Server) AddMember(appID, username, password, role string) string {
+	s.T.Helper()
+	s.MustAdmin("POST", "/api/admin/members.php", map[string]any{"app_id": appID, "username": username, "password": password, "role": role})
+	return s.LoginAdmin(username, password)
+}
+
 // MustAdmin is Admin that fails the test unless the answer is 200 success.
 func (s *Server) MustAdmin(method, path string, body any) *Reply {
 	s.T.Helper()

@@ -43,6 +43,8 @@ func (a *App) Validate() error {
 		return apperr.InvalidField("heartbeat_interval", "must be 5 to 3600 seconds")
 	case st.SelfResetCooldownHours < 0 || st.SelfResetCooldownHours > 8760:
 		return apperr.InvalidField("self_reset_cooldown_hours", "must be 0 to 8760")
+	case st.ResetAutoApproveDays < 0 || st.ResetAutoApproveDays > 3650:
+		return apperr.InvalidField("reset_auto_approve_days", "must be 0 (off) to 3650")
 	case !prefixRE.MatchString(st.KeyPrefix):
 		return apperr.InvalidField("key_prefix", "must be at most 12 upper-case letters or digits")
 	case len(st.MaintenanceMessage) > 1000 || len(st.LoginMessage) > 1000:
@@ -102,7 +104,8 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// CreateApp creates an app with a fresh secret and default settings.
+// CreateApp creates an app with a fresh secret and default settings. An
+// admin actor (signed in or through an access token) becomes its owner.
 func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, version string) (*App, error) {
 	now := s.Now()
 	secret, err := NewSecret(s.random)
@@ -111,6 +114,9 @@ func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, versio
 	}
 	a := &App{ID: newID(s.random), Name: strings.TrimSpace(name), Version: version, Secret: secret,
 		Settings: DefaultSettings(), CreatedAt: now, UpdatedAt: now}
+	if actor.Kind == "admin" || actor.Kind == "token" {
+		a.OwnerID = actor.ID
+	}
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
@@ -202,6 +208,42 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.regenerate_secret", id, id, nil))
 	})
 	s.apps.clear()
+	return out, err
+}
+
+// SetRevoked revokes an app (its clients are refused, each live session
+// ends with SESSION_REVOKED at its next heartbeat, app.revoked is sent) or,
+// with revoked false, restores it.
+func (s *Service) SetRevoked(ctx context.Context, actor audit.Actor, id string, revoked bool) (*App, error) {
+	now := s.Now()
+	var out *App
+	defer s.apps.clear()
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.LockApp(ctx, id); err != nil {
+			return apperr.NotFoundAs(err, "App")
+		}
+		a, err := s.store.App(ctx, id)
+		if err != nil {
+			return apperr.NotFoundAs(err, "App")
+		}
+		out = a
+		if (a.RevokedAt != nil) == revoked {
+			return nil
+		}
+		action := "app.restore"
+		a.RevokedAt, a.UpdatedAt = nil, now
+		if revoked {
+			action, a.RevokedAt = "app.revoke", &now
+			if err := tx.AddEvent(ctx, event.Event{AppID: id, Type: event.AppRevoked, CreatedAt: now,
+				Data: map[string]any{"app_id": id, "name": a.Name, "reason": "revoked"}}); err != nil {
+				return err
+			}
+		}
+		if err := tx.UpdateApp(ctx, a, HashToken(a.Secret)); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, id, id, nil))
+	})
 	return out, err
 }
 
@@ -726,6 +768,42 @@ func (s *Service) RevokeSession(ctx context.Context, actor audit.Actor, appID, i
 		}
 		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
 	})
+}
+
+// SessionApp returns the app of a session named by its id or its token
+// (NOT_FOUND if there is none), so the caller can be authorized on it.
+func (s *Service) SessionApp(ctx context.Context, id string) (string, error) {
+	var appID string
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		sess, err := tx.SessionByID(ctx, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			sess, err = tx.SessionByTokenHash(ctx, HashToken(id))
+		}
+		if err != nil {
+			return apperr.NotFoundAs(err, "Session")
+		}
+		appID = sess.AppID
+		return nil
+	})
+	return appID, err
+}
+
+// RevokeKeySessions ends every live session of a key with SESSION_REVOKED
+// and returns how many there were.
+func (s *Service) RevokeKeySessions(ctx context.Context, actor audit.Actor, appID, licenseKey string) (int, error) {
+	now := s.Now()
+	var n int
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+		if err != nil {
+			return apperr.NotFoundAs(err, "Key")
+		}
+		if n, err = tx.EndKeySessions(ctx, k.ID, CodeSessionRevoked, now); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "session.revoke_key", appID, k.LicenseKey, map[string]any{"count": n}))
+	})
+	return n, err
 }
 
 func conflict(msg string) error { return apperr.New(apperr.Conflict, CodeConflict, msg) }

@@ -20,6 +20,11 @@ type App struct {
 	Settings  AppSettings
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// RevokedAt is set while the owner has revoked the app: its clients are
+	// refused and live sessions end at their next heartbeat.
+	RevokedAt *time.Time
+	// OwnerID is the admin made the app's owner when it is created.
+	OwnerID string
 }
 
 // AppSettings are the behaviour switches an owner sets per app. Later
@@ -33,6 +38,10 @@ type AppSettings struct {
 	SelfResetEnabled       bool   `json:"self_reset_enabled"`
 	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
 	KeyPrefix              string `json:"key_prefix"`
+	// ResetAutoApproveDays approves a queued device-reset request
+	// (request-hwid-reset.php) at once when the key or account had no
+	// approved one within that many days; 0 queues every request for the owner.
+	ResetAutoApproveDays int `json:"reset_auto_approve_days"`
 
 	// Trials (auth/trial.php): off until the owner turns them on. A trial
 	// lasts TrialDuration TrialDurationUnit ("hours" or "days"); at most
@@ -268,10 +277,21 @@ type Trial struct {
 type ResetRequest struct {
 	ID         int64
 	AppID      string
-	KeyID      int64
+	KeyID      int64 // 0 for an account's request
+	AccountID  int64 // 0 for a key's request
 	LicenseKey string
 	Username   string
 	HWID       string
 	Reason     string
+	Status     string // pending, approved, denied
 	CreatedAt  time.Time
+	DecidedAt  *time.Time
+	DecidedBy  string // the admin's name, or "auto"
 }
+
+// Reset request states.
+const (
+	RequestPending  = "pending"
+	RequestApproved = "approved"
+	RequestDenied   = "denied"
+)

@@ -21,32 +21,128 @@ type ResetRequestInput struct {
 	Reason     string
 }
 
-// RequestHWIDReset queues a device-reset request for the owner and records
-// hwid_reset.requested. It answers the same whether or not the key exists, so
-// it cannot be used to probe for keys; it returns only MISSING_FIELDS.
+// RequestHWIDReset queues a device-reset request of a key (license_key) or
+// an app user account (username) for the owner and records
+// hwid_reset.requested; with the app's auto-approve rule it is approved at
+// once. It answers the same whether or not the key or account exists, so it
+// cannot be used to probe for them; it returns only MISSING_FIELDS.
 func (s *Service) RequestHWIDReset(ctx context.Context, app *App, in ResetRequestInput) error {
 	if in.LicenseKey == "" && in.Username == "" {
 		return apperr.Missing("license_key or username")
 	}
-	if in.LicenseKey == "" {
-		return nil // app user accounts arrive with their own capability
-	}
 	now := s.Now()
 	return s.store.InTx(ctx, func(tx Tx) error {
-		k, err := tx.KeyForUpdate(ctx, app.ID, in.LicenseKey)
-		if errors.Is(err, apperr.ErrNotFound) {
-			return nil
-		} else if err != nil {
-			return err
+		r := &ResetRequest{AppID: app.ID, Username: truncate(in.Username, 255), HWID: truncate(in.HWID, 256),
+			Reason: truncate(in.Reason, 1000), CreatedAt: now}
+		if in.LicenseKey != "" {
+			k, err := tx.KeyForUpdate(ctx, app.ID, in.LicenseKey)
+			if errors.Is(err, apperr.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			r.KeyID, r.LicenseKey = k.ID, k.LicenseKey
+		} else {
+			a, err := tx.AccountForUpdate(ctx, app.ID, UsernameKey(in.Username))
+			if errors.Is(err, apperr.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			r.AccountID, r.Username = a.ID, a.Username
 		}
-		r := &ResetRequest{AppID: app.ID, KeyID: k.ID, LicenseKey: k.LicenseKey, Username: truncate(in.Username, 255),
-			HWID: truncate(in.HWID, 256), Reason: truncate(in.Reason, 1000), CreatedAt: now}
+		if days := app.Settings.ResetAutoApproveDays; days > 0 {
+			last, err := tx.LastApprovedReset(ctx, r.KeyID, r.AccountID)
+			if err != nil {
+				return err
+			}
+			if last == nil || now.Sub(*last) >= time.Duration(days)*24*time.Hour {
+				if err := resetHolder(ctx, tx, r, now); err != nil {
+					return err
+				}
+				r.Status, r.DecidedAt, r.DecidedBy = RequestApproved, &now, "auto"
+			}
+		}
 		if err := tx.InsertResetRequest(ctx, r); err != nil {
 			return err
 		}
 		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.HWIDResetRequested, CreatedAt: now,
-			Data: map[string]any{"app_id": app.ID, "license_key": k.LicenseKey, "hwid": r.HWID, "reason": r.Reason}})
+			Data: map[string]any{"app_id": app.ID, "license_key": r.LicenseKey, "username": r.Username, "hwid": r.HWID,
+				"reason": r.Reason, "status": statusOr(r.Status)}})
 	})
+}
+
+func statusOr(s string) string {
+	if s == "" {
+		return RequestPending
+	}
+	return s
+}
+
+// resetHolder clears the devices of the request's key or account and ends
+// its sessions, whose next heartbeat answers HWID_RESET.
+func resetHolder(ctx context.Context, tx Tx, r *ResetRequest, now time.Time) error {
+	if r.KeyID != 0 {
+		if _, err := tx.DeleteDevices(ctx, r.KeyID); err != nil {
+			return err
+		}
+		_, err := tx.EndKeySessions(ctx, r.KeyID, CodeHWIDReset, now)
+		return err
+	}
+	if _, err := tx.DeleteAccountDevices(ctx, r.AccountID); err != nil {
+		return err
+	}
+	_, err := tx.EndAccountSessions(ctx, r.AccountID, CodeHWIDReset, now)
+	return err
+}
+
+// ResetRequests lists an app's device-reset requests in status ("" = all),
+// newest first, below the cursor before.
+func (s *Service) ResetRequests(ctx context.Context, appID, status string, before int64, limit int) ([]ResetRequest, error) {
+	switch status {
+	case "", RequestPending, RequestApproved, RequestDenied:
+	default:
+		return nil, apperr.InvalidField("status", "use pending, approved or denied")
+	}
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	return s.store.ResetRequests(ctx, appID, status, before, limit)
+}
+
+// DecideResetRequest approves (performing the reset: devices cleared,
+// sessions end with HWID_RESET) or denies a pending request. Deciding a
+// decided request is CONFLICT.
+func (s *Service) DecideResetRequest(ctx context.Context, actor audit.Actor, appID string, id int64, approve bool) (*ResetRequest, error) {
+	now := s.Now()
+	var out *ResetRequest
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		r, err := tx.ResetRequestForUpdate(ctx, appID, id)
+		if err != nil {
+			return apperr.NotFoundAs(err, "Request")
+		}
+		if r.Status != RequestPending {
+			return conflict("This request was already " + r.Status + ".")
+		}
+		r.Status, r.DecidedAt, r.DecidedBy = RequestDenied, &now, actor.Name
+		if approve {
+			r.Status = RequestApproved
+			if err := resetHolder(ctx, tx, r, now); err != nil {
+				return err
+			}
+		}
+		if err := tx.DecideResetRequest(ctx, r); err != nil {
+			return err
+		}
+		out = r
+		target := r.LicenseKey
+		if target == "" {
+			target = r.Username
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "hwid_reset."+map[bool]string{true: "approve", false: "deny"}[approve], appID, target,
+			map[string]any{"request_id": r.ID}))
+	})
+	return out, err
 }
 
 // duplicateGrace is how long after a self-service reset the same request is

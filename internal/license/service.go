@@ -310,7 +310,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 	switch {
 	case now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
 		reason = CodeSessionExpired
-	case !v.KeyExists:
+	case !v.KeyExists || app.RevokedAt != nil:
 		reason = CodeSessionRevoked
 	case app.Settings.Maintenance:
 		reason = CodeMaintenance

@@ -14,6 +14,9 @@ import (
 // uniqueness violations.
 type Store interface {
 	AppBySecretHash(ctx context.Context, hash string) (*App, error)
+	// ResetRequests lists an app's reset requests in status ("" = any),
+	// newest first, with IDs below before (0 = from the newest).
+	ResetRequests(ctx context.Context, appID, status string, before int64, limit int) ([]ResetRequest, error)
 	App(ctx context.Context, id string) (*App, error)
 	Apps(ctx context.Context) ([]App, error)
 
@@ -77,6 +80,13 @@ type Tx interface {
 	EndKeySessions(ctx context.Context, keyID int64, reason string, now time.Time) (int, error)
 
 	InsertResetRequest(ctx context.Context, r *ResetRequest) error
+	// ResetRequestForUpdate reads one of the app's reset requests, locking it.
+	ResetRequestForUpdate(ctx context.Context, appID string, id int64) (*ResetRequest, error)
+	// DecideResetRequest stores r's status, decision time and decider.
+	DecideResetRequest(ctx context.Context, r *ResetRequest) error
+	// LastApprovedReset is when the latest approved request of the key (or
+	// account) was decided; nil if none.
+	LastApprovedReset(ctx context.Context, keyID, accountID int64) (*time.Time, error)
 
 	// LockApp serialises writers of one app's trials across processes (a
 	// row lock on PostgreSQL; SQLite has a single writer anyway).

@@ -257,6 +257,9 @@ func (s *Server) init(ctx context.Context) error {
 	return nil
 }
 
+// API is the HTTP API the server serves (tests read its route table).
+func (s *Server) API() *httpapi.API { return s.api }
+
 // bootstrapAdmin creates the first admin when none exists, from the
 // configured password or a generated one printed once.
 func (s *Server) bootstrapAdmin(ctx context.Context) error {

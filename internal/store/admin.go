@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
@@ -15,10 +16,13 @@ func (db *DB) AdminStore() admin.Store { return adminStore{db} }
 
 type adminStore struct{ db *DB }
 
-func (s adminStore) scan(row *sql.Row) (*admin.User, error) {
+const adminCols = `id, username, email, password_hash, operator, token_gen, totp_secret, totp_pending, created_at`
+
+func scanAdmin(row interface{ Scan(...any) error }, extra ...any) (*admin.User, error) {
 	var u admin.User
 	var created int64
-	if err := row.Scan(&u.ID, &u.Username, &u.PasswordHash, &created); err != nil {
+	dest := append([]any{&u.ID, &u.Username, &u.Email, &u.PasswordHash, &u.Operator, &u.TokenGen, &u.TOTPSecret, &u.TOTPPending, &created}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return nil, translate(err)
 	}
 	u.CreatedAt = fromMS(created)
@@ -26,11 +30,18 @@ func (s adminStore) scan(row *sql.Row) (*admin.User, error) {
 }
 
 func (s adminStore) AdminByUsername(ctx context.Context, username string) (*admin.User, error) {
-	return s.scan(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT id, username, password_hash, created_at FROM admin_users WHERE username = ?`), username))
+	return scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE username = ?`), username))
 }
 
 func (s adminStore) AdminByID(ctx context.Context, id string) (*admin.User, error) {
-	return s.scan(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT id, username, password_hash, created_at FROM admin_users WHERE id = ?`), id))
+	return scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE id = ?`), id))
+}
+
+func (s adminStore) AdminForJWT(ctx context.Context, id, jti string) (*admin.User, bool, error) {
+	var revoked bool
+	u, err := scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+`,
+		EXISTS (SELECT 1 FROM admin_revoked_jwts WHERE jti = ?) FROM admin_users WHERE id = ?`), jti, id), &revoked)
+	return u, revoked, err
 }
 
 func (s adminStore) CountAdmins(ctx context.Context) (int, error) {
@@ -39,14 +50,88 @@ func (s adminStore) CountAdmins(ctx context.Context) (int, error) {
 	return n, translate(err)
 }
 
+func insertAdmin(ctx context.Context, db *DB, tx *sql.Tx, u *admin.User) error {
+	_, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO admin_users (id, username, email, password_hash, operator, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+		u.ID, u.Username, u.Email, u.PasswordHash, u.Operator, ms(u.CreatedAt))
+	return translate(err)
+}
+
 func (s adminStore) InsertAdmin(ctx context.Context, u *admin.User, e audit.Entry) error {
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_users (id, username, password_hash, created_at) VALUES (?, ?, ?, ?)`),
-			u.ID, u.Username, u.PasswordHash, ms(u.CreatedAt)); err != nil {
+		if err := insertAdmin(ctx, s.db, tx, u); err != nil {
+			return err
+		}
+		return addAudit(ctx, s.db, tx, e)
+	})
+}
+
+func (s adminStore) UpdateAdmin(ctx context.Context, u *admin.User, codes []string, e audit.Entry) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_users SET email = ?, password_hash = ?, token_gen = ?, totp_secret = ?, totp_pending = ?
+			WHERE id = ?`), u.Email, u.PasswordHash, u.TokenGen, u.TOTPSecret, u.TOTPPending, u.ID)
+		if err := affected(res, err); err != nil {
+			return err
+		}
+		if codes != nil {
+			if _, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM admin_recovery_codes WHERE user_id = ?`), u.ID); err != nil {
+				return translate(err)
+			}
+			for _, h := range codes {
+				if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_recovery_codes (user_id, code_hash) VALUES (?, ?)`), u.ID, h); err != nil {
+					return translate(err)
+				}
+			}
+		}
+		return addAudit(ctx, s.db, tx, e)
+	})
+}
+
+func (s adminStore) ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error) {
+	var ok bool
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`), step, userID, step)
+		if err != nil {
+			return translate(err)
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	return ok, err
+}
+
+func (s adminStore) UseRecoveryCode(ctx context.Context, userID, hash string, at time.Time) (bool, error) {
+	var ok bool
+	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`),
+			ms(at), userID, hash)
+		if err != nil {
+			return translate(err)
+		}
+		n, err := res.RowsAffected()
+		ok = n == 1
+		return err
+	})
+	return ok, err
+}
+
+func (s adminStore) RevokeJWT(ctx context.Context, jti string, expires time.Time, e audit.Entry) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_revoked_jwts (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING`),
+			jti, ms(expires)); err != nil {
 			return translate(err)
 		}
 		return addAudit(ctx, s.db, tx, e)
 	})
+}
+
+// PurgeRevokedJWTs forgets signed-out JWTs that have expired anyway.
+func (db *DB) PurgeRevokedJWTs(ctx context.Context, now time.Time) (int64, error) {
+	res, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM admin_revoked_jwts WHERE expires_at < ?`), ms(now))
+	if err != nil {
+		return 0, translate(err)
+	}
+	return res.RowsAffected()
 }
 
 func (s adminStore) ServerSecret(ctx context.Context, name string, generate func() (string, error)) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
@@ -73,8 +74,8 @@ func addAudit(ctx context.Context, db *DB, q queryer, e audit.Entry) error {
 			return fmt.Errorf("audit %s details: %w", e.Action, err)
 		}
 	}
-	_, err := q.ExecContext(ctx, db.rebind(`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, ip, action, app_id, target, details)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ms(e.At), e.Actor.Kind, e.Actor.ID, e.Actor.Name, e.Actor.IP, e.Action, nullable(e.AppID), e.Target, string(details))
+	_, err := q.ExecContext(ctx, db.rebind(`INSERT INTO audit_log (at, actor_kind, actor_id, actor_name, actor_token, ip, action, app_id, target, details)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), ms(e.At), e.Actor.Kind, e.Actor.ID, e.Actor.Name, e.Actor.Token, e.Actor.IP, e.Action, nullable(e.AppID), e.Target, string(details))
 	return translate(err)
 }
 
@@ -108,25 +109,48 @@ func scanEvents(rows *sql.Rows, err error) ([]event.Event, error) {
 	return out, translate(rows.Err())
 }
 
-// AuditFilter selects audit entries.
+// AuditFilter selects audit entries; empty fields do not filter.
 type AuditFilter struct {
-	AppID  string
-	Action string
-	Before int64 // cursor: entries with a smaller ID
-	Limit  int
+	AppID   string
+	Action  string // an action, or a prefix ending in "." ("key." = every key action)
+	ActorID string
+	Target  string
+	Since   time.Time // at or after
+	Until   time.Time // before
+	Before  int64     // cursor: entries with a smaller ID
+	Limit   int
 }
 
 // Audit returns audit entries, newest first.
 func (db *DB) Audit(ctx context.Context, f AuditFilter) ([]audit.Entry, error) {
-	q := `SELECT id, at, actor_kind, actor_id, actor_name, ip, action, COALESCE(app_id, ''), target, details FROM audit_log WHERE 1 = 1`
+	q := `SELECT id, at, actor_kind, actor_id, actor_name, actor_token, ip, action, COALESCE(app_id, ''), target, details FROM audit_log WHERE 1 = 1`
 	var args []any
 	if f.AppID != "" {
 		q += ` AND app_id = ?`
 		args = append(args, f.AppID)
 	}
-	if f.Action != "" {
+	if strings.HasSuffix(f.Action, ".") {
+		q += ` AND action >= ? AND action < ?`
+		args = append(args, f.Action, f.Action[:len(f.Action)-1]+"/") // "/" sorts right after "."
+	} else if f.Action != "" {
 		q += ` AND action = ?`
 		args = append(args, f.Action)
+	}
+	if f.ActorID != "" {
+		q += ` AND actor_id = ?`
+		args = append(args, f.ActorID)
+	}
+	if f.Target != "" {
+		q += ` AND target = ?`
+		args = append(args, f.Target)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND at >= ?`
+		args = append(args, ms(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q += ` AND at < ?`
+		args = append(args, ms(f.Until))
 	}
 	if f.Before > 0 {
 		q += ` AND id < ?`
@@ -147,7 +171,7 @@ func (db *DB) Audit(ctx context.Context, f AuditFilter) ([]audit.Entry, error) {
 		var e audit.Entry
 		var at int64
 		var details string
-		if err := rows.Scan(&e.ID, &at, &e.Actor.Kind, &e.Actor.ID, &e.Actor.Name, &e.Actor.IP, &e.Action, &e.AppID, &e.Target, &details); err != nil {
+		if err := rows.Scan(&e.ID, &at, &e.Actor.Kind, &e.Actor.ID, &e.Actor.Name, &e.Actor.Token, &e.Actor.IP, &e.Action, &e.AppID, &e.Target, &details); err != nil {
 			return nil, err
 		}
 		e.At = fromMS(at)

@@ -29,20 +29,21 @@ func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error
 	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{s.db, tx}) })
 }
 
-const appCols = `id, name, version, secret, settings, created_at, updated_at`
+const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at`
 
 func scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
 	var a license.App
 	var settings string
 	var created, updated int64
-	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated); err != nil {
+	var revoked sql.NullInt64
+	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated, &revoked); err != nil {
 		return nil, translate(err)
 	}
 	a.Settings = license.DefaultSettings()
 	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
 		return nil, fmt.Errorf("app %s settings: %w", a.ID, err)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	a.CreatedAt, a.UpdatedAt, a.RevokedAt = fromMS(created), fromMS(updated), fromNullMS(revoked)
 	return &a, nil
 }
 
@@ -75,13 +76,18 @@ func (t licenseTx) InsertApp(ctx context.Context, a *license.App, secretHash str
 	settings, _ := json.Marshal(a.Settings)
 	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO apps (id, name, version, secret, secret_hash, settings, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), a.ID, a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.CreatedAt), ms(a.UpdatedAt))
+	if err != nil || a.OwnerID == "" {
+		return translate(err)
+	}
+	_, err = t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO app_members (app_id, user_id, role, created_at) VALUES (?, ?, 'owner', ?)`),
+		a.ID, a.OwnerID, ms(a.CreatedAt))
 	return translate(err)
 }
 
 func (t licenseTx) UpdateApp(ctx context.Context, a *license.App, secretHash string) error {
 	settings, _ := json.Marshal(a.Settings)
-	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET name = ?, version = ?, secret = ?, secret_hash = ?, settings = ?, updated_at = ?
-		WHERE id = ?`), a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.UpdatedAt), a.ID)
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET name = ?, version = ?, secret = ?, secret_hash = ?, settings = ?, updated_at = ?,
+		revoked_at = ? WHERE id = ?`), a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.UpdatedAt), optMS(a.RevokedAt), a.ID)
 	return affected(res, err)
 }
 
@@ -482,8 +488,82 @@ func (t licenseTx) endSessions(ctx context.Context, holder string, id int64, rea
 }
 
 func (t licenseTx) InsertResetRequest(ctx context.Context, r *license.ResetRequest) error {
-	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO hwid_reset_requests (app_id, key_id, license_key, username, hwid, reason, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`), r.AppID, r.KeyID, r.LicenseKey, r.Username, r.HWID, r.Reason, ms(r.CreatedAt)).Scan(&r.ID))
+	if r.Status == "" {
+		r.Status = license.RequestPending
+	}
+	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO hwid_reset_requests (app_id, key_id, account_id, license_key, username, hwid, reason,
+		status, created_at, decided_at, decided_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		r.AppID, nullID(r.KeyID), nullID(r.AccountID), r.LicenseKey, r.Username, r.HWID, r.Reason, r.Status, ms(r.CreatedAt),
+		optMS(r.DecidedAt), r.DecidedBy).Scan(&r.ID))
+}
+
+func nullID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
+const resetCols = `id, app_id, COALESCE(key_id, 0), COALESCE(account_id, 0), license_key, username, hwid, reason, status, created_at, decided_at, decided_by`
+
+func scanResetRequest(row interface{ Scan(...any) error }) (*license.ResetRequest, error) {
+	var r license.ResetRequest
+	var created int64
+	var decided sql.NullInt64
+	if err := row.Scan(&r.ID, &r.AppID, &r.KeyID, &r.AccountID, &r.LicenseKey, &r.Username, &r.HWID, &r.Reason, &r.Status,
+		&created, &decided, &r.DecidedBy); err != nil {
+		return nil, translate(err)
+	}
+	r.CreatedAt, r.DecidedAt = fromMS(created), fromNullMS(decided)
+	return &r, nil
+}
+
+func (s licenseStore) ResetRequests(ctx context.Context, appID, status string, before int64, limit int) ([]license.ResetRequest, error) {
+	q := `SELECT ` + resetCols + ` FROM hwid_reset_requests WHERE app_id = ?`
+	args := []any{appID}
+	if status != "" {
+		q += ` AND status = ?`
+		args = append(args, status)
+	}
+	if before > 0 {
+		q += ` AND id < ?`
+		args = append(args, before)
+	}
+	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(q+` ORDER BY id DESC LIMIT ?`), append(args, limit)...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []license.ResetRequest
+	for rows.Next() {
+		r, err := scanResetRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, translate(rows.Err())
+}
+
+func (t licenseTx) ResetRequestForUpdate(ctx context.Context, appID string, id int64) (*license.ResetRequest, error) {
+	return scanResetRequest(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+resetCols+` FROM hwid_reset_requests WHERE app_id = ? AND id = ?`+
+		t.db.forUpdate()), appID, id))
+}
+
+func (t licenseTx) DecideResetRequest(ctx context.Context, r *license.ResetRequest) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE hwid_reset_requests SET status = ?, decided_at = ?, decided_by = ? WHERE id = ?`),
+		r.Status, optMS(r.DecidedAt), r.DecidedBy, r.ID)
+	return affected(res, err)
+}
+
+func (t licenseTx) LastApprovedReset(ctx context.Context, keyID, accountID int64) (*time.Time, error) {
+	col, id := "key_id", keyID
+	if keyID == 0 {
+		col, id = "account_id", accountID
+	}
+	var at sql.NullInt64
+	err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT MAX(decided_at) FROM hwid_reset_requests WHERE `+col+` = ? AND status = 'approved'`), id).Scan(&at)
+	return fromNullMS(at), translate(err)
 }
 
 func (t licenseTx) AddEvent(ctx context.Context, e event.Event) error {

@@ -1,0 +1,86 @@
+package admin
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/audit"
+)
+
+// Profile returns p's own account.
+func (s *Service) Profile(ctx context.Context, p *Principal) (*User, error) {
+	return s.store.AdminByID(ctx, p.UserID)
+}
+
+// credentialUser loads p's account for a credential change, which only a
+// password sign-in (a JWT) may make.
+func (s *Service) credentialUser(ctx context.Context, p *Principal) (*User, error) {
+	if p.ViaToken() {
+		return nil, ErrNeedsSignIn
+	}
+	return s.store.AdminByID(ctx, p.UserID)
+}
+
+// ChangePassword replaces p's password after checking the current one. It
+// ends every other sign-in (older JWTs stop working) and returns a fresh
+// token for the caller.
+func (s *Service) ChangePassword(ctx context.Context, p *Principal, ip, current, next string) (string, error) {
+	u, err := s.credentialUser(ctx, p)
+	if err != nil {
+		return "", err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		return "", errBadPasswrd
+	}
+	if err := ValidatePassword(next); err != nil {
+		return "", err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(next), s.cfg.BcryptCost)
+	if err != nil {
+		return "", apperr.Wrap(err, "hash password")
+	}
+	u.PasswordHash = string(hash)
+	u.TokenGen++
+	if err := s.store.UpdateAdmin(ctx, u, nil, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.password", "", u.Username, nil)); err != nil {
+		return "", err
+	}
+	return s.sign(u, "", s.cfg.TokenTTL)
+}
+
+// ChangeEmail sets p's e-mail address ("" clears it) after checking the
+// password.
+func (s *Service) ChangeEmail(ctx context.Context, p *Principal, ip, password, email string) (*User, error) {
+	u, err := s.credentialUser(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		return nil, errBadPasswrd
+	}
+	email = strings.TrimSpace(email)
+	if email != "" {
+		addr, err := mail.ParseAddress(email)
+		if err != nil || addr.Address != email || len(email) > 254 {
+			return nil, apperr.InvalidField("email", "not an e-mail address")
+		}
+	}
+	before := u.Email
+	u.Email = email
+	e := audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.email", "", u.Username, map[string]any{"before": before, "after": email})
+	if err := s.store.UpdateAdmin(ctx, u, nil, e); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// Logout signs out the JWT p came with; an access token is revoked instead.
+func (s *Service) Logout(ctx context.Context, p *Principal, ip string) error {
+	if p.ViaToken() {
+		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "An access token is not signed in; revoke it through tokens.php.")
+	}
+	return s.store.RevokeJWT(ctx, p.JTI, p.Expires, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.logout", "", p.Username, nil))
+}

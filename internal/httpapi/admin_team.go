@@ -1,0 +1,64 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/license"
+)
+
+func memberView(m *admin.Member) map[string]any {
+	return map[string]any{"username": m.Username, "email": m.Email, "role": string(m.Role), "created_at": license.Timestamp(m.CreatedAt)}
+}
+
+// listMembers: GET members.php?app_id= → the app's team.
+func (a *API) listMembers(ctx context.Context, c *adminCall) (map[string]any, error) {
+	ms, err := a.admins.Members(ctx, c.appID)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]map[string]any, 0, len(ms))
+	for i := range ms {
+		list = append(list, memberView(&ms[i]))
+	}
+	return map[string]any{"success": true, "members": list}, nil
+}
+
+// putMember: POST or PUT members.php {app_id, username, role, password?}
+// adds an admin to the team or changes its role; an unknown username is
+// created with password (owners only).
+func (a *API) putMember(ctx context.Context, c *adminCall) (map[string]any, error) {
+	username, err := c.required("username")
+	if err != nil {
+		return nil, err
+	}
+	roleName, err := c.required("role")
+	if err != nil {
+		return nil, err
+	}
+	role, err := admin.ParseRole(roleName)
+	if err != nil {
+		return nil, err
+	}
+	password, err := c.f.str("password")
+	if err != nil {
+		return nil, err
+	}
+	m, err := a.admins.SetMember(ctx, c.actor, c.appID, username, role, password)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "member": memberView(m)}, nil
+}
+
+// deleteMember: DELETE members.php {app_id, username}.
+func (a *API) deleteMember(ctx context.Context, c *adminCall) (map[string]any, error) {
+	username, err := c.required("username")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.admins.RemoveMember(ctx, c.actor, c.appID, username); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Member removed."}, nil
+}
