@@ -92,6 +92,9 @@ func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	a.routes = a.routes[:0]
 
+	// The API's own OpenAPI description (docs/openapi.yaml): public.
+	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
+
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
 	a.handle(mux, "/api/auth/login.php", []string{"POST"}, only("POST", a.envelope(a.login, replayShared)))
