@@ -162,6 +162,12 @@ func azRows(f *azFixture) []azRow {
 			return map[string]any{"license_key": f.key(t, app)}
 		}),
 
+		body("POST", "/api/admin/keys-bulk.php", "admin", func(t *testing.T, app *kwtest.App) map[string]any {
+			note := "bulk " + f.seq()
+			k := f.key(t, app)
+			s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": k, "note": note})
+			return map[string]any{"op": "pause", "q": note, "dry_run": false, "expect": 1}
+		}),
 		get("/api/admin/sessions.php", "viewer"),
 		body("DELETE", "/api/admin/sessions.php", "support", func(t *testing.T, app *kwtest.App) map[string]any {
 			return map[string]any{"session_id": app.Login(f.key(t, app), "pc-"+f.seq())}

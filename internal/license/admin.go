@@ -487,14 +487,7 @@ func (s *Service) DeleteKey(ctx context.Context, actor audit.Actor, appID, licen
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.EndKeySessions(ctx, k.ID, CodeSessionRevoked, now); err != nil {
-			return err
-		}
-		if err := tx.DeleteKey(ctx, k.ID); err != nil {
-			return err
-		}
-		if err := tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyDeleted, CreatedAt: now,
-			Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey}}); err != nil {
+		if err := deleteInTx(ctx, tx, appID, k, now); err != nil {
 			return err
 		}
 		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.delete", appID, k.LicenseKey, nil))
@@ -547,7 +540,14 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 	default:
 		return nil, apperr.InvalidField("action", "must be ban, unban, pause, resume, extend, reset-hwid, rotate or export")
 	}
-	return s.mutateKey(ctx, actor, appID, licenseKey, "key."+action, details, func(tx Tx, k *Key, now time.Time) error {
+	return s.mutateKey(ctx, actor, appID, licenseKey, "key."+action, details, transition(ctx, appID, action, days, details, newString))
+}
+
+// transition is the change of one key action (KeyAction's list) applied to a
+// key loaded for update inside tx; the caller stores the key. A key whose
+// state forbids the action gets CONFLICT before anything is changed.
+func transition(ctx context.Context, appID, action string, days int, details map[string]any, newString string) func(Tx, *Key, time.Time) error {
+	return func(tx Tx, k *Key, now time.Time) error {
 		ev := func(typ string, data map[string]any) error {
 			data["app_id"], data["license_key"] = appID, k.LicenseKey
 			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: typ, CreatedAt: now, Data: data})
@@ -622,7 +622,7 @@ func (s *Service) KeyAction(ctx context.Context, actor audit.Actor, appID, licen
 				Data: map[string]any{"app_id": appID, "old_license_key": old, "license_key": newString}})
 		}
 		return nil
-	})
+	}
 }
 
 // extend adds days to a key: to its expiry (counted from now if that passed)

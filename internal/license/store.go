@@ -14,6 +14,8 @@ import (
 // uniqueness violations.
 type Store interface {
 	AppBySecretHash(ctx context.Context, hash string) (*App, error)
+	// CountKeys counts the app's keys the filter matches.
+	CountKeys(ctx context.Context, appID string, f BulkFilter) (int, error)
 	// ResetRequests lists an app's reset requests in status ("" = any),
 	// newest first, with IDs below before (0 = from the newest).
 	ResetRequests(ctx context.Context, appID, status string, before int64, limit int) ([]ResetRequest, error)
@@ -61,6 +63,9 @@ type Tx interface {
 
 	KeyForUpdate(ctx context.Context, appID, licenseKey string) (*Key, error)
 	InsertKeys(ctx context.Context, keys []Key) error
+	// KeysForUpdate reads up to limit keys of the app the filter matches,
+	// locking them.
+	KeysForUpdate(ctx context.Context, appID string, f BulkFilter, limit int) ([]Key, error)
 	UpdateKey(ctx context.Context, k *Key) error
 	DeleteKey(ctx context.Context, id int64) error
 

@@ -134,8 +134,15 @@ func (s licenseStore) Key(ctx context.Context, appID, licenseKey string) (*licen
 // Keys lists keys by effective status: an active key past its expiry counts
 // as expired.
 func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.Key, error) {
-	q := `SELECT ` + keyCols + ` FROM license_keys WHERE app_id = ? AND id > ?`
-	args := []any{f.AppID, f.After}
+	where, args := bulkWhere(f.AppID, license.BulkFilter{Status: f.Status, Query: f.Query, Now: f.Now})
+	q := `SELECT ` + keyCols + ` FROM license_keys` + where + ` AND id > ? ORDER BY id LIMIT ?`
+	return scanKeys(s.db.read.QueryContext(ctx, s.db.rebind(q), append(args, f.After, f.Limit)...))
+}
+
+// bulkWhere is the condition of a bulk filter over license_keys.
+func bulkWhere(appID string, f license.BulkFilter) (string, []any) {
+	q := ` WHERE app_id = ?`
+	args := []any{appID}
 	now := ms(f.Now)
 	switch f.Status {
 	case "":
@@ -149,14 +156,38 @@ func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.
 		q += ` AND status = ?`
 		args = append(args, string(f.Status))
 	}
+	if f.Type != "" {
+		q += ` AND key_type = ?`
+		args = append(args, string(f.Type))
+	}
 	if f.Query != "" {
 		like := "%" + likeEscape(strings.ToLower(f.Query)) + "%"
 		q += ` AND (LOWER(license_key) LIKE ? ESCAPE '\' OR LOWER(note) LIKE ? ESCAPE '\')`
 		args = append(args, like, like)
 	}
-	q += ` ORDER BY id LIMIT ?`
-	args = append(args, f.Limit)
-	return scanKeys(s.db.read.QueryContext(ctx, s.db.rebind(q), args...))
+	for _, c := range []struct {
+		cond string
+		t    *time.Time
+	}{{` AND created_at > ?`, f.CreatedAfter}, {` AND created_at < ?`, f.CreatedBefore}, {` AND expires_at < ?`, f.ExpiresBefore}} {
+		if c.t != nil {
+			q += c.cond
+			args = append(args, ms(*c.t))
+		}
+	}
+	return q, args
+}
+
+func (s licenseStore) CountKeys(ctx context.Context, appID string, f license.BulkFilter) (int, error) {
+	where, args := bulkWhere(appID, f)
+	var n int
+	err := s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM license_keys`+where), args...).Scan(&n)
+	return n, translate(err)
+}
+
+func (t licenseTx) KeysForUpdate(ctx context.Context, appID string, f license.BulkFilter, limit int) ([]license.Key, error) {
+	where, args := bulkWhere(appID, f)
+	return scanKeys(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys`+where+` ORDER BY id LIMIT ?`+t.db.forUpdate()),
+		append(args, limit)...))
 }
 
 // scanKeys reads every key of a query's rows.

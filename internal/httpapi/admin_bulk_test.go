@@ -1,0 +1,112 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+const bulkPath = "/api/admin/keys-bulk.php"
+
+// bulkNote gives keys a note through the admin API.
+func bulkNote(t *testing.T, a *kwtest.App, keys []string, note string) {
+	t.Helper()
+	for _, k := range keys {
+		a.S.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k, "note": note})
+	}
+}
+
+func bulkDry(t *testing.T, a *kwtest.App, body map[string]any) int {
+	t.Helper()
+	body["app_id"] = a.ID
+	r := a.S.MustAdmin("POST", bulkPath, body)
+	if r.Body["dry_run"] != true {
+		t.Fatalf("dry run answered %s", r)
+	}
+	return int(r.Body["count"].(float64))
+}
+
+func TestAdminBulkKeys(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		a := s.CreateApp("Bulk")
+		batchA := a.GenerateKeys(5, "days", 30, 1)
+		batchB := a.GenerateKeys(3, "lifetime", 0, 1)
+		bulkNote(t, a, batchA, "reseller batch A")
+		bulkNote(t, a, batchB, "reseller batch B")
+		sid := a.Login(batchA[0], "pc-1")
+		bystander := a.Login(batchB[0], "pc-2")
+
+		// The dry run counts and changes nothing.
+		if n := bulkDry(t, a, map[string]any{"op": "ban", "q": "batch a"}); n != 5 {
+			t.Fatalf("dry run counted %d keys, want 5", n)
+		}
+		if st := admKey(t, a, batchA[1])["status"]; st != "unused" {
+			t.Fatalf("dry run changed a key: %v", st)
+		}
+		// An expectation that no longer holds changes nothing.
+		r := s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "q": "batch a", "dry_run": false, "expect": 4})
+		admExpect(t, r, 409, "COUNT_CHANGED")
+		if r.Body["count"] != 5.0 {
+			t.Fatalf("COUNT_CHANGED carries count %v, want 5", r.Body["count"])
+		}
+		if len(s.EventsOf(a.ID, "key.banned")) != 0 {
+			t.Fatalf("a refused bulk ban recorded events")
+		}
+		// The real run bans all five in one audit entry; their sessions end.
+		r = s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "q": "batch a", "dry_run": false, "expect": 5})
+		if r.Body["affected"] != 5.0 || r.Body["matched"] != 5.0 || r.Body["skipped"] != 0.0 {
+			t.Fatalf("bulk ban: %s", r)
+		}
+		for _, k := range batchA {
+			if st := admKey(t, a, k)["status"]; st != "banned" {
+				t.Fatalf("key %s is %v after the bulk ban", k, st)
+			}
+		}
+		kwtest.ExpectCode(t, a.Heartbeat(sid, batchA[0]), 200, "BANNED")
+		if r := a.Heartbeat(bystander, batchB[0]); r.Body["success"] != true {
+			t.Fatalf("a key outside the filter lost its session: %s", r)
+		}
+		if n := len(s.EventsOf(a.ID, "key.banned")); n != 5 {
+			t.Fatalf("%d key.banned events, want 5", n)
+		}
+		entries := admAudit(t, s, "app_id="+a.ID+"&action=key.bulk_ban")
+		if len(entries) != 1 {
+			t.Fatalf("%d key.bulk_ban audit entries, want 1", len(entries))
+		}
+		if d := entries[0]["details"].(map[string]any); d["affected"] != 5.0 || d["filter"].(map[string]any)["q"] != "batch a" {
+			t.Fatalf("bulk audit details: %v", d)
+		}
+
+		// Extending days keys and lifetime keys: the lifetime ones are skipped.
+		all := bulkDry(t, a, map[string]any{"op": "extend", "days": 10, "q": "reseller"})
+		r = s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "extend", "days": 10, "q": "reseller", "dry_run": false, "expect": all})
+		if r.Body["affected"] != 5.0 || r.Body["skipped"] != 3.0 {
+			t.Fatalf("bulk extend: %s", r)
+		}
+		if d := admKey(t, a, batchA[1])["duration"]; d != 40.0 {
+			t.Fatalf("extended unused key has duration %v, want 40", d)
+		}
+
+		// Pause by status and type; delete by filter.
+		n := bulkDry(t, a, map[string]any{"op": "pause", "key_type": "lifetime", "status": "unused"})
+		if n != 2 { // batchB[0] is active (logged in)
+			t.Fatalf("unused lifetime keys: %d, want 2", n)
+		}
+		s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "pause", "key_type": "lifetime", "status": "unused", "dry_run": false, "expect": 2})
+		if st := admKey(t, a, batchB[1])["status"]; st != "paused" {
+			t.Fatalf("bulk pause left %v", st)
+		}
+		n = bulkDry(t, a, map[string]any{"op": "delete", "q": "batch b"})
+		s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "delete", "q": "batch b", "dry_run": false, "expect": n})
+		kwtest.ExpectCode(t, a.Heartbeat(bystander, batchB[0]), 200, "SESSION_REVOKED")
+		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+a.ID+"&license_key="+batchB[2], nil), 404, "NOT_FOUND")
+
+		// Bad input changes nothing.
+		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "explode"}), 400, "MISSING_FIELDS")
+		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "extend"}), 400, "MISSING_FIELDS")
+		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "created_after": "yesterday"}), 400, "MISSING_FIELDS")
+		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "status": "zombie"}), 400, "MISSING_FIELDS")
+		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "dry_run": false}), 400, "MISSING_FIELDS")
+	})
+}
