@@ -110,3 +110,48 @@ func TestAdminBulkKeys(t *testing.T) {
 		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "dry_run": false}), 400, "MISSING_FIELDS")
 	})
 }
+
+// The sessions list shows each session's device, address, the app version
+// its login sent, start and last heartbeat; revoking all of a key's sessions
+// ends every one of them.
+func TestAdminSessionsListAndRevokeKey(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		a := s.CreateApp("Sessions")
+		k := a.GenerateKeys(1, "lifetime", 0, 3)[0]
+		r := a.Env("/api/auth/login.php", map[string]any{"license_key": k, "hwid": "pc-1", "version": "2.4.1"})
+		if r.Body["success"] != true {
+			t.Fatalf("login: %s", r)
+		}
+		s1 := r.Str("session_id")
+		s2 := a.Login(k, "pc-2")
+		list := admSessions(t, s, a.ID, "&license_key="+k, 0)
+		if len(list) != 2 {
+			t.Fatalf("%d sessions listed, want 2", len(list))
+		}
+		byHWID := map[string]map[string]any{}
+		for _, ss := range list {
+			byHWID[ss["hwid"].(string)] = ss
+		}
+		if v := byHWID["pc-1"]["app_version"]; v != "2.4.1" {
+			t.Fatalf("pc-1 app_version %v, want 2.4.1", v)
+		}
+		if v := byHWID["pc-2"]["app_version"]; v != "" {
+			t.Fatalf("pc-2 app_version %v, want empty", v)
+		}
+		for _, f := range []string{"ip", "created_at", "last_seen_at", "id"} {
+			if byHWID["pc-1"][f] == nil || byHWID["pc-1"][f] == "" {
+				t.Fatalf("session has no %s: %v", f, byHWID["pc-1"])
+			}
+		}
+		r = s.MustAdmin("DELETE", "/api/admin/sessions.php", map[string]any{"app_id": a.ID, "license_key": k})
+		if r.Body["count"] != 2.0 {
+			t.Fatalf("revoked %v sessions, want 2", r.Body["count"])
+		}
+		kwtest.ExpectCode(t, a.Heartbeat(s1, k), 200, "SESSION_REVOKED")
+		kwtest.ExpectCode(t, a.Heartbeat(s2, k), 200, "SESSION_REVOKED")
+		if e := admAudit(t, s, "app_id="+a.ID+"&action=session.revoke_key"); len(e) != 1 || e[0]["details"].(map[string]any)["count"] != 2.0 {
+			t.Fatalf("session.revoke_key audit: %v", e)
+		}
+	})
+}

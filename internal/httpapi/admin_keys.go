@@ -285,7 +285,7 @@ func sessionViews(ss []license.Session) []map[string]any {
 	out := make([]map[string]any, len(ss))
 	for i, s := range ss {
 		out[i] = map[string]any{"id": s.ID, "license_key": s.LicenseKey, "username": s.Username, "hwid": s.HWID, "ip": s.IP,
-			"created_at": license.Timestamp(s.CreatedAt), "last_seen_at": license.Timestamp(s.LastSeenAt)}
+			"app_version": s.AppVersion, "created_at": license.Timestamp(s.CreatedAt), "last_seen_at": license.Timestamp(s.LastSeenAt)}
 	}
 	return out
 }

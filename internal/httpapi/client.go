@@ -18,7 +18,10 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip})
+	// Display only (the sessions list): a value that is not a string is ignored
+	// rather than failing a login no shipped client sends it with.
+	version, _ := c.f.str("version", "v", "app_version")
+	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip, AppVersion: version})
 	if code := apperr.CodeOf(err); err == nil || code == license.CodeHWIDMismatch || code == license.CodeDeviceLimit {
 		a.abuse.SawKey(ctx, c.app, lk, hwid, c.ip) // where the key is used from: leak detection
 	}

@@ -236,6 +236,7 @@ type Session struct {
 	AccountID  *int64 // the account of an account session; nil once deleted
 	HWID       string
 	IP         string
+	AppVersion string // the client's version, when its login sent one
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	EndedAt    *time.Time

@@ -117,6 +117,7 @@ type LoginRequest struct {
 	LicenseKey string
 	HWID       string
 	IP         string
+	AppVersion string // optional: the client's version, shown in the sessions list
 }
 
 // LoginResult is a successful login.
@@ -177,7 +178,7 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 		}
 		sess := &Session{
 			ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
-			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now,
+			HWID: req.HWID, IP: req.IP, AppVersion: truncate(req.AppVersion, 64), CreatedAt: now, LastSeenAt: now,
 		}
 		if err := tx.InsertSession(ctx, sess); err != nil {
 			return err

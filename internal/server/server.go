@@ -239,6 +239,10 @@ func (s *Server) init(ctx context.Context) error {
 			_, err := guard.Purge(ctx, lim.LockoutWindow+lim.LockoutDuration+24*time.Hour)
 			return err
 		}),
+		leader("purge-revoked-jwts", time.Hour, func(ctx context.Context) error {
+			_, err := s.DB.PurgeRevokedJWTs(ctx, s.opts.Now()) // expired anyway
+			return err
+		}),
 		leader("purge-key-sightings", time.Hour, func(ctx context.Context) error {
 			_, err := s.DB.PurgeSightings(ctx, s.opts.Now().Add(-8760*time.Hour)) // the longest leak window
 			return err

@@ -336,14 +336,14 @@ func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) 
 	return keyDevices.delete(ctx, t, keyID)
 }
 
-const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
+const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.app_version, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
 
 func scanSession(row interface{ Scan(...any) error }, extra ...any) (*license.Session, error) {
 	var ss license.Session
 	var keyID, accountID, ended sql.NullInt64
 	var reason sql.NullString
 	var created, seen int64
-	dest := append([]any{&ss.ID, &ss.TokenHash, &ss.AppID, &keyID, &accountID, &ss.HWID, &ss.IP, &created, &seen, &ended, &reason}, extra...)
+	dest := append([]any{&ss.ID, &ss.TokenHash, &ss.AppID, &keyID, &accountID, &ss.HWID, &ss.IP, &ss.AppVersion, &created, &seen, &ended, &reason}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, translate(err)
 	}
@@ -484,8 +484,9 @@ func (t licenseTx) liveSessions(ctx context.Context, holder string, id int64) ([
 }
 
 func (t licenseTx) InsertSession(ctx context.Context, ss *license.Session) error {
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO sessions (id, token_hash, app_id, key_id, account_id, hwid, ip, created_at, last_seen_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), ss.ID, ss.TokenHash, ss.AppID, ss.KeyID, ss.AccountID, ss.HWID, ss.IP, ms(ss.CreatedAt), ms(ss.LastSeenAt))
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO sessions (id, token_hash, app_id, key_id, account_id, hwid, ip, app_version, created_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), ss.ID, ss.TokenHash, ss.AppID, ss.KeyID, ss.AccountID, ss.HWID, ss.IP, ss.AppVersion,
+		ms(ss.CreatedAt), ms(ss.LastSeenAt))
 	return translate(err)
 }
 
