@@ -332,7 +332,10 @@ func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, e
 func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, error) {
 	if lk, err := c.param("license_key"); err != nil {
 		return nil, err
-	} else if lk != "" && c.appID != "" {
+	} else if lk != "" {
+		if c.appID == "" {
+			return nil, apperr.Missing("app_id")
+		}
 		n, err := a.lic.RevokeKeySessions(ctx, c.actor, c.appID, lk)
 		if err != nil {
 			return nil, err

@@ -24,6 +24,9 @@ func (a *API) listResetRequests(ctx context.Context, c *adminCall) (map[string]a
 	if err != nil {
 		return nil, err
 	}
+	if limit <= 0 || limit > 500 { // the page size ResetRequests uses
+		limit = 100
+	}
 	rs, err := a.lic.ResetRequests(ctx, c.appID, c.q.Get("status"), before, int(limit))
 	if err != nil {
 		return nil, err
@@ -33,7 +36,7 @@ func (a *API) listResetRequests(ctx context.Context, c *adminCall) (map[string]a
 		list = append(list, resetRequestView(&rs[i]))
 	}
 	res := map[string]any{"success": true, "requests": list, "next_cursor": nil}
-	if n := len(rs); n > 0 && (limit <= 0 && n == 100 || n == int(limit)) {
+	if n := len(rs); n > 0 && n == int(limit) {
 		res["next_cursor"] = strconv.FormatInt(rs[n-1].ID, 10)
 	}
 	return res, nil

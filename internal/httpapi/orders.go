@@ -51,7 +51,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		email, err = f.str("email")
 	}
 	if err == nil {
-		_, err = a.lic.App(r.Context(), strings.TrimSpace(appID))
+		_, err = a.liveApp(r.Context(), strings.TrimSpace(appID))
 	}
 	var o *commerce.Order
 	if err == nil {
@@ -201,7 +201,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id and license_key or username."))
 		return
 	}
-	if _, err := a.lic.App(r.Context(), appID); err != nil {
+	if _, err := a.liveApp(r.Context(), appID); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

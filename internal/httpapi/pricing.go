@@ -30,7 +30,7 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, apperr.Missing("app_id"))
 		return
 	}
-	if _, err := a.lic.App(r.Context(), appID); err != nil {
+	if _, err := a.liveApp(r.Context(), appID); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

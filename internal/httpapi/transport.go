@@ -62,6 +62,16 @@ func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
 	return app, true
 }
 
+// liveApp resolves an app named by id on a public route (price list,
+// orders, changelog): NOT_FOUND, or APP_REVOKED while its owner has revoked it.
+func (a *API) liveApp(ctx context.Context, id string) (*license.App, error) {
+	app, err := a.lic.App(ctx, id)
+	if err == nil && app.RevokedAt != nil {
+		return nil, errAppRevoked
+	}
+	return app, err
+}
+
 var errAppRevoked = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
 
 // envelope serves a route whose request and reply are envelopes.

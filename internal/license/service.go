@@ -125,6 +125,7 @@ type LoginResult struct {
 	SessionToken string
 	Key          Key
 	HWID         string
+	Activated    bool // this login activated the key
 }
 
 // Login activates a key on first use, binds the device, and opens a session,
@@ -168,7 +169,8 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 		if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
 			return err
 		}
-		if k.Status == StatusUnused {
+		activated := k.Status == StatusUnused
+		if activated {
 			if err := activate(ctx, tx, app, k, req.HWID, now); err != nil {
 				return err
 			}
@@ -183,7 +185,7 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 		if err := tx.InsertSession(ctx, sess); err != nil {
 			return err
 		}
-		res = &LoginResult{SessionToken: token, Key: *k, HWID: req.HWID}
+		res = &LoginResult{SessionToken: token, Key: *k, HWID: req.HWID, Activated: activated}
 		return nil
 	})
 	if err != nil {
