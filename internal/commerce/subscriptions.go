@@ -158,23 +158,30 @@ func (o *Orders) CancelSubscription(ctx context.Context, actor audit.Actor, appI
 		} else if err != nil {
 			return err
 		}
-		if sub.Status == SubCancelled {
-			return apperr.New(apperr.Conflict, "CONFLICT", "The subscription is already cancelled.")
-		}
-		sub.Status, sub.UpdatedAt = SubCancelled, now
-		if err := tx.UpdateSubscription(ctx, sub); err != nil {
-			return err
-		}
 		out = sub
-		lt := tx.License()
-		if err := lt.AddEvent(ctx, event.Event{AppID: appID, Type: SubscriptionCancelled, CreatedAt: now, Data: map[string]any{
-			"app_id": appID, "subscription_id": id, "license_key": sub.LicenseKey, "ends_at": license.Timestamp(sub.RenewsAt)}}); err != nil {
-			return err
-		}
-		return lt.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "subscription.cancel", AppID: appID, Target: sub.LicenseKey,
-			Details: map[string]any{"id": id}})
+		return CancelInTx(ctx, tx, sub, actor, now)
 	})
 	return out, err
+}
+
+// CancelInTx cancels sub, read and locked in tx by the caller (who decided
+// the actor may), with its subscription.cancelled event and audit entry.
+// It returns CONFLICT when sub is already cancelled.
+func CancelInTx(ctx context.Context, tx OrderTx, sub *Subscription, actor audit.Actor, now time.Time) error {
+	if sub.Status == SubCancelled {
+		return apperr.New(apperr.Conflict, "CONFLICT", "The subscription is already cancelled.")
+	}
+	sub.Status, sub.UpdatedAt = SubCancelled, now
+	if err := tx.UpdateSubscription(ctx, sub); err != nil {
+		return err
+	}
+	lt := tx.License()
+	if err := lt.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: SubscriptionCancelled, CreatedAt: now, Data: map[string]any{
+		"app_id": sub.AppID, "subscription_id": sub.ID, "license_key": sub.LicenseKey, "ends_at": license.Timestamp(sub.RenewsAt)}}); err != nil {
+		return err
+	}
+	return lt.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "subscription.cancel", AppID: sub.AppID, Target: sub.LicenseKey,
+		Details: map[string]any{"id": sub.ID}})
 }
 
 // Subscriptions lists an app's subscriptions, newest first.

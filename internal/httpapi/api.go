@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/content"
+	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/store"
@@ -53,6 +54,7 @@ type API struct {
 	updates  *update.Service
 	webhooks *webhook.Service
 	abuse    *abuse.Detector
+	customer *customer.Service
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -73,6 +75,8 @@ type Services struct {
 	Updates  *update.Service
 	Webhooks *webhook.Service
 	Abuse    *abuse.Detector
+	// Customers serves /api/customer/* self-service (not reset-hwid.php).
+	Customers *customer.Service
 }
 
 // New returns the API over the given services.
@@ -84,7 +88,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -118,6 +122,13 @@ func (a *API) Handler() http.Handler {
 	a.handle(mux, "/api/app/changelog.php", []string{"GET"}, only("GET", http.HandlerFunc(a.changelog)))
 	a.handle(mux, "/api/app/pricing.php", []string{"GET", "POST"}, http.HandlerFunc(a.pricingRoute))
 	a.handle(mux, "/api/app/fulfill.php", []string{"POST"}, only("POST", http.HandlerFunc(a.fulfill)))
+
+	// Customer self-service: a customer token from login.php (customer.go).
+	a.handle(mux, "/api/customer/login.php", []string{"POST"}, only("POST", http.HandlerFunc(a.customerLogin)))
+	a.customerRoute(mux, "/api/customer/key.php", customerMethods{"GET": a.customerKey})
+	a.customerRoute(mux, "/api/customer/sessions.php", customerMethods{"DELETE": a.customerEndSession, "POST": a.customerEndSession})
+	a.customerRoute(mux, "/api/customer/orders.php", customerMethods{"GET": a.customerOrders})
+	a.customerRoute(mux, "/api/customer/subscriptions.php", customerMethods{"GET": a.customerSubscriptions, "POST": a.customerCancel})
 
 	// Admin API: bearer token.
 	a.handle(mux, "/api/admin/login.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminLogin)))

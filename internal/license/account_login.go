@@ -38,6 +38,14 @@ func (s *Service) verifyAccount(ctx context.Context, app *App, username, passwor
 	return s.checkAccount(ctx, app, username, password, ip, true)
 }
 
+// VerifyAccount checks an app user's username and password for another
+// surface than the client API (the customer portal), under the same
+// per-username and per-IP sign-in lockout as account-login, so both share
+// one attempt budget. It returns INVALID_CREDENTIALS or TOO_MANY_ATTEMPTS.
+func (s *Service) VerifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
+	return s.verifyAccount(ctx, app, username, password, ip)
+}
+
 // checkAccount is verifyAccount; with clear false a correct password leaves
 // the username's failure count alone (redeem counts unknown keys on it).
 func (s *Service) checkAccount(ctx context.Context, app *App, username, password, ip string, clear bool) (*Account, error) {

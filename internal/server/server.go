@@ -26,6 +26,7 @@ import (
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/content"
+	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
@@ -63,8 +64,10 @@ type Server struct {
 	Content  *content.Service
 	Commerce *commerce.Service
 	Orders   *commerce.Orders
-	Updates  *update.Service
-	Webhooks *webhook.Service
+	// Customers is the customer self-service (portal sign-in and views).
+	Customers *customer.Service
+	Updates   *update.Service
+	Webhooks  *webhook.Service
 	// Dispatcher delivers webhooks; its Run is also the sweep job's.
 	Dispatcher *webhook.Dispatcher
 	blobs      blob.Store
@@ -140,6 +143,11 @@ func (s *Server) init(ctx context.Context) error {
 		}
 		return app.Settings.KeyPrefix, nil
 	})
+	s.Customers, err = customer.New(ctx, s.DB.CustomerStore(), s.License, s.opts.Now, customer.Config{
+		Guard: guard, SignIn: signIn, SignInIP: signInIP})
+	if err != nil {
+		return err
+	}
 	if s.blobs, err = openBlobs(ctx, s.cfg); err != nil {
 		return err
 	}
@@ -163,7 +171,7 @@ func (s *Server) init(ctx context.Context) error {
 		return err
 	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
-		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})

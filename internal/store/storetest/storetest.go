@@ -67,6 +67,8 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"Plans", testPlans},
 		{"Orders", testOrders},
 		{"Subscriptions", testSubscriptions},
+		{"CustomerHolder", testCustomerHolder},
+		{"CustomerAccountHolder", testCustomerAccountHolder},
 		{"UpdateReleaseRoundTrip", testUpdateReleaseRoundTrip},
 		{"UpdateReleaseConflicts", testUpdateReleaseConflicts},
 		{"UpdateReleaseMissing", testUpdateReleaseMissing},

@@ -1,0 +1,377 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// Helpers of the customer self-service tests start with cu.
+
+const (
+	cuLogin = "/api/customer/login.php"
+	cuKey   = "/api/customer/key.php"
+	cuSess  = "/api/customer/sessions.php"
+	cuOrd   = "/api/customer/orders.php"
+	cuSubs  = "/api/customer/subscriptions.php"
+)
+
+// cuSignIn posts a customer sign-in (no app secret).
+func cuSignIn(s *kwtest.Server, body map[string]any) *kwtest.Reply {
+	s.T.Helper()
+	return s.Do("POST", cuLogin, http.Header{"Content-Type": {"application/json"}}, admJSON(s.T, body))
+}
+
+// cuToken signs in with a key and returns the customer token.
+func cuToken(t testing.TB, s *kwtest.Server, appID, key string) string {
+	t.Helper()
+	r := cuSignIn(s, map[string]any{"app_id": appID, "license_key": key})
+	clOK(t, r)
+	if r.Str("token") == "" {
+		t.Fatalf("sign-in without token: %s", r)
+	}
+	return r.Str("token")
+}
+
+// cuDo calls a customer route with a bearer token.
+func cuDo(s *kwtest.Server, token, method, path string, body any) *kwtest.Reply {
+	s.T.Helper()
+	h := http.Header{"Content-Type": {"application/json"}}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	var raw []byte
+	if body != nil {
+		raw = admJSON(s.T, body)
+	}
+	return s.Do(method, path, h, raw)
+}
+
+// cuList returns the list field name of a successful reply.
+func cuList(t testing.TB, r *kwtest.Reply, name string) []map[string]any {
+	t.Helper()
+	clOK(t, r)
+	return admList(t, r, name)
+}
+
+// A key signs in: a one-hour token whose key view shows the key; a missing
+// app_id is 400, and a revoked app 403 APP_REVOKED at sign-in and after.
+func TestCustomerLoginWithKey(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Portal")
+		key := a.GenerateKeys(1, "days", 30, 2)[0]
+		r := cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": " " + key + " "})
+		clOK(t, r)
+		if got := clTime(t, "expires_at", r.Body["expires_at"]); !got.Equal(s.Clock.Now().Add(time.Hour)) {
+			t.Fatalf("expires_at = %v, want an hour from now", got)
+		}
+		tok := r.Str("token")
+		if strings.Contains(r.String(), a.Secret) {
+			t.Fatal("sign-in reply carries the app secret")
+		}
+		v := cuDo(s, tok, "GET", cuKey, nil)
+		clOK(t, v)
+		k := v.Obj("key")
+		if v.Str("kind") != "key" || k["license_key"] != key || k["status"] != "unused" || k["max_devices"] != float64(2) ||
+			k["key_type"] != "days" || len(admList(t, v, "devices")) != 0 || len(admList(t, v, "sessions")) != 0 {
+			t.Fatalf("key view: %s", v)
+		}
+		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"license_key": key}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, cuDo(s, tok, "PUT", cuKey, nil), 405, "METHOD_NOT_ALLOWED")
+
+		// A banned key still signs in, to see why.
+		clAction(t, a, "ban", key, map[string]any{"reason": "chargeback"})
+		if st := cuDo(s, cuToken(t, s, a.ID, key), "GET", cuKey, nil).Obj("key")["status"]; st != "banned" {
+			t.Fatalf("banned key's status = %v", st)
+		}
+
+		s.MustAdmin("POST", "/api/admin/apps.php?action=revoke&app_id="+a.ID, nil)
+		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "APP_REVOKED")
+		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 403, "APP_REVOKED")
+	})
+}
+
+// An app user account signs in with username and password and sees its
+// account, devices and sessions.
+func TestCustomerLoginWithAccount(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := lkApp(t, s, "Accounts")
+		lkRegisterUser(t, a, "alice")
+		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "Alice", "password": lkPassword})
+		clOK(t, r)
+		if r.Str("kind") != "account" {
+			t.Fatalf("sign-in: %s", r)
+		}
+		v := cuDo(s, r.Str("token"), "GET", cuKey, nil)
+		clOK(t, v)
+		acc := v.Obj("account")
+		if v.Str("kind") != "account" || acc["username"] != "alice" || acc["status"] != "active" || acc["days_remaining"] != float64(30) {
+			t.Fatalf("account view: %s", v)
+		}
+		if d, ss := admList(t, v, "devices"), admList(t, v, "sessions"); len(d) != 1 || d[0]["hwid"] != "pc-lockout" || len(ss) != 1 {
+			t.Fatalf("account devices %v sessions %v", d, ss)
+		}
+		// A password change ends the token.
+		clOK(t, a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
+			"new_password": "another password 2"}))
+		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 401, "UNAUTHORIZED")
+	})
+}
+
+// Every failed sign-in is the same 401 body: unknown app, unknown key, key
+// of another app, unknown username, wrong password.
+func TestCustomerWrongCredentials(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := lkApp(t, s, "Wrong")
+		b := s.CreateApp("Other")
+		lkRegisterUser(t, a, "bob")
+		other := b.GenerateKeys(1, "days", 30, 1)[0]
+		var first string
+		for what, body := range map[string]map[string]any{
+			"unknown key":      {"app_id": a.ID, "license_key": "KEY-NOPE1-NOPE2-NOPE3"},
+			"other app's key":  {"app_id": a.ID, "license_key": other},
+			"unknown app":      {"app_id": "no-such-app", "license_key": other},
+			"unknown username": {"app_id": a.ID, "username": "nobody", "password": lkPassword},
+			"wrong password":   {"app_id": a.ID, "username": "bob", "password": lkWrong},
+		} {
+			r := cuSignIn(s, body)
+			kwtest.ExpectCode(t, r, 401, "INVALID_CREDENTIALS")
+			if first == "" {
+				first = string(r.Raw)
+			} else if string(r.Raw) != first {
+				t.Fatalf("%s: body %s differs from %s", what, r.Raw, first)
+			}
+		}
+	})
+}
+
+// Repeated failures lock the key string (429 TOO_MANY_ATTEMPTS with
+// Retry-After, even for the right key) until the lock runs out; failures
+// from one address lock that address for every key.
+func TestCustomerLockout(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 3; c.LockoutIPFailures = 6 })
+		a := s.CreateApp("Locks")
+		keys := a.GenerateKeys(2, "days", 30, 1)
+		// A key string that does not exist locks like one that does.
+		for range 3 {
+			kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}), 401, "INVALID_CREDENTIALS")
+		}
+		lkLocked(t, "guessed key", cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}), int(lkLock/time.Second))
+		cuToken(t, s, a.ID, keys[0]) // another key string is not locked
+		for range 3 {
+			kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[1] + "Y"}), 401, "INVALID_CREDENTIALS")
+		}
+		// Six failures from this address: every key is refused now.
+		lkLocked(t, "locked address", cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[1]}), 0)
+		s.Clock.Advance(lkLock + time.Second)
+		cuToken(t, s, a.ID, keys[1])
+	})
+}
+
+// A token works for an hour on the clock, then is 401; so are garbage, an
+// admin token, no token, and the token of a deleted key.
+func TestCustomerTokenExpiry(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Expiry")
+		keys := a.GenerateKeys(2, "days", 30, 1)
+		tok := cuToken(t, s, a.ID, keys[0])
+		s.Clock.Advance(59 * time.Minute)
+		clOK(t, cuDo(s, tok, "GET", cuKey, nil))
+		s.Clock.Advance(time.Minute + time.Second)
+		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 401, "UNAUTHORIZED")
+		for what, bad := range map[string]string{"none": "", "garbage": "not.a.token", "admin": s.AdminToken(), "tampered": tok[:len(tok)-2] + "xx"} {
+			if r := cuDo(s, bad, "GET", cuKey, nil); r.Status != 401 || r.Body["error_code"] != "UNAUTHORIZED" {
+				t.Fatalf("%s token: %s", what, r)
+			}
+		}
+		tok = cuToken(t, s, a.ID, keys[1])
+		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": keys[1]})
+		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 401, "UNAUTHORIZED")
+	})
+}
+
+// The key view lists the client's devices and live sessions; the customer
+// ends one of them (its heartbeat answers SESSION_REVOKED, audited as the
+// customer), while another customer's session ID is 404 and that session
+// goes on beating.
+func TestCustomerSessions(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a := s.CreateApp("Sessions")
+		keys := a.GenerateKeys(2, "days", 30, 2)
+		// Clients hold session tokens; customers see and name sessions by
+		// their public IDs.
+		sid1 := a.Login(keys[0], "pc-one")
+		sid2 := a.Login(keys[0], "pc-two")
+		other := a.Login(keys[1], "pc-other")
+		tok := cuToken(t, s, a.ID, keys[0])
+		otherID := cuSessionID(t, s, cuToken(t, s, a.ID, keys[1]), "pc-other")
+		id1, id2 := cuSessionID(t, s, tok, "pc-one"), cuSessionID(t, s, tok, "pc-two")
+		v := cuDo(s, tok, "GET", cuKey, nil)
+		clOK(t, v)
+		if v.Obj("key")["status"] != "active" || v.Obj("key")["days_remaining"] != float64(30) {
+			t.Fatalf("key: %v", v.Obj("key"))
+		}
+		devices, sessions := admList(t, v, "devices"), admList(t, v, "sessions")
+		if len(devices) != 2 || devices[0]["hwid"] != "pc-one" {
+			t.Fatalf("devices = %v", devices)
+		}
+		clTime(t, "first_seen_at", devices[0]["first_seen_at"])
+		clTime(t, "last_seen_at", devices[0]["last_seen_at"])
+		if len(sessions) != 2 {
+			t.Fatalf("sessions = %v", sessions)
+		}
+		for _, ss := range sessions {
+			if ss["session_id"] == otherID || ss["session_id"] == sid1 || ss["ip"] != "127.0.0.1" {
+				t.Fatalf("session %v", ss)
+			}
+			clTime(t, "started_at", ss["started_at"])
+			clTime(t, "last_heartbeat_at", ss["last_heartbeat_at"])
+		}
+
+		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": otherID}), 404, "NOT_FOUND")
+		clBeatOK(t, a, other, keys[1])
+		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{}), 400, "MISSING_FIELDS")
+
+		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": sid1}), 404, "NOT_FOUND") // a token is no ID
+		clOK(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": id1}))
+		clKill(t, a.Heartbeat(sid1, keys[0]), "SESSION_REVOKED")
+		clBeatOK(t, a, sid2, keys[0])
+		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuSess, map[string]any{"session_id": id1}), 404, "NOT_FOUND")
+		clOK(t, cuDo(s, tok, "POST", cuSess+"?session_id="+id2, nil))
+		clKill(t, a.Heartbeat(sid2, keys[0]), "SESSION_REVOKED")
+		clBeatOK(t, a, other, keys[1])
+
+		entries := admAudit(t, s, "app_id="+a.ID+"&action=session.revoke")
+		if len(entries) != 2 {
+			t.Fatalf("%d session.revoke entries, want 2", len(entries))
+		}
+		actor, _ := entries[0]["actor"].(map[string]any)
+		if actor["kind"] != "customer" || actor["name"] != "…"+keys[0][len(keys[0])-5:] || strings.Contains(entries[0]["target"].(string), keys[0]) {
+			t.Fatalf("audit entry %v", entries[0])
+		}
+	})
+}
+
+// Orders and subscriptions: each customer sees the orders that delivered
+// their key (and renewals of their subscription) and cancels only their own
+// subscription; another's is 404.
+func TestCustomerOrdersAndSubscriptions(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a, plan, secret := orSetup(t, s)
+		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+			"currency": "USD", "interval": "month"}).Obj("plan")
+		o1, o2 := orOrder(t, s, a, plan), orOrder(t, s, a, plan)
+		k1, k2 := orFulfil(s, o1, secret).Str("license_key"), orFulfil(s, o2, secret).Str("license_key")
+		o3, o4 := orOrder2(t, s, a, level["id"]), orOrder2(t, s, a, level["id"])
+		k3, k4 := orFulfil(s, o3, secret).Str("license_key"), orFulfil(s, o4, secret).Str("license_key")
+		t1, t2, t3, t4 := cuToken(t, s, a.ID, k1), cuToken(t, s, a.ID, k2), cuToken(t, s, a.ID, k3), cuToken(t, s, a.ID, k4)
+
+		ords := cuList(t, cuDo(s, t1, "GET", cuOrd, nil), "orders")
+		if len(ords) != 1 || ords[0]["order_id"] != o1 || ords[0]["status"] != "fulfilled" || ords[0]["amount_cents"] != float64(499) {
+			t.Fatalf("orders of key 1: %v", ords)
+		}
+		if ks := ords[0]["license_keys"].([]any); len(ks) != 1 || ks[0] != k1 {
+			t.Fatalf("order keys %v", ks)
+		}
+		if _, ok := ords[0]["email"]; ok {
+			t.Fatal("order view shows the buyer's e-mail")
+		}
+		if ords := cuList(t, cuDo(s, t2, "GET", cuOrd, nil), "orders"); len(ords) != 1 || ords[0]["order_id"] != o2 {
+			t.Fatalf("orders of key 2: %v", ords)
+		}
+		if subs := cuList(t, cuDo(s, t1, "GET", cuSubs, nil), "subscriptions"); len(subs) != 0 {
+			t.Fatalf("key 1 has subscriptions %v", subs)
+		}
+		subs3 := cuList(t, cuDo(s, t3, "GET", cuSubs, nil), "subscriptions")
+		subs4 := cuList(t, cuDo(s, t4, "GET", cuSubs, nil), "subscriptions")
+		if len(subs3) != 1 || subs3[0]["license_key"] != k3 || subs3[0]["status"] != "active" || len(subs4) != 1 {
+			t.Fatalf("subscriptions: %v / %v", subs3, subs4)
+		}
+		id3, id4 := subs3[0]["id"], subs4[0]["id"]
+
+		// A renewal order of key 3's subscription is key 3's order.
+		s.Clock.Advance(27*24*time.Hour + time.Minute)
+		if _, err := s.Orders.QueueRenewals(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ords3 := cuList(t, cuDo(s, t3Refresh(t, s, a.ID, k3), "GET", cuOrd, nil), "orders")
+		if len(ords3) != 2 || ords3[0]["status"] != "pending" || ords3[0]["subscription_id"] != id3 || ords3[1]["order_id"] != o3 {
+			t.Fatalf("orders of key 3 after a renewal order: %v", ords3)
+		}
+		t3, t4 = cuToken(t, s, a.ID, k3), cuToken(t, s, a.ID, k4)
+
+		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id4, "action": "cancel"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "pause"}), 400, "MISSING_FIELDS")
+		r := cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"})
+		clOK(t, r)
+		if r.Obj("subscription")["status"] != "cancelled" {
+			t.Fatalf("cancel: %s", r)
+		}
+		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"}), 409, "CONFLICT")
+		if subs4 := cuList(t, cuDo(s, t4, "GET", cuSubs, nil), "subscriptions"); subs4[0]["status"] != "active" {
+			t.Fatalf("key 4's subscription: %v", subs4)
+		}
+		if n := len(s.EventsOf(a.ID, "subscription.cancelled")); n != 1 {
+			t.Fatalf("%d subscription.cancelled events, want 1", n)
+		}
+		entries := admAudit(t, s, "app_id="+a.ID+"&action=subscription.cancel")
+		actor, _ := entries[0]["actor"].(map[string]any)
+		if len(entries) != 1 || actor["kind"] != "customer" || actor["name"] != "…"+k3[len(k3)-5:] {
+			t.Fatalf("audit: %v", entries)
+		}
+	})
+}
+
+// cuSessionID is the public ID of the customer's live session on hwid.
+func cuSessionID(t testing.TB, s *kwtest.Server, token, hwid string) string {
+	t.Helper()
+	for _, ss := range cuList(t, cuDo(s, token, "GET", cuKey, nil), "sessions") {
+		if ss["hwid"] == hwid {
+			return ss["session_id"].(string)
+		}
+	}
+	t.Fatalf("no live session on %s", hwid)
+	return ""
+}
+
+// t3Refresh signs a key in again (its first token expired with the clock).
+func t3Refresh(t testing.TB, s *kwtest.Server, appID, key string) string {
+	t.Helper()
+	return cuToken(t, s, appID, key)
+}
+
+// An account's orders and subscriptions are those of the keys redeemed
+// onto it.
+func TestCustomerAccountOrders(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, nil)
+		a, plan, secret := orSetup(t, s)
+		clSettings(t, a, map[string]any{"accounts_enabled": true})
+		o1, o2 := orOrder(t, s, a, plan), orOrder(t, s, a, plan)
+		k1 := orFulfil(s, o1, secret).Str("license_key")
+		clOK(t, orFulfil(s, o2, secret))
+		uaSignUp(t, a, "carol", lkPassword, k1)
+		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "carol", "password": lkPassword})
+		clOK(t, r)
+		ords := cuList(t, cuDo(s, r.Str("token"), "GET", cuOrd, nil), "orders")
+		if len(ords) != 1 || ords[0]["order_id"] != o1 {
+			t.Fatalf("account orders: %v", ords)
+		}
+		v := cuDo(s, r.Str("token"), "GET", cuKey, nil)
+		if ks, _ := v.Obj("account")["redeemed_keys"].([]any); len(ks) != 1 || ks[0] != k1 {
+			t.Fatalf("account view: %s", v)
+		}
+	})
+}
