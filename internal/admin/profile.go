@@ -9,11 +9,29 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/lockout"
 )
 
 // Profile returns p's own account.
 func (s *Service) Profile(ctx context.Context, p *Principal) (*User, error) {
 	return s.store.AdminByID(ctx, p.UserID)
+}
+
+// checkPassword compares password with u's, counting a wrong one (and
+// refusing while locked) like a failed sign-in, so a stolen token cannot
+// be used to guess the password.
+func (s *Service) checkPassword(ctx context.Context, u *User, password, ip string) error {
+	subs := []lockout.Subject{{Scope: "admin", ID: strings.ToLower(u.Username), Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
+	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+		return err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
+		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
+			return err
+		}
+		return errBadPasswrd
+	}
+	return nil
 }
 
 // credentialUser loads p's account for a credential change, which only a
@@ -33,8 +51,8 @@ func (s *Service) ChangePassword(ctx context.Context, p *Principal, ip, current,
 	if err != nil {
 		return "", err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
-		return "", errBadPasswrd
+	if err := s.checkPassword(ctx, u, current, ip); err != nil {
+		return "", err
 	}
 	if err := ValidatePassword(next); err != nil {
 		return "", err
@@ -58,8 +76,8 @@ func (s *Service) ChangeEmail(ctx context.Context, p *Principal, ip, password, e
 	if err != nil {
 		return nil, err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-		return nil, errBadPasswrd
+	if err := s.checkPassword(ctx, u, password, ip); err != nil {
+		return nil, err
 	}
 	email = strings.TrimSpace(email)
 	if email != "" {
@@ -80,7 +98,7 @@ func (s *Service) ChangeEmail(ctx context.Context, p *Principal, ip, password, e
 // Logout signs out the JWT p came with; an access token is revoked instead.
 func (s *Service) Logout(ctx context.Context, p *Principal, ip string) error {
 	if p.ViaToken() {
-		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "An access token is not signed in; revoke it through tokens.php.")
+		return apperr.New(apperr.Forbidden, "TOKEN_NOT_ALLOWED", "An access token is not signed in; revoke it through tokens.php.")
 	}
 	return s.store.RevokeJWT(ctx, p.JTI, p.Expires, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.logout", "", p.Username, nil))
 }

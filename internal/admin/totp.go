@@ -13,7 +13,6 @@ import (
 
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/totp"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
@@ -131,8 +130,8 @@ func (s *Service) DisableTOTP(ctx context.Context, p *Principal, ip, password, c
 	if err != nil {
 		return err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-		return errBadPasswrd
+	if err := s.checkPassword(ctx, u, password, ip); err != nil {
+		return err
 	}
 	if err := s.checkSecondFactor(ctx, u, code); err != nil {
 		return err
@@ -150,11 +149,15 @@ func (s *Service) CompleteTOTP(ctx context.Context, step1, code, ip string) (str
 		return "", err
 	}
 	sub, _ := mc["sub"].(string)
+	gen, _ := mc["gen"].(float64)
 	u, err := s.store.AdminByID(ctx, sub)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return "", errUnauthorized
 	} else if err != nil {
 		return "", err
+	}
+	if int64(gen) != u.TokenGen { // the password changed since the first step
+		return "", errUnauthorized
 	}
 	subs := []lockout.Subject{{Scope: "admin", ID: strings.ToLower(u.Username), Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
 	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {

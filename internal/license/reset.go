@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -27,13 +28,16 @@ type ResetRequestInput struct {
 // once. It answers the same whether or not the key or account exists, so it
 // cannot be used to probe for them; it returns only MISSING_FIELDS.
 func (s *Service) RequestHWIDReset(ctx context.Context, app *App, in ResetRequestInput) error {
+	in.LicenseKey, in.Username = strings.TrimSpace(in.LicenseKey), strings.TrimSpace(in.Username)
 	if in.LicenseKey == "" && in.Username == "" {
 		return apperr.Missing("license_key or username")
 	}
+	if in.LicenseKey == "" && !app.Settings.AccountsEnabled {
+		return nil // no accounts to reset; the same answer as for an unknown name
+	}
 	now := s.Now()
 	return s.store.InTx(ctx, func(tx Tx) error {
-		r := &ResetRequest{AppID: app.ID, Username: truncate(in.Username, 255), HWID: truncate(in.HWID, 256),
-			Reason: truncate(in.Reason, 1000), CreatedAt: now}
+		r := &ResetRequest{AppID: app.ID, HWID: truncate(in.HWID, 256), Reason: truncate(in.Reason, 1000), CreatedAt: now}
 		if in.LicenseKey != "" {
 			k, err := tx.KeyForUpdate(ctx, app.ID, in.LicenseKey)
 			if errors.Is(err, apperr.ErrNotFound) {
@@ -65,6 +69,16 @@ func (s *Service) RequestHWIDReset(ctx context.Context, app *App, in ResetReques
 		}
 		if err := tx.InsertResetRequest(ctx, r); err != nil {
 			return err
+		}
+		if r.Status == RequestApproved {
+			target := r.LicenseKey
+			if target == "" {
+				target = r.Username
+			}
+			if err := tx.AddAudit(ctx, audit.NewEntry(audit.System, now, "hwid_reset.auto_approve", app.ID, target,
+				map[string]any{"request_id": r.ID, "days": app.Settings.ResetAutoApproveDays})); err != nil {
+				return err
+			}
 		}
 		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.HWIDResetRequested, CreatedAt: now,
 			Data: map[string]any{"app_id": app.ID, "license_key": r.LicenseKey, "username": r.Username, "hwid": r.HWID,
