@@ -1,5 +1,5 @@
 // Package storetest is the storage conformance suite: every behaviour the
-// domain packages (license, admin), the HTTP layer's replay store and the
+// domain packages (license, admin, analytics, …), the HTTP layer's replay store and the
 // journal readers rely on, run against one engine. store_test runs it on
 // SQLite and, when KEYWARD_TEST_DATABASE_URL is set, on PostgreSQL.
 package storetest
@@ -103,6 +103,12 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"ExpiryPastAndMark", testExpiryPastAndMark},
 		{"ExpiryExpiring", testExpiryExpiring},
 		{"ExpiryAddEvents", testExpiryAddEvents},
+		{"AnalyticsUsage", testAnalyticsUsage},
+		{"AnalyticsConcurrentUsage", testAnalyticsConcurrentUsage},
+		{"AnalyticsSessions", testAnalyticsSessions},
+		{"AnalyticsKeysAndVersions", testAnalyticsKeysAndVersions},
+		{"AnalyticsDeleteAppCascades", testAnalyticsDeleteAppCascades},
+		{"AnalyticsReport", testAnalyticsReport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
