@@ -92,6 +92,7 @@ func (a *API) accountLogin(ctx context.Context, c *call) (map[string]any, error)
 	}
 	req.IP = c.ip
 	res, err := a.lic.AccountLogin(ctx, c.app, req)
+	a.countLogin(c.app, err)
 	if err != nil {
 		return nil, err
 	}

@@ -181,6 +181,7 @@ func azRows(f *azFixture) []azRow {
 		get("/api/admin/audit.php", "viewer"),
 		get("/api/admin/trials.php", "viewer"),
 		get("/api/admin/detections.php", "viewer"),
+		get("/api/admin/analytics.php", "viewer"),
 
 		get("/api/admin/subscriptions.php", "viewer"),
 		{method: "POST", path: "/api/admin/subscriptions.php", least: "admin", want: 404, prep: func(t *testing.T, app *kwtest.App) azCase {

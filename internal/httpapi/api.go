@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/customer"
@@ -55,6 +56,8 @@ type API struct {
 	webhooks *webhook.Service
 	abuse    *abuse.Detector
 	customer *customer.Service
+	reports  *analytics.Service
+	usage    *analytics.Recorder
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -77,6 +80,10 @@ type Services struct {
 	Abuse    *abuse.Detector
 	// Customers serves /api/customer/* self-service (not reset-hwid.php).
 	Customers *customer.Service
+	// Analytics answers analytics.php; Usage counts client events for it
+	// (nil: nothing counted).
+	Analytics *analytics.Service
+	Usage     *analytics.Recorder
 }
 
 // New returns the API over the given services.
@@ -88,7 +95,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, reports: sv.Analytics, usage: sv.Usage, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -167,6 +174,7 @@ func (a *API) Handler() http.Handler {
 		"DELETE": manage(a.deleter(a.updates.DeleteDraft, "Draft release"))})
 	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": optionalApp(read(a.getWebhooks)), "POST": optionalApp(manage(a.postWebhooks)),
 		"PUT": optionalApp(manage(a.putWebhook)), "DELETE": optionalApp(manage(a.deleteWebhook))})
+	a.bearerRoute(mux, "/api/admin/analytics.php", methods{"GET": read(a.getAnalytics)})
 	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": read(a.listDetections)})
 	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": support(a.accountAction), "DELETE": manage(a.deleteAccount)})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 )
@@ -25,8 +26,12 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 	if code := apperr.CodeOf(err); err == nil || code == license.CodeHWIDMismatch || code == license.CodeDeviceLimit {
 		a.abuse.SawKey(ctx, c.app, lk, hwid, c.ip) // where the key is used from: leak detection
 	}
+	a.countLogin(c.app, err)
 	if err != nil {
 		return nil, err
+	}
+	if res.Activated {
+		a.count(c.app, analytics.Activation, "")
 	}
 	now := a.lic.Now()
 	user := res.Key.Info(now)
@@ -65,6 +70,9 @@ func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
 		return nil, err
 	}
 	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {
+		if e := apperr.From(err); e.Kind == apperr.Forbidden { // the session ended: a kill code
+			a.count(c.app, analytics.HeartbeatRefused, e.Code)
+		}
 		return nil, err
 	}
 	return heartbeatOK, nil
@@ -79,6 +87,7 @@ func (a *API) logout(ctx context.Context, c *call) (map[string]any, error) {
 	if err := a.lic.Logout(ctx, c.app, sid); err != nil {
 		return nil, err
 	}
+	a.count(c.app, analytics.Logout, "")
 	return map[string]any{"success": true, "message": "Logged out successfully"}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/keyward/keyward/internal/abuse"
+	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 )
@@ -19,6 +20,9 @@ func (a *API) trial(ctx context.Context, c *call) (map[string]any, error) {
 	res, err := a.lic.StartTrial(ctx, c.app, license.TrialRequest{HWID: hwid, IP: c.ip})
 	if (err == nil && res.New) || apperr.CodeOf(err) == license.CodeTrialLimit {
 		a.abuse.Burst(ctx, c.app, abuse.TrialFarming, c.ip) // new trials (or refused ones) from one address
+	}
+	if err == nil && res.New {
+		a.count(c.app, analytics.Trial, "")
 	}
 	if err != nil {
 		return nil, err

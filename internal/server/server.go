@@ -21,6 +21,7 @@ import (
 
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/blob"
 	"github.com/keyward/keyward/internal/commerce"
@@ -68,6 +69,10 @@ type Server struct {
 	Customers *customer.Service
 	Updates   *update.Service
 	Webhooks  *webhook.Service
+	// Analytics answers reports; Usage counts client events for it,
+	// flushed once a second (and at shutdown).
+	Analytics *analytics.Service
+	Usage     *analytics.Recorder
 	// Dispatcher delivers webhooks; its Run is also the sweep job's.
 	Dispatcher *webhook.Dispatcher
 	blobs      blob.Store
@@ -153,6 +158,8 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	s.Updates = update.NewService(s.DB.UpdateStore(), s.blobs, s.opts.Now, rand.Reader, s.opts.Log)
 	s.Webhooks = webhook.NewService(s.DB.WebhookStore(), s.opts.Now, rand.Reader)
+	s.Analytics = analytics.NewService(s.DB.AnalyticsStore())
+	s.Usage = analytics.NewRecorder(s.DB.AnalyticsStore())
 	allow, _ := s.cfg.AllowNetworks() // validated
 	retries, _ := s.cfg.Retries()
 	timeout := s.cfg.WebhookTimeout
@@ -171,7 +178,8 @@ func (s *Server) init(ctx context.Context) error {
 		return err
 	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
-		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
+		Analytics: s.Analytics, Usage: s.Usage}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -216,6 +224,7 @@ func (s *Server) init(ctx context.Context) error {
 		sweep.Job{Name: "dispatch-webhooks", Interval: dispatch, Run: s.Dispatcher.Run, Wake: wake},
 		sweep.Job{Name: "flush-heartbeats", Interval: flush, Run: s.License.FlushTouches, Final: s.License.FlushTouches},
 		sweep.Job{Name: "flush-update-checks", Interval: flush, Run: s.Updates.FlushChecks, Final: s.Updates.FlushChecks},
+		sweep.Job{Name: "flush-usage", Interval: flush, Run: s.Usage.Flush, Final: s.Usage.Flush},
 		// One leader at a time.
 		leader("reap-sessions", reap, func(ctx context.Context) error {
 			n, err := s.License.ReapSessions(ctx)
@@ -246,6 +255,9 @@ func (s *Server) init(ctx context.Context) error {
 			// Counters older than a day of windows and locks can no longer matter.
 			_, err := guard.Purge(ctx, lim.LockoutWindow+lim.LockoutDuration+24*time.Hour)
 			return err
+		}),
+		leader("sample-sessions", 5*time.Minute, func(ctx context.Context) error {
+			return s.Analytics.Sample(ctx, s.opts.Now()) // active sessions over time
 		}),
 		leader("purge-revoked-jwts", time.Hour, func(ctx context.Context) error {
 			_, err := s.DB.PurgeRevokedJWTs(ctx, s.opts.Now()) // expired anyway

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/keyward/keyward/internal/analytics"
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// count records one client event of app for analytics, now.
+func (a *API) count(app *license.App, metric, code string) {
+	if a.usage != nil {
+		a.usage.Add(app.ID, metric, code, a.now())
+	}
+}
+
+// countLogin records a sign-in (key or account) as a login or, with the
+// refusal's code, a failed one. Malformed requests are not sign-ins.
+func (a *API) countLogin(app *license.App, err error) {
+	switch e := apperr.From(err); {
+	case err == nil:
+		a.count(app, analytics.Login, "")
+	case e.Kind != apperr.Invalid && e.Kind != apperr.Internal && e.Kind != apperr.RateLimited:
+		a.count(app, analytics.LoginFailed, e.Code)
+	}
+}
+
+func points(ps []analytics.Point) []map[string]any {
+	out := make([]map[string]any, len(ps))
+	for i, p := range ps {
+		out[i] = map[string]any{"at": license.Timestamp(p.At), "n": p.N}
+	}
+	return out
+}
+
+// getAnalytics: GET analytics.php?app_id=[&from=&to=][&step=hour|day] → the
+// app's activity: live sessions now and sampled over time, logins,
+// activations, new trials and logouts per step, refusals by code, keys by
+// status, and the versions of checking clients. The range defaults to the
+// last 7 days (hourly up to 2 days, daily beyond).
+func (a *API) getAnalytics(ctx context.Context, c *adminCall) (map[string]any, error) {
+	to, from := a.now().UTC(), time.Time{}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"to", &to}, {"from", &from}} {
+		if v := c.q.Get(t.name); v != "" {
+			at, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return nil, apperr.InvalidField(t.name, "must be an ISO 8601 time such as 2026-11-20T00:00:00Z")
+			}
+			*t.dst = at
+		}
+	}
+	if from.IsZero() {
+		from = to.Add(-7 * 24 * time.Hour)
+	}
+	step := analytics.Daily
+	switch c.q.Get("step") {
+	case "hour":
+		step = analytics.Hourly
+	case "day":
+	case "":
+		if to.Sub(from) <= 2*24*time.Hour {
+			step = analytics.Hourly
+		}
+	default:
+		return nil, apperr.InvalidField("step", "use hour or day")
+	}
+	r, err := a.reports.Report(ctx, c.appID, from, to, step)
+	if err != nil {
+		return nil, err
+	}
+	versions := make([]map[string]any, len(r.Versions))
+	for i, v := range r.Versions {
+		versions[i] = map[string]any{"version": v.Version, "devices": v.Devices}
+	}
+	stepName := "day"
+	if r.Step == analytics.Hourly {
+		stepName = "hour"
+	}
+	return map[string]any{"success": true, "analytics": map[string]any{
+		"app_id": c.appID, "from": license.Timestamp(r.From), "to": license.Timestamp(r.To), "step": stepName,
+		"active_now": r.ActiveNow, "active_sessions": points(r.Active),
+		"logins": points(r.Logins), "activations": points(r.Activations), "trials": points(r.Trials), "logouts": points(r.Logouts),
+		"login_failures": r.LoginFailures, "heartbeat_refusals": r.HeartbeatRefusals,
+		"keys_by_status": r.KeysByStatus, "versions": versions,
+	}}, nil
+}
