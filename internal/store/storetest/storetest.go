@@ -94,6 +94,10 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"ExpiryPastAndMark", testExpiryPastAndMark},
 		{"ExpiryExpiring", testExpiryExpiring},
 		{"ExpiryAddEvents", testExpiryAddEvents},
+		{"ResellerRoundTrip", testResellerRoundTrip},
+		{"ResellerBalance", testResellerBalance},
+		{"ResellerKeys", testResellerKeys},
+		{"ResellerConcurrentDebits", testResellerConcurrentDebits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
