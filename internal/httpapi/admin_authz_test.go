@@ -126,6 +126,24 @@ func azRows(f *azFixture) []azRow {
 		}
 		return int64(list[0].(map[string]any)["id"].(float64))
 	}
+	seller := func(t *testing.T, app *kwtest.App) string {
+		r := s.MustAdmin("POST", "/api/admin/resellers.php", map[string]any{"app_id": app.ID, "name": "Shop " + f.seq(),
+			"products": []map[string]any{{"id": "life", "name": "Lifetime", "key_type": "lifetime", "price": 2}}})
+		return r.Obj("reseller")["id"].(string)
+	}
+	sellerAction := func(action string, extra map[string]any) func(t *testing.T, app *kwtest.App) map[string]any {
+		return func(t *testing.T, app *kwtest.App) map[string]any {
+			id := seller(t, app)
+			if action == "adjust" {
+				s.MustAdmin("POST", "/api/admin/resellers.php", map[string]any{"app_id": app.ID, "action": "topup", "id": id, "amount": 10})
+			}
+			b := map[string]any{"action": action, "id": id}
+			for k, v := range extra {
+				b[k] = v
+			}
+			return b
+		}
+	}
 	member := func(t *testing.T, app *kwtest.App) string {
 		name := "member" + f.seq()
 		s.MustAdmin("POST", "/api/admin/members.php", map[string]any{"app_id": app.ID, "username": name, "password": "password-" + name, "role": "viewer"})
@@ -288,6 +306,26 @@ func azRows(f *azFixture) []azRow {
 		}),
 		body("DELETE", "/api/admin/accounts.php", "admin", func(t *testing.T, app *kwtest.App) map[string]any {
 			return map[string]any{"username": account(t, app)}
+		}),
+
+		get("/api/admin/resellers.php", "admin"),
+		{method: "GET", path: "/api/admin/resellers.php", least: "admin", prep: func(t *testing.T, app *kwtest.App) azCase {
+			return onQuery(app, "&id="+url.QueryEscape(seller(t, app)))
+		}},
+		body("POST", "/api/admin/resellers.php", "owner", func(t *testing.T, app *kwtest.App) map[string]any {
+			return map[string]any{"name": "New shop " + f.seq(), "email": "shop@example.com"}
+		}),
+		body("POST", "/api/admin/resellers.php", "owner", sellerAction("topup", map[string]any{"amount": 100})),
+		body("POST", "/api/admin/resellers.php", "owner", sellerAction("adjust", map[string]any{"amount": -5, "reason": "refund"})),
+		body("POST", "/api/admin/resellers.php", "owner", sellerAction("rotate_token", nil)),
+		body("POST", "/api/admin/resellers.php", "owner", sellerAction("disable", nil)),
+		body("POST", "/api/admin/resellers.php", "owner", sellerAction("enable", nil)),
+		body("PUT", "/api/admin/resellers.php", "owner", func(t *testing.T, app *kwtest.App) map[string]any {
+			return map[string]any{"id": seller(t, app), "name": "Renamed shop",
+				"products": []map[string]any{{"id": "m", "name": "Month", "key_type": "days", "duration_value": 30, "price": 3}}}
+		}),
+		body("DELETE", "/api/admin/resellers.php", "owner", func(t *testing.T, app *kwtest.App) map[string]any {
+			return map[string]any{"id": seller(t, app)}
 		}),
 
 		get("/api/admin/members.php", "viewer"),

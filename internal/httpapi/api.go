@@ -18,6 +18,7 @@ import (
 	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/internal/webhook"
@@ -58,6 +59,7 @@ type API struct {
 	customer *customer.Service
 	reports  *analytics.Service
 	usage    *analytics.Recorder
+	sellers  *reseller.Service
 	db       *store.DB
 	replays  ReplayStore
 	cache    *replayCache
@@ -84,6 +86,7 @@ type Services struct {
 	// (nil: nothing counted).
 	Analytics *analytics.Service
 	Usage     *analytics.Recorder
+	Sellers  *reseller.Service
 }
 
 // New returns the API over the given services.
@@ -95,7 +98,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, reports: sv.Analytics, usage: sv.Usage, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -177,6 +180,13 @@ func (a *API) Handler() http.Handler {
 	a.bearerRoute(mux, "/api/admin/analytics.php", methods{"GET": read(a.getAnalytics)})
 	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": read(a.listDetections)})
 	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": support(a.accountAction), "DELETE": manage(a.deleteAccount)})
+	a.bearerRoute(mux, "/api/admin/resellers.php", methods{"GET": manage(a.getResellers), "POST": owner(a.postResellers),
+		"PUT": owner(a.putReseller), "DELETE": owner(a.deleteReseller)})
+
+	// Reseller API: the reseller's own bearer token (kwr_…).
+	a.resellerRoute(mux, "/api/reseller/me.php", resellerMethods{"GET": a.resellerMe})
+	a.resellerRoute(mux, "/api/reseller/keys.php", resellerMethods{"GET": a.resellerKeys, "POST": a.resellerPostKeys})
+	a.resellerRoute(mux, "/api/reseller/ledger.php", resellerMethods{"GET": a.resellerLedger})
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})

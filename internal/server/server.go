@@ -33,6 +33,7 @@ import (
 	"github.com/keyward/keyward/internal/lockout"
 	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
 	"github.com/keyward/keyward/internal/update"
@@ -179,6 +180,7 @@ func (s *Server) init(ctx context.Context) error {
 	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
+		Sellers: reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
 		Analytics: s.Analytics, Usage: s.Usage}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},

@@ -109,6 +109,10 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"AnalyticsKeysAndVersions", testAnalyticsKeysAndVersions},
 		{"AnalyticsDeleteAppCascades", testAnalyticsDeleteAppCascades},
 		{"AnalyticsReport", testAnalyticsReport},
+		{"ResellerRoundTrip", testResellerRoundTrip},
+		{"ResellerBalance", testResellerBalance},
+		{"ResellerKeys", testResellerKeys},
+		{"ResellerConcurrentDebits", testResellerConcurrentDebits},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
