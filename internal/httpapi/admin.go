@@ -203,14 +203,8 @@ func (c *adminCall) required(name string) (string, error) {
 
 // adminLogin: POST /api/admin/login.php {username, password} → {token}.
 func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, clientBodyLimit)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	f, err := parseFields(body)
-	if err != nil {
-		a.writeError(w, r, err)
+	f, ok := a.plainBody(w, r)
+	if !ok {
 		return
 	}
 	user, err := f.str("username")

@@ -17,14 +17,8 @@ import (
 // adminTOTP: POST /api/admin/totp.php {step1_token, code} completes a
 // two-factor sign-in with a TOTP code or a recovery code → {token}.
 func (a *API) adminTOTP(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, clientBodyLimit)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	f, err := parseFields(body)
-	if err != nil {
-		a.writeError(w, r, err)
+	f, ok := a.plainBody(w, r)
+	if !ok {
 		return
 	}
 	step1, err := f.str("step1_token")

@@ -86,7 +86,7 @@ type Services struct {
 	// (nil: nothing counted).
 	Analytics *analytics.Service
 	Usage     *analytics.Recorder
-	Sellers  *reseller.Service
+	Sellers   *reseller.Service
 }
 
 // New returns the API over the given services.

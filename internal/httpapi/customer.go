@@ -54,14 +54,8 @@ func (a *API) customerRoute(mux *http.ServeMux, path string, m customerMethods) 
 			a.writeError(w, r, err)
 			return
 		}
-		body, err := readBody(w, r, clientBodyLimit)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		f, err := parseFields(body)
-		if err != nil {
-			a.writeError(w, r, err)
+		f, ok := a.plainBody(w, r)
+		if !ok {
 			return
 		}
 		res, err := h(r.Context(), &customerCall{p: p, f: f, q: r.URL.Query(), ip: a.clientIP(r)})

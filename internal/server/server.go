@@ -180,7 +180,7 @@ func (s *Server) init(ctx context.Context) error {
 	}, s.opts.Now, s.opts.Log)
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
-		Sellers: reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
+		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
 		Analytics: s.Analytics, Usage: s.Usage}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},

@@ -87,24 +87,20 @@ func (s adminStore) UpdateAdmin(ctx context.Context, u *admin.User, codes []stri
 }
 
 func (s adminStore) ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error) {
-	var ok bool
-	err := s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`), step, userID, step)
-		if err != nil {
-			return translate(err)
-		}
-		n, err := res.RowsAffected()
-		ok = n == 1
-		return err
-	})
-	return ok, err
+	return s.changedOne(ctx, `UPDATE admin_users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`, step, userID, step)
 }
 
 func (s adminStore) UseRecoveryCode(ctx context.Context, userID, hash string, at time.Time) (bool, error) {
+	return s.changedOne(ctx, `UPDATE admin_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`,
+		ms(at), userID, hash)
+}
+
+// changedOne runs a conditional update and reports whether it changed a
+// row: the claim of something usable once.
+func (s adminStore) changedOne(ctx context.Context, q string, args ...any) (bool, error) {
 	var ok bool
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL`),
-			ms(at), userID, hash)
+		res, err := tx.ExecContext(ctx, s.db.rebind(q), args...)
 		if err != nil {
 			return translate(err)
 		}
