@@ -20,6 +20,7 @@ import (
 
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/server"
+	"github.com/keyward/keyward/internal/store"
 )
 
 // Clock is a settable clock for servers under test.
@@ -60,6 +61,83 @@ func ForEachEngine(t *testing.T, fn func(t *testing.T, engine string)) {
 // server of KEYWARD_TEST_DATABASE_URL and drops it when the test ends.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	return postgresDB(t, "")
+}
+
+// MigratedPostgresURL is PostgresURL with every migration applied: a copy of
+// a template database migrated once (named after store.MigrationsDigest and
+// shared by test processes), which is much faster than migrating each
+// test's database.
+func MigratedPostgresURL(t testing.TB) string {
+	t.Helper()
+	tpl, err := migratedTemplate(os.Getenv("KEYWARD_TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatalf("migrated template database: %v", err)
+	}
+	return postgresDB(t, tpl)
+}
+
+var template struct {
+	once sync.Once
+	name string
+	err  error
+}
+
+// migratedTemplate returns the name of the migrated template database on
+// the server of base, building it when no test process has: migrated under
+// a temporary name, then renamed, so a template that exists is complete.
+func migratedTemplate(base string) (string, error) {
+	template.once.Do(func() {
+		name := "kw_tpl_" + store.MigrationsDigest()[:16]
+		admin, err := sql.Open("pgx", base)
+		if err != nil {
+			template.err = err
+			return
+		}
+		defer admin.Close()
+		exists := func() bool {
+			var one int
+			return admin.QueryRow(`SELECT 1 FROM pg_database WHERE datname = $1`, name).Scan(&one) == nil
+		}
+		if !exists() {
+			build := randomName("kw_tplb_")
+			if _, err := admin.Exec("CREATE DATABASE " + build); err != nil {
+				template.err = err
+				return
+			}
+			u, _ := url.Parse(base)
+			u.Path = "/" + build
+			ctx := context.Background()
+			db, err := store.Open(ctx, store.Options{URL: u.String()})
+			if err == nil {
+				_, err = db.Migrate(ctx)
+				db.Close()
+			}
+			if err == nil {
+				_, err = admin.Exec("ALTER DATABASE " + build + " RENAME TO " + name)
+			}
+			if err != nil {
+				admin.Exec("DROP DATABASE IF EXISTS " + build + " WITH (FORCE)")
+				if !exists() { // another process may have won the rename
+					template.err = err
+					return
+				}
+			}
+		}
+		template.name = name
+	})
+	return template.name, template.err
+}
+
+func randomName(prefix string) string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// postgresDB creates a database for this test, a copy of tpl when not "",
+// and drops it when the test ends.
+func postgresDB(t testing.TB, tpl string) string {
 	base := os.Getenv("KEYWARD_TEST_DATABASE_URL")
 	if base == "" {
 		t.Fatal("KEYWARD_TEST_DATABASE_URL is not set")
@@ -68,10 +146,21 @@ func PostgresURL(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	name := "kw_" + hex.EncodeToString(b)
-	if _, err := admin.Exec("CREATE DATABASE " + name); err != nil {
+	name := randomName("kw_")
+	create := "CREATE DATABASE " + name
+	if tpl != "" {
+		create += " TEMPLATE " + tpl
+	}
+	for try := 0; ; try++ {
+		// Copies of one template are taken one at a time; another test's
+		// copy in progress shows as the template being "accessed".
+		_, err = admin.Exec(create)
+		if err == nil || try == 50 || !strings.Contains(err.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
 		admin.Close()
 		t.Fatalf("create test database: %v", err)
 	}
@@ -154,7 +243,7 @@ func Start(t testing.TB, o Options) *Server {
 		cfg.Data = t.TempDir()
 	}
 	if o.Engine == "postgres" && cfg.DatabaseURL == "" {
-		cfg.DatabaseURL = PostgresURL(t)
+		cfg.DatabaseURL = MigratedPostgresURL(t)
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
