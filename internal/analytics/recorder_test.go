@@ -24,6 +24,7 @@ type fakeStore struct {
 	series   map[string][]Point
 	byCode   map[string]map[string]int64
 	keys     map[string]int64
+	keysFail error // KeysByStatus's own failure
 	versions []VersionDevices
 	// got records the ranges the reads were asked for.
 	gotFrom, gotTo time.Time
@@ -70,6 +71,9 @@ func (f *fakeStore) UsageByCode(ctx context.Context, appID string, metrics []str
 }
 
 func (f *fakeStore) KeysByStatus(ctx context.Context, appID string) (map[string]int64, error) {
+	if f.keysFail != nil {
+		return nil, f.keysFail
+	}
 	return f.keys, f.fail
 }
 

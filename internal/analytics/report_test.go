@@ -139,6 +139,13 @@ func TestReportStoreError(t *testing.T) {
 	if err := NewService(st).Sample(ctx, base); !errors.Is(err, st.fail) {
 		t.Errorf("Sample = %v, want the store's error", err)
 	}
+	// The key count runs beside the other reads; its failure is the
+	// report's too.
+	st = newFakeStore()
+	st.keysFail = errors.New("keys unavailable")
+	if r, err := NewService(st).Report(ctx, "a", base, base.Add(time.Hour), Hourly); !errors.Is(err, st.keysFail) {
+		t.Errorf("Report = %+v, %v; want the key count's error", r, err)
+	}
 }
 
 func ns(ps []Point) []int64 {
