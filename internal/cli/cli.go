@@ -25,6 +25,7 @@ type cli struct {
 	Serve    serveCmd    `cmd:"" help:"Run the keyward server."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
+	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
 	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -16,6 +17,19 @@ import (
 type Database struct {
 	Data        string `name:"data" default:"./keyward-data" env:"KEYWARD_DATA" help:"Data directory (SQLite database, certificates)."`
 	DatabaseURL string `name:"database-url" env:"KEYWARD_DATABASE_URL" help:"postgres:// URL; empty uses SQLite under --data."`
+}
+
+// Signing locates the reply-signing keys (PWF-REPLY-V1).
+type Signing struct {
+	SigningDir string `name:"signing-dir" env:"KEYWARD_SIGNING_DIR" help:"Directory of reply-signing keys (keyward keys signing init); default <data>/signing. No key: replies are not signed."`
+}
+
+// SigningPath is SigningDir, or the signing directory under data.
+func (s Signing) SigningPath(data string) string {
+	if s.SigningDir != "" {
+		return s.SigningDir
+	}
+	return filepath.Join(data, "signing")
 }
 
 // Blobs locates the bytes of update artifacts: a directory by default, an
@@ -129,6 +143,7 @@ func DefaultLimits() Limits {
 // Config is everything serve needs.
 type Config struct {
 	Database `embed:""`
+	Signing  `embed:""`
 
 	Addr       string `name:"addr" default:"127.0.0.1:8080" env:"KEYWARD_ADDR" help:"Listen address (HTTPS when TLS is on)."`
 	HTTPAddr   string `name:"http-addr" env:"KEYWARD_HTTP_ADDR" help:"Plain-HTTP listener that redirects to HTTPS when TLS is on (default :80 with --acme-domain)."`

@@ -441,5 +441,5 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 // profile, two-factor and token tests).
 var azSelfRoutes = map[string]bool{
 	"/api/admin/login.php": true, "/api/admin/totp.php": true, "/api/admin/logout.php": true,
-	"/api/admin/profile.php": true, "/api/admin/2fa.php": true, "/api/admin/tokens.php": true,
+	"/api/admin/profile.php": true, "/api/admin/2fa.php": true, "/api/admin/tokens.php": true, "/api/admin/signing.php": true,
 }

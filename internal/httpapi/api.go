@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyward/keyward/internal/abuse"
@@ -19,6 +20,7 @@ import (
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/reseller"
+	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/internal/webhook"
@@ -68,7 +70,12 @@ type API struct {
 	now      func() time.Time
 	cfg      Config
 	routes   []Route
+	// signer holds the reply-signing keys (nil: replies are not signed).
+	signer atomic.Pointer[signing.Set]
 }
+
+// SetSigning sets the keys replies are signed with (nil turns signing off).
+func (a *API) SetSigning(set *signing.Set) { a.signer.Store(set) }
 
 // Services are the domain services the API serves.
 type Services struct {
@@ -148,6 +155,7 @@ func (a *API) Handler() http.Handler {
 	a.handle(mux, "/api/admin/totp.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminTOTP)))
 	a.bearerRoute(mux, "/api/admin/logout.php", methods{"POST": self(a.adminLogout)})
 	a.bearerRoute(mux, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": self(a.putProfile)})
+	a.bearerRoute(mux, "/api/admin/signing.php", methods{"GET": self(a.signingKeys)})
 	a.bearerRoute(mux, "/api/admin/2fa.php", methods{"POST": self(a.twoFactor)})
 	a.bearerRoute(mux, "/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": self(a.mintToken), "DELETE": self(a.revokeToken)})
 	a.bearerRoute(mux, "/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": owner(a.putMember),
@@ -191,7 +199,7 @@ func (a *API) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.recoverer(a.securityHeaders(a.limit(mux)))
+	return a.signReplies(a.recoverer(a.securityHeaders(a.limit(mux))))
 }
 
 // Route is one registered path and the methods it answers.

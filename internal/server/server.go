@@ -34,6 +34,7 @@ import (
 	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/reseller"
+	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
 	"github.com/keyward/keyward/internal/update"
@@ -185,6 +186,14 @@ func (s *Server) init(ctx context.Context) error {
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
+	keys, err := signing.Load(s.cfg.SigningPath(s.cfg.Data))
+	if err != nil {
+		return fmt.Errorf("reply-signing keys (--signing-dir %s): %w", s.cfg.SigningPath(s.cfg.Data), err)
+	}
+	if keys != nil {
+		s.api.SetSigning(keys)
+		s.opts.Log.Info("signing replies", "key", keys.Active.ID, "spki_sha256", keys.Active.SPKISHA256, "keys", len(keys.Keys))
+	}
 	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
 	if flush <= 0 {
 		flush = time.Second
