@@ -35,6 +35,10 @@ func VerifyReplySignature(keys []*rsa.PublicKey, canonical []byte, sigB64 string
 	if sigB64 == "" {
 		return ErrUnsigned
 	}
+	// Go's decoder skips CR and LF even in strict mode; the SDKs do not.
+	if strings.ContainsAny(sigB64, "\r\n\t ") {
+		return ErrBadSignature
+	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(sigB64)
 	if err != nil || len(sig) == 0 {
 		return ErrBadSignature
