@@ -222,7 +222,9 @@ func TestPinnedReplies(t *testing.T) {
 	fail("changed path", ErrBadSignature, func() { f.tamper = func(p *canonParts) { p.path = "/api/auth/check-key.php" } })
 	fail("changed method", ErrBadSignature, func() { f.tamper = func(p *canonParts) { p.method = "GET" } })
 	fail("changed request", ErrBadSignature, func() { f.tamper = func(p *canonParts) { p.req = []byte("{}") } })
-	fail("replayed nonce", ErrBadSignature, func() { f.tamper = func(p *canonParts) { p.nonce = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" } })
+	fail("replayed nonce", ErrBadSignature, func() {
+		f.tamper = func(p *canonParts) { p.nonce = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" }
+	})
 
 	// Plain garbage with a signature of the wrong shape.
 	old := f.answer
