@@ -40,7 +40,7 @@ func TestClientCommands(t *testing.T) {
 			t.Fatalf("check unknown key: exit %d, %q", code, errOut)
 		}
 		out = mustRun(t, cmd("login", "--key", key, "--hwid", "pc-1")...)
-		if !regexp.MustCompile(`^session [0-9a-f]{64}\ninterval 30s\nkey `+key+`\nstatus active\nexpires 20`).MatchString(out) {
+		if !regexp.MustCompile(`^session [0-9a-f]{64}\ninterval 30s\nkey ` + key + `\nstatus active\nexpires 20`).MatchString(out) {
 			t.Fatalf("login: %q", out)
 		}
 		code, _, errOut = run(t, cmd("login", "--key", key, "--hwid", "pc-2")...)
