@@ -28,6 +28,7 @@ type cli struct {
 	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
 	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
+	Client   clientCmd   `cmd:"" help:"A command-line client of a keyward server (login, heartbeat, check, trial, update)."`
 }
 
 // env carries what commands need besides their flags.

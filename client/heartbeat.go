@@ -1,0 +1,177 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Failure budgets of the heartbeat loop (sdk-compat §2.2).
+const (
+	// MaxUnanswered consecutive beats without an enveloped answer (no reply,
+	// plain refusal, forged or unverifiable reply) end the session with
+	// NETWORK_LOST — or CLOCK_SKEW when all of them were clock refusals.
+	MaxUnanswered = 3
+	// MaxRateLimited consecutive plain 429 answers end it with NETWORK_LOST.
+	MaxRateLimited = 10
+)
+
+// EventKind names what happened on one beat.
+type EventKind string
+
+// Event kinds reported to HeartbeatOptions.OnEvent.
+const (
+	EventOK          EventKind = "ok"           // enveloped success
+	EventTransient   EventKind = "transient"    // enveloped refusal with a non-kill code (e.g. RATE_LIMITED): answered, keep beating
+	EventUnanswered  EventKind = "unanswered"   // no usable answer; counts toward MaxUnanswered
+	EventRateLimited EventKind = "rate_limited" // plain 429; counts toward MaxRateLimited
+	EventKill        EventKind = "kill"         // the session ended; Code says why
+)
+
+// Event describes one beat of the loop.
+type Event struct {
+	Kind EventKind
+	Code string // error code of the answer, or the kill code
+	// Unanswered and RateLimited are the budgets' counters after this beat.
+	Unanswered  int
+	RateLimited int
+	// ClockOffset is the client's clock correction after this beat.
+	ClockOffset time.Duration
+	Err         error // the failure, if any
+}
+
+// HeartbeatOptions configure Session.Run.
+type HeartbeatOptions struct {
+	// OnKill is called once with the code that ends the session: one of
+	// the eight server kill codes, NETWORK_LOST or CLOCK_SKEW. Stop using
+	// the licensed features when it is called.
+	OnKill func(code string)
+	// OnEvent, when set, is called after every beat.
+	OnEvent func(Event)
+	// Interval overrides the server's heartbeat_interval (0: the server's).
+	// Beating faster gains nothing; the server rate-limits each session.
+	Interval time.Duration
+	// Immediate sends the first beat at once instead of one interval after
+	// Run starts.
+	Immediate bool
+}
+
+// Beat sends one heartbeat. nil means the server answered success; an
+// enveloped *APIError with a kill code (IsKill) means the session is over;
+// anything else is transient.
+func (s *Session) Beat(ctx context.Context) error {
+	_, err := s.c.do(ctx, call{method: "POST", path: "/api/auth/heartbeat.php", kind: envelopeCall,
+		body: map[string]any{"session_id": s.ID, "license_key": s.LicenseKey, "hwid": s.HWID}}, nil)
+	return err
+}
+
+// Run keeps the session alive, beating every interval until the context
+// ends (it then returns ctx.Err()) or the session ends: OnKill is called and
+// Run returns a *KillError. Only enveloped answers count as answered: after
+// MaxUnanswered consecutive beats without one the session ends with
+// NETWORK_LOST (CLOCK_SKEW when each was a clock refusal the automatic
+// correction could not fix), after MaxRateLimited consecutive plain 429s
+// with NETWORK_LOST. The two budgets do not reset each other; an enveloped
+// answer resets both. Unknown codes are transient.
+func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
+	d := o.Interval
+	if d <= 0 {
+		d = s.Interval
+	}
+	if d <= 0 {
+		d = 30 * time.Second
+	}
+	ticks, stop := s.c.tick(d)
+	defer stop()
+	var b budget
+	first := o.Immediate
+	for {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-ticks:
+			}
+		}
+		first = false
+		err := s.Beat(ctx)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ev, kill := b.classify(err)
+		ev.ClockOffset = s.c.ClockOffset()
+		if kill != nil {
+			s.c.log.Warn("keyward: session ended", "code", kill.Code, "err", kill.Err)
+		} else if err != nil {
+			s.c.log.Debug("keyward: heartbeat failed", "kind", ev.Kind, "err", err)
+		}
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+		if kill != nil {
+			if o.OnKill != nil {
+				o.OnKill(kill.Code)
+			}
+			return kill
+		}
+	}
+}
+
+// budget holds the loop's two failure counters.
+type budget struct {
+	unanswered  int
+	clockOnly   bool // every unanswered beat of the streak was a clock refusal
+	rateLimited int
+}
+
+// classify accounts for one beat's outcome.
+func (b *budget) classify(err error) (Event, *KillError) {
+	ev := Event{Err: err}
+	var api *APIError
+	isAPI := errors.As(err, &api)
+	switch {
+	case err == nil:
+		b.unanswered, b.rateLimited, b.clockOnly = 0, 0, false
+		ev.Kind = EventOK
+	case isAPI && api.Sealed:
+		b.unanswered, b.rateLimited, b.clockOnly = 0, 0, false
+		ev.Code = api.Code
+		if IsKillCode(api.Code) {
+			ev.Kind = EventKill
+			ev.Unanswered, ev.RateLimited = b.unanswered, b.rateLimited
+			return ev, &KillError{Code: api.Code, Message: api.Message}
+		}
+		ev.Kind = EventTransient
+	case isAPI && api.Status == 429:
+		b.rateLimited++
+		ev.Kind, ev.Code = EventRateLimited, api.Code
+		if b.rateLimited >= MaxRateLimited {
+			ev.Kind, ev.Code = EventKill, CodeNetworkLost
+			ev.Unanswered, ev.RateLimited = b.unanswered, b.rateLimited
+			return ev, &KillError{Code: CodeNetworkLost, Message: "the server kept refusing heartbeats (rate limited)", Err: err}
+		}
+	default:
+		clock := isAPI && api.ClockRefusal()
+		if b.unanswered == 0 {
+			b.clockOnly = clock
+		} else {
+			b.clockOnly = b.clockOnly && clock
+		}
+		b.unanswered++
+		ev.Kind = EventUnanswered
+		if isAPI {
+			ev.Code = api.Code
+		}
+		if b.unanswered >= MaxUnanswered {
+			code, msg := CodeNetworkLost, "no answer from the licence server"
+			if b.clockOnly {
+				code, msg = CodeClockSkew, "the licence server keeps refusing this computer's clock"
+			}
+			ev.Kind, ev.Code = EventKill, code
+			ev.Unanswered, ev.RateLimited = b.unanswered, b.rateLimited
+			return ev, &KillError{Code: code, Message: msg, Err: err}
+		}
+	}
+	ev.Unanswered, ev.RateLimited = b.unanswered, b.rateLimited
+	return ev, nil
+}

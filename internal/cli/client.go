@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/keyward/keyward/client"
+)
+
+// Exit codes of `keyward client …`.
+const (
+	exitClientError    = 1 // network or other error
+	exitClientRefused  = 3 // the server refused (error_code printed), or check: key not valid
+	exitClientKilled   = 4 // the session ended: kill code, NETWORK_LOST or CLOCK_SKEW
+	exitClientSecurity = 5 // a reply failed verification (signature, envelope, redirect)
+	exitClientChecksum = 6 // the downloaded file did not match the offered sha256
+)
+
+// clientCmd is `keyward client`: a command-line client of a keyward server
+// built on the Go SDK (package client), for testing apps and servers.
+type clientCmd struct {
+	Login     clientLoginCmd     `cmd:"" help:"Sign in with a licence key, print the session and sign out."`
+	Heartbeat clientHeartbeatCmd `cmd:"" help:"Sign in and run the heartbeat loop, printing one line per beat, until killed or interrupted."`
+	Check     clientCheckCmd     `cmd:"" help:"Check a licence key without opening a session (exit 3 when not valid)."`
+	Trial     clientTrialCmd     `cmd:"" help:"Start (or resume) this device's trial and print its key."`
+	Update    clientUpdateCmd    `cmd:"" help:"Check for and download updates."`
+}
+
+type clientUpdateCmd struct {
+	Check    clientUpdateCheckCmd    `cmd:"" help:"Ask whether an update is available."`
+	Download clientUpdateDownloadCmd `cmd:"" help:"Download the offered update (resumable, sha256-verified)."`
+}
+
+// clientConn are the flags every client command takes.
+type clientConn struct {
+	URL    string   `name:"url" required:"" env:"KEYWARD_CLIENT_URL" help:"Base URL of the keyward server."`
+	Secret string   `name:"secret" required:"" env:"KEYWARD_CLIENT_SECRET" help:"The app's secret (64 hex characters)."`
+	Pin    []string `name:"pin" type:"existingfile" env:"KEYWARD_CLIENT_PIN" placeholder:"FILE" help:"PEM public key of the server's reply signing key; replies must be signed with it (repeatable)."`
+}
+
+type clientKey struct {
+	Key string `name:"key" required:"" env:"KEYWARD_CLIENT_KEY" help:"Licence key."`
+}
+
+type clientHWID struct {
+	HWID string `name:"hwid" env:"KEYWARD_CLIENT_HWID" help:"Device id (default: the host name)."`
+}
+
+func (h clientHWID) value() string {
+	if h.HWID != "" {
+		return h.HWID
+	}
+	n, _ := os.Hostname()
+	return "keyward-cli-" + n
+}
+
+func (c clientConn) client() (*client.Client, error) {
+	opts := []client.Option{client.WithUserAgent("keyward-cli/" + Version)}
+	if len(c.Pin) > 0 {
+		var pems [][]byte
+		for _, f := range c.Pin {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			pems = append(pems, b)
+		}
+		opts = append(opts, client.WithPinnedKeys(pems...))
+	}
+	return client.New(c.URL, c.Secret, opts...)
+}
+
+// clientExit prints err and exits with the code its kind calls for.
+func clientExit(k *kong.Context, e *env, err error) error {
+	if err == nil {
+		return nil
+	}
+	code := exitClientError
+	var api *client.APIError
+	var sec *client.SecurityError
+	switch {
+	case client.IsKill(err):
+		code = exitClientKilled
+	case errors.As(err, &sec):
+		code = exitClientSecurity
+	case errors.Is(err, client.ErrChecksum):
+		code = exitClientChecksum
+	case errors.As(err, &api):
+		code = exitClientRefused
+	}
+	fmt.Fprintf(e.stderr, "keyward: %v\n", err)
+	k.Exit(code)
+	return nil
+}
+
+func printTime(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func printSession(w io.Writer, s *client.Session) {
+	fmt.Fprintf(w, "session %s\ninterval %ds\n", s.ID, int(s.Interval/time.Second))
+	if s.LicenseKey != "" {
+		fmt.Fprintf(w, "key %s\n", s.LicenseKey)
+	}
+	fmt.Fprintf(w, "status %s\nexpires %s\n", s.User.Status, printTime(s.User.ExpiresAt))
+}
+
+type clientLoginCmd struct {
+	clientConn `embed:""`
+	clientKey  `embed:""`
+	clientHWID `embed:""`
+	Keep       bool `name:"keep" env:"KEYWARD_CLIENT_KEEP" help:"Do not sign out (the session stays open until it times out)."`
+}
+
+func (c *clientLoginCmd) Run(e *env, k *kong.Context) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	s, err := cl.Login(e.ctx, c.Key, c.value())
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	printSession(e.stdout, s)
+	if !c.Keep {
+		return clientExit(k, e, s.Logout(e.ctx))
+	}
+	return nil
+}
+
+type clientHeartbeatCmd struct {
+	clientConn `embed:""`
+	clientKey  `embed:""`
+	clientHWID `embed:""`
+	Interval   time.Duration `name:"interval" env:"KEYWARD_CLIENT_INTERVAL" help:"Beat at this interval instead of the server's."`
+	Count      int           `name:"count" env:"KEYWARD_CLIENT_COUNT" help:"Stop (and sign out) after this many beats; 0: run until killed or interrupted."`
+}
+
+func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	s, err := cl.Login(e.ctx, c.Key, c.value())
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	printSession(e.stdout, s)
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	n := 0
+	err = s.Run(ctx, client.HeartbeatOptions{
+		Interval: c.Interval,
+		OnEvent: func(ev client.Event) {
+			line := "beat " + string(ev.Kind)
+			switch ev.Kind {
+			case client.EventKill:
+				line = "kill " + ev.Code
+			case client.EventTransient:
+				line += " " + ev.Code
+			case client.EventUnanswered:
+				line += fmt.Sprintf(" %d/%d", ev.Unanswered, client.MaxUnanswered)
+			case client.EventRateLimited:
+				line += fmt.Sprintf(" %d/%d", ev.RateLimited, client.MaxRateLimited)
+			}
+			if ev.Err != nil && ev.Kind != client.EventKill {
+				line += ": " + ev.Err.Error()
+			}
+			fmt.Fprintln(e.stdout, line)
+			if n++; c.Count > 0 && n >= c.Count {
+				cancel()
+			}
+		},
+	})
+	if client.IsKill(err) {
+		return clientExit(k, e, err)
+	}
+	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer lcancel()
+	if lerr := s.Logout(lctx); lerr != nil {
+		fmt.Fprintf(e.stderr, "keyward: logout: %v\n", lerr)
+	}
+	fmt.Fprintln(e.stdout, "stopped")
+	return nil
+}
+
+type clientCheckCmd struct {
+	clientConn `embed:""`
+	clientKey  `embed:""`
+}
+
+func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	st, err := cl.CheckKey(e.ctx, c.Key)
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	fmt.Fprintf(e.stdout, "valid %v\nstatus %s\ntype %s\nexpires %s\nmax_devices %d\n",
+		st.Valid, st.Key.Status, st.Key.KeyType, printTime(st.Key.ExpiresAt), st.Key.MaxDevices)
+	if !st.Valid {
+		k.Exit(exitClientRefused)
+	}
+	return nil
+}
+
+type clientTrialCmd struct {
+	clientConn `embed:""`
+	clientHWID `embed:""`
+}
+
+func (c *clientTrialCmd) Run(e *env, k *kong.Context) error {
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	tr, err := cl.StartTrial(e.ctx, c.value())
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	fmt.Fprintf(e.stdout, "trial %s\nexpires %s\nresumed %v\n", tr.Key, printTime(tr.ExpiresAt), tr.Resumed)
+	return clientExit(k, e, tr.Logout(e.ctx))
+}
+
+type clientUpdateFlags struct {
+	clientConn `embed:""`
+	Version    string `name:"version" required:"" env:"KEYWARD_CLIENT_VERSION" help:"The running version (semver)."`
+	Channel    string `name:"channel" env:"KEYWARD_CLIENT_CHANNEL" help:"stable (default), beta or alpha."`
+	OS         string `name:"os" env:"KEYWARD_CLIENT_OS" help:"windows, macos or linux."`
+	Arch       string `name:"arch" env:"KEYWARD_CLIENT_ARCH" help:"x64, x86 or arm64."`
+	Key        string `name:"key" env:"KEYWARD_CLIENT_KEY" help:"Licence key (rollout bucketing)."`
+	HWID       string `name:"hwid" env:"KEYWARD_CLIENT_HWID" help:"Device id (rollout bucketing)."`
+}
+
+func (c clientUpdateFlags) check(ctx context.Context) (*client.Client, *client.UpdateOffer, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	o, err := cl.CheckUpdate(ctx, client.UpdateRequest{Version: c.Version, Channel: c.Channel, OS: c.OS, Arch: c.Arch,
+		LicenseKey: c.Key, HWID: c.HWID})
+	return cl, o, err
+}
+
+func printOffer(w io.Writer, o *client.UpdateOffer) {
+	fmt.Fprintf(w, "update %s\nmandatory %v\nsize %d\nsha256 %s\nurl %s\n", o.Version, o.Mandatory, o.Size, o.SHA256, o.DownloadURL)
+}
+
+type clientUpdateCheckCmd struct {
+	clientUpdateFlags `embed:""`
+}
+
+func (c *clientUpdateCheckCmd) Run(e *env, k *kong.Context) error {
+	_, o, err := c.check(e.ctx)
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	if o == nil {
+		fmt.Fprintln(e.stdout, "up to date")
+		return nil
+	}
+	printOffer(e.stdout, o)
+	return nil
+}
+
+type clientUpdateDownloadCmd struct {
+	clientUpdateFlags `embed:""`
+	Out               string `name:"out" short:"o" env:"KEYWARD_CLIENT_OUT" help:"File to write (default: update-<version>.bin); an existing <out>.part is resumed."`
+}
+
+func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
+	cl, o, err := c.check(e.ctx)
+	if err != nil {
+		return clientExit(k, e, err)
+	}
+	if o == nil {
+		fmt.Fprintln(e.stdout, "up to date")
+		return nil
+	}
+	printOffer(e.stdout, o)
+	out := c.Out
+	if out == "" {
+		out = "update-" + o.Version + ".bin"
+	}
+	if err := cl.DownloadFile(e.ctx, o, out); err != nil {
+		return clientExit(k, e, err)
+	}
+	fmt.Fprintf(e.stdout, "saved %s\n", out)
+	return nil
+}

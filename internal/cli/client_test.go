@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// `keyward client …` against a real server: check, login, trial, update
+// check and download, heartbeat until a ban kills it, and the exit codes.
+func TestClientCommands(t *testing.T) {
+	clearEnv(t)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		app := s.CreateApp("CLI app")
+		s.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"trial_enabled": true}})
+		key := app.GenerateKeys(1, "days", 30, 1)[0]
+		conn := []string{"--url", s.URL, "--secret", app.Secret}
+		cmd := func(args ...string) []string { return append(append([]string{"client"}, args...), conn...) }
+
+		out := mustRun(t, cmd("check", "--key", key)...)
+		if !strings.Contains(out, "valid true\nstatus unused\n") {
+			t.Fatalf("check: %q", out)
+		}
+		code, _, errOut := run(t, cmd("check", "--key", "NOPE-NOPE")...)
+		if code != 3 || !strings.Contains(errOut, "INVALID_KEY") {
+			t.Fatalf("check unknown key: exit %d, %q", code, errOut)
+		}
+		out = mustRun(t, cmd("login", "--key", key, "--hwid", "pc-1")...)
+		if !regexp.MustCompile(`^session [0-9a-f]{64}\ninterval 30s\nkey ` + key + `\nstatus active\nexpires 20`).MatchString(out) {
+			t.Fatalf("login: %q", out)
+		}
+		code, _, errOut = run(t, cmd("login", "--key", key, "--hwid", "pc-2")...)
+		if code != 3 || !strings.Contains(errOut, "HWID_MISMATCH") {
+			t.Fatalf("login elsewhere: exit %d, %q", code, errOut)
+		}
+		out = mustRun(t, cmd("trial", "--hwid", "pc-trial")...)
+		if !regexp.MustCompile(`^trial TRIAL-\S+\nexpires 20\S+\nresumed false\n$`).MatchString(out) {
+			t.Fatalf("trial: %q", out)
+		}
+
+		// Updates.
+		artifact := bytes.Repeat([]byte("cli-artifact "), 5000)
+		app.Release("1.2.0", artifact, nil)
+		if out := mustRun(t, cmd("update", "check", "--version", "1.2.0")...); out != "up to date\n" {
+			t.Fatalf("update check: %q", out)
+		}
+		sum := sha256.Sum256(artifact)
+		out = mustRun(t, cmd("update", "check", "--version", "1.0.0")...)
+		if !strings.Contains(out, "update 1.2.0\n") || !strings.Contains(out, "sha256 "+hex.EncodeToString(sum[:])) {
+			t.Fatalf("update check: %q", out)
+		}
+		dst := filepath.Join(t.TempDir(), "app.bin")
+		os.WriteFile(dst+".part", artifact[:1000], 0o644) // an earlier, interrupted run
+		out = mustRun(t, cmd("update", "download", "--version", "1.0.0", "--out", dst)...)
+		if got, _ := os.ReadFile(dst); !bytes.Equal(got, artifact) || !strings.Contains(out, "saved "+dst) {
+			t.Fatalf("download: %q", out)
+		}
+		bad := append([]byte(nil), artifact[:1000]...)
+		bad[0] ^= 1
+		os.WriteFile(dst+"2.part", bad, 0o644)
+		code, _, errOut = run(t, cmd("update", "download", "--version", "1.0.0", "--out", dst+"2")...)
+		if code != 6 || !strings.Contains(errOut, "sha256") {
+			t.Fatalf("corrupted download: exit %d, %q", code, errOut)
+		}
+
+		// A pinned key the server does not sign with: exit 5.
+		k, _ := rsa.GenerateKey(rand.Reader, 2048)
+		der, _ := x509.MarshalPKIXPublicKey(&k.PublicKey)
+		pin := filepath.Join(t.TempDir(), "pin.pem")
+		os.WriteFile(pin, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o644)
+		code, _, errOut = run(t, cmd("check", "--key", key, "--pin", pin)...)
+		if code != 5 || !strings.Contains(errOut, "not signed") {
+			t.Fatalf("pinned: exit %d, %q", code, errOut)
+		}
+
+		// Heartbeat: beats print lines; a ban ends the loop with exit 4.
+		key2 := app.GenerateKeys(1, "days", 30, 1)[0]
+		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(context.Background(), cmd("heartbeat", "--key", key2, "--hwid", "pc-hb", "--interval", "20ms"), stdout, stderr)
+		}()
+		waitFor := func(what string) {
+			t.Helper()
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(stdout.String(), what) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no %q in heartbeat output %q (stderr %q)", what, stdout, stderr)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		waitFor("beat ok\n")
+		if r := app.KeyAction("ban", key2, nil); r.Status != 200 {
+			t.Fatalf("ban: %s", r)
+		}
+		waitFor("kill BANNED\n")
+		select {
+		case code := <-done:
+			if code != 4 || !strings.Contains(stderr.String(), "BANNED") {
+				t.Fatalf("heartbeat after a ban: exit %d, stderr %q", code, stderr)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("heartbeat did not exit after the ban")
+		}
+
+		// --count stops the loop and signs out.
+		key3 := app.GenerateKeys(1, "days", 30, 1)[0]
+		out = mustRun(t, cmd("heartbeat", "--key", key3, "--interval", "10ms", "--count", "2")...)
+		if !strings.HasSuffix(out, "beat ok\nbeat ok\nstopped\n") {
+			t.Fatalf("heartbeat --count: %q", out)
+		}
+	})
+	// Usage errors.
+	if code, _, errOut := run(t, "client", "check", "--key", "K"); code != 2 || !strings.Contains(errOut, "--url") {
+		t.Fatalf("no --url: exit %d, %q", code, errOut)
+	}
+	t.Setenv("KEYWARD_CLIENT_URL", "http://127.0.0.1:1")
+	t.Setenv("KEYWARD_CLIENT_SECRET", strings.Repeat("a", 64))
+	if code, _, _ := run(t, "client", "check", "--key", "K"); code != 1 {
+		t.Fatalf("unreachable server: exit %d", code)
+	}
+}
