@@ -272,7 +272,6 @@ func TestTrial(t *testing.T) {
 		_, err := c.StartTrial(ctx, "hw-trial")
 		apiErr(t, err, 403, "TRIAL_DISABLED", false)
 		srv.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"trial_enabled": true}})
-		time.Sleep(1100 * time.Millisecond) // the app cache lives 1 s (wall clock)
 		tr, err := c.StartTrial(ctx, "hw-trial")
 		if err != nil {
 			t.Fatal(err)
