@@ -181,7 +181,9 @@ func TestCompat06_FieldAliases(t *testing.T) {
 				body func(user string) O
 				key  bool
 			}{
-				{"PY1.0-key-hwid", PY10, func(u string) O { return obj("username", u, "password", "password-1", "license_key", key(), "hwid", "pc") }, true},
+				{"PY1.0-key-hwid", PY10, func(u string) O {
+					return obj("username", u, "password", "password-1", "license_key", key(), "hwid", "pc")
+				}, true},
 				{"PY1.1-no-key", PY11, func(u string) O { return obj("username", u, "password", "password-1", "email", "") }, false},
 				{"PY1.1-key-untrimmed", PY11, func(u string) O {
 					return obj("username", u, "password", "password-1", "email", u+"@example.com", "license_key", "  "+key()+"\n")
