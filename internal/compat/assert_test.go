@@ -234,3 +234,5 @@ func sessionCount(t testing.TB, a *kwtest.App, key string) int {
 	r := a.S.MustAdmin("GET", "/api/admin/sessions.php?app_id="+a.ID+"&license_key="+key, nil)
 	return len(r.Body["sessions"].([]any))
 }
+
+func secs(n int64) time.Duration { return time.Duration(n) * time.Second }

@@ -138,6 +138,8 @@ func (g Gen) encode(b *bytes.Buffer, v any) {
 		b.WriteString(strconv.FormatFloat(x, 'f', -1, 64))
 	case json.Number:
 		b.WriteString(string(x))
+	case json.RawMessage: // sent as is
+		b.Write(x)
 	case string:
 		g.str(b, x)
 	case O:
