@@ -16,6 +16,7 @@ import (
 // crypto/validation, 401 secret/credentials, 403 disabled features, 404
 // unknown key on reset, 409 conflicts, 429 rate limits with retry_after.
 func TestCompat12_ErrorStatuses(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		// The general per-IP limiter is on (test servers turn it off): with
 		// the injected clock frozen its bucket never refills, so the flood
@@ -117,6 +118,7 @@ func TestCompat12_ErrorStatuses(t *testing.T) {
 // from which PY1.1+/NET1.2+/CPP1.1+ correct their clock and resend once; a
 // bad MAC gets CRYPTO_ERROR without reason and without "expired".
 func TestCompat13_ClockRefusal(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Clocks")

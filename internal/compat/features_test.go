@@ -20,6 +20,7 @@ var trialKeyRe = regexp.MustCompile(`^TRIAL-[0-9A-Z]{5}-[0-9A-Z]{5}-[0-9A-Z]{5}$
 // C# console) and license_key (hand-written VBX, .NET fixture), with
 // expires_at; refusals TRIAL_DISABLED, TRIAL_USED, TRIAL_LIMIT.
 func TestCompat14_Trial(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Trials")
@@ -66,6 +67,7 @@ func TestCompat14_Trial(t *testing.T) {
 // cooldown and returns next_reset_at; the deprecated request-hwid-reset.php
 // answers the same whether or not the key exists.
 func TestCompat15_HWIDReset(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Resets")
@@ -150,6 +152,7 @@ func TestCompat15_HWIDReset(t *testing.T) {
 // (session + heartbeat_interval), change-password (ends every session),
 // redeem (both forms, top-level fields), lockout via 429.
 func TestCompat16_Accounts(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Accounts")
@@ -250,6 +253,7 @@ func TestCompat16_Accounts(t *testing.T) {
 // §7.17: app content — info, text (Bearer key), slides, update check on
 // every channel, social-click by link_id, the public price list.
 func TestCompat17_AppContent(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Content")
@@ -367,6 +371,7 @@ func clicks(t *testing.T, a *rich) float64 {
 // §7.18: replies are never compressed, whatever Accept-Encoding says (no SDK
 // decompresses; a signed reply covers the bytes on the wire).
 func TestCompat18_NoCompression(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Uncompressed")
@@ -412,6 +417,7 @@ func TestCompat18_NoCompression(t *testing.T) {
 // request again. A repeated envelope gets the first reply (freshly sealed)
 // and changes nothing more; repeated plain posts are answered sensibly.
 func TestCompat19_DuplicatePosts(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Retries")

@@ -30,6 +30,7 @@ func checkKey(c *Client, key string) *Reply {
 // key{status, expires_at, days_remaining, key_type, max_devices} and
 // features; failures with error_code and message; no session, no binding.
 func TestCompat05_CheckKeyMirrorsTransport(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := s.CreateApp("Check")
@@ -113,6 +114,7 @@ func TestCompat05_CheckKeyMirrorsTransport(t *testing.T) {
 
 // §7.6: the field aliases of older and newer clients.
 func TestCompat06_FieldAliases(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Aliases")
@@ -256,6 +258,7 @@ func TestCompat06_FieldAliases(t *testing.T) {
 // heartbeat_interval a JSON integer ≥ 5 (server-dictated) on login and
 // account-login, beats 60 s apart plus misses tolerated.
 func TestCompat07_Sessions(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Sessions")
@@ -320,6 +323,7 @@ func TestCompat07_Sessions(t *testing.T) {
 
 // §7.8: the login success every generation reads, and account-login's extras.
 func TestCompat08_LoginSuccess(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Login shape")
@@ -412,6 +416,7 @@ func TestCompat08_LoginSuccess(t *testing.T) {
 // expires_at and days_remaining; booleans are JSON booleans — across every
 // client reply.
 func TestCompat09_TimestampsAndTypes(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Types")
@@ -510,6 +515,7 @@ func walkTypes(t *testing.T, r *Reply, path string, v any) {
 // every generation stops on, each with a message; never HWID_MISMATCH,
 // INVALID_KEY or a KEY_* code.
 func TestCompat10_HeartbeatKillCodes(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		// Sessions outlive a day of silence so that a key's expiry, not the
 		// session timeout, is what the last beat meets.
@@ -633,6 +639,7 @@ func TestCompat10_HeartbeatKillCodes(t *testing.T) {
 // §7.11: login refusals, enveloped, each success:false with its code and a
 // message (trial, reset and account codes: items 14–16).
 func TestCompat11_LoginRefusals(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Refusals")

@@ -24,6 +24,7 @@ import (
 // prefix behind a reverse proxy — over HTTP and HTTPS (and over the plain
 // listener of a TLS deployment), never with a redirect.
 func TestCompat01_PathsUnderAnyBase(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Base URLs")
@@ -37,6 +38,8 @@ func TestCompat01_PathsUnderAnyBase(t *testing.T) {
 			gens      []Gen
 		}{
 			{"root", s.URL, allGens},
+			// Configured with a trailing slash, which the clients strip
+			// before appending "/api/…" (the helper does the same).
 			{"trailing-slash", s.URL + "/", []Gen{PY11, NET, VBX}},
 			{"path-prefix", proxy.URL + "/licensing/v1", []Gen{PY10, NET, CPP11, GENpy, JS3P}},
 		}
@@ -91,6 +94,7 @@ var allRoutes = []struct{ method, path string }{
 // or a failed reply (success:false + INVALID_APP). User-Agent is never
 // filtered: Python-urllib, no UA at all, a browser's.
 func TestCompat02_AppSecret(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Secrets")
@@ -146,6 +150,7 @@ func TestCompat02_AppSecret(t *testing.T) {
 // \uXXXX from System.Text.Json, ", "/": " from GEN-py, raw UTF-8, extra
 // white space), inside a ±300 s window.
 func TestCompat03_Envelope(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := s.CreateApp("Envelope")
@@ -234,6 +239,7 @@ func checkReplyEnvelope(t testing.TB, r *Reply) {
 // server's clock — and only refusals before verification are plain, never
 // a plain success:true.
 func TestCompat04_EnvelopeEveryReply(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := start(t, engine, nil)
 		a := richApp(t, s, "Sealed replies")
