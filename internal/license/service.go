@@ -50,6 +50,9 @@ type Service struct {
 	dummy   []byte // a bcrypt hash compared against for unknown usernames
 	mu      sync.Mutex
 	touched map[string]time.Time // session ID → last heartbeat not yet written
+	// flushed is the batch the last flush wrote (or is writing), kept until
+	// the next one so a read racing the write still sees its times.
+	flushed map[string]time.Time
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -348,6 +351,9 @@ func (s *Service) touchResolution() time.Duration { return s.cfg.SessionTimeout 
 func (s *Service) lastSeen(sess *Session) time.Time {
 	s.mu.Lock()
 	t, ok := s.touched[sess.ID]
+	if f, fok := s.flushed[sess.ID]; fok && (!ok || f.After(t)) {
+		t, ok = f, true
+	}
 	s.mu.Unlock()
 	if ok && t.After(sess.LastSeenAt) {
 		return t
@@ -372,6 +378,9 @@ func (s *Service) FlushTouches(ctx context.Context) error {
 	}
 	batch := s.touched
 	s.touched = make(map[string]time.Time, len(batch))
+	// The batch stays visible until the next flush: a heartbeat that read
+	// its session just before this write commits still sees the time.
+	s.flushed = batch
 	s.mu.Unlock()
 	if err := s.store.TouchSessions(ctx, batch); err != nil {
 		s.mu.Lock()
