@@ -26,6 +26,7 @@ type cli struct {
 	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
 	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
+	Import   importCmd   `cmd:"" help:"Import license keys from a CSV (keyward's export layout)."`
 	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 	Client   clientCmd   `cmd:"" help:"A command-line client of a keyward server (login, heartbeat, check, trial, update)."`
