@@ -22,6 +22,9 @@ import (
 var Version = "dev"
 
 type cli struct {
+	ConfigFile kong.ConfigFlag `name:"config" env:"KEYWARD_CONFIG" type:"existingfile" placeholder:"FILE" help:"JSON file of settings named as their flags (session-timeout or session_timeout); flags and environment variables override it."`
+
+	Config   configCmd   `cmd:"" help:"Show the effective configuration."`
 	Serve    serveCmd    `cmd:"" help:"Run the keyward server."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
@@ -46,7 +49,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	exit := -1
 	parser, err := kong.New(&c, kong.Name("keyward"),
 		kong.Description("Self-hosted license, session, trial and update server."),
-		kong.Writers(stdout, stderr), kong.UsageOnError(),
+		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
 		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
