@@ -140,7 +140,8 @@ func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, err
 	default:
 		return nil, apperr.InvalidField("dry_run", "use true or false")
 	}
-	body := http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes+1) // the parser reads no more
+	http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(30 * time.Minute)) // 50 MiB may outlast ReadTimeout
+	body := http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes+1)              // the parser reads no more
 	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, apply)
 	if err != nil {
 		return nil, err
