@@ -22,10 +22,14 @@ import (
 var Version = "dev"
 
 type cli struct {
+	ConfigFile kong.ConfigFlag `name:"config" env:"KEYWARD_CONFIG" type:"existingfile" placeholder:"FILE" help:"JSON file of settings named as their flags (session-timeout or session_timeout); flags and environment variables override it."`
+
+	Config   configCmd   `cmd:"" help:"Show the effective configuration."`
 	Serve    serveCmd    `cmd:"" help:"Run the keyward server."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
 	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
+	Import   importCmd   `cmd:"" help:"Import license keys from a CSV (keyward's export layout)."`
 	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 	Client   clientCmd   `cmd:"" help:"A command-line client of a keyward server (login, heartbeat, check, trial, update)."`
@@ -45,7 +49,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	exit := -1
 	parser, err := kong.New(&c, kong.Name("keyward"),
 		kong.Description("Self-hosted license, session, trial and update server."),
-		kong.Writers(stdout, stderr), kong.UsageOnError(),
+		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
 		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }))
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -41,7 +41,9 @@ type op struct {
 	// optional routes may be called without app_id (the handler then
 	// decides what the caller may see); with one, perm applies.
 	optional bool
-	h        adminHandler
+	// csv routes take a text/csv body, which their handler streams.
+	csv bool
+	h   adminHandler
 }
 
 // The permission an admin route method needs on its app.
@@ -50,6 +52,10 @@ func support(h adminHandler) op { return op{perm: admin.PermSupport, h: h} }
 func manage(h adminHandler) op  { return op{perm: admin.PermManage, h: h} }
 func owner(h adminHandler) op   { return op{perm: admin.PermOwner, h: h} }
 func self(h adminHandler) op    { return op{h: h} }
+
+// csvBody is o taking a text/csv body (streamed by its handler, which
+// limits it) instead of a JSON object.
+func csvBody(o op) op { o.csv = true; return o }
 
 // optionalApp is o callable without app_id.
 func optionalApp(o op) op { o.optional = true; return o }
@@ -82,7 +88,7 @@ func (a *API) bearer(m methods) http.Handler {
 			return
 		}
 		c := &adminCall{p: p, actor: p.Actor(a.clientIP(r)), f: fields{}, q: r.URL.Query(), w: w, r: r}
-		if !streamsBody(r) {
+		if !streamsBody(r, o) {
 			body, err := readBody(w, r, adminBodyLimit)
 			if err == nil {
 				c.f, err = parseFields(body)
@@ -178,10 +184,12 @@ func (a *API) adminPrincipal(w http.ResponseWriter, r *http.Request) (*admin.Pri
 }
 
 // streamsBody reports whether the request carries raw bytes its handler
-// streams (an artifact upload) rather than a JSON object to read up front.
-func streamsBody(r *http.Request) bool {
+// streams (an artifact upload; a CSV to a route that takes one) rather than
+// a JSON object to read up front. A CSV sent elsewhere is read up front
+// within adminBodyLimit, and refused as not JSON.
+func streamsBody(r *http.Request, o op) bool {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return ct == "application/octet-stream"
+	return ct == "application/octet-stream" || ct == "text/csv" && o.csv
 }
 
 // param reads a string from the query string or, failing that, the body.

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type azCase struct {
 	app   string // the app whose audit log the call may change
 	query string // appended to the path (with app_id)
 	body  map[string]any
+	csv   []byte // sent as text/csv instead of body
 }
 
 type azRow struct {
@@ -186,6 +188,12 @@ func azRows(f *azFixture) []azRow {
 			s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": k, "note": note})
 			return map[string]any{"op": "pause", "q": note, "dry_run": false, "expect": 1}
 		}),
+		{method: "POST", path: "/api/admin/keys-import.php", least: "admin", prep: func(t *testing.T, app *kwtest.App) azCase {
+			c := onQuery(app, "&dry_run=false")
+			c.csv = []byte("license_key,status,key_type,duration,max_devices,activated_at,expires_at,note,features,hwids,created_at\n" +
+				"IMPORTED-" + f.seq() + ",unused,lifetime,0,1,,,,{},,\n")
+			return c
+		}},
 		get("/api/admin/sessions.php", "viewer"),
 		body("DELETE", "/api/admin/sessions.php", "support", func(t *testing.T, app *kwtest.App) map[string]any {
 			return map[string]any{"session_id": app.Login(f.key(t, app), "pc-"+f.seq())}
@@ -392,7 +400,13 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 					if c.body != nil {
 						body = c.body
 					}
-					r := s.AdminAs(f.tokens[role], row.method, row.path+c.query, body)
+					var r *kwtest.Reply
+					if c.csv == nil {
+						r = s.AdminAs(f.tokens[role], row.method, row.path+c.query, body)
+					} else {
+						r = s.Do(row.method, row.path+c.query, http.Header{"Authorization": {"Bearer " + f.tokens[role]},
+							"Content-Type": {"text/csv"}}, c.csv)
+					}
 					name := fmt.Sprintf("%s %s%s as %s (foreign=%v)", row.method, row.path, c.query, role, foreign)
 					allowed := !foreign && azRank(role) >= azRank(row.least)
 					if !allowed {

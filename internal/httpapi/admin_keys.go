@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,10 +85,6 @@ func queryInt(c *adminCall, name string) (int64, error) {
 	return n, nil
 }
 
-// exportHeader is the CSV layout of key exports (and, later, imports).
-var exportHeader = []string{"license_key", "status", "key_type", "duration", "max_devices", "activated_at", "expires_at",
-	"note", "features", "hwids", "created_at"}
-
 // exportKeys streams every key of the app as CSV, one page at a time.
 func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error {
 	w := c.w
@@ -95,7 +92,7 @@ func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error 
 	w.Header().Set("Content-Disposition", `attachment; filename="keys-`+appID+`.csv"`)
 	w.Header().Set("Cache-Control", "no-store")
 	cw := csv.NewWriter(w)
-	cw.Write(exportHeader)
+	cw.Write(license.KeyCSVHeader)
 	now := a.lic.Now()
 	var after int64
 	for {
@@ -114,9 +111,7 @@ func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error 
 			for j, dv := range d.Devices {
 				hwids[j] = dv.HWID
 			}
-			cw.Write([]string{k.LicenseKey, string(k.StatusAt(now)), string(k.Type), strconv.Itoa(k.Duration), strconv.Itoa(k.MaxDevices),
-				optTime(k.ActivatedAt), optTime(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), strings.Join(hwids, ";"),
-				license.Timestamp(k.CreatedAt)})
+			cw.Write(license.KeyCSVRecord(k, now, hwids))
 		}
 		cw.Flush()
 		if next == 0 {
@@ -126,11 +121,32 @@ func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error 
 	}
 }
 
-func optTime(t *time.Time) string {
-	if t == nil {
-		return ""
+// importKeys: POST keys-import.php?app_id=[&dry_run=false] with a text/csv
+// body in the export's layout. A dry run (the default) answers the report;
+// dry_run=false imports every key or, when any row has a problem, nothing
+// (400 IMPORT_REJECTED with the report).
+func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+	if ct, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type")); ct != "text/csv" {
+		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Send the keys as a CSV body with Content-Type: text/csv.")
 	}
-	return license.Timestamp(*t)
+	if c.r.ContentLength > license.MaxImportBytes {
+		return nil, errTooLarge
+	}
+	var apply bool
+	switch c.q.Get("dry_run") {
+	case "", "true", "1":
+	case "false", "0":
+		apply = true
+	default:
+		return nil, apperr.InvalidField("dry_run", "use true or false")
+	}
+	http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(30 * time.Minute)) // 50 MiB may outlast ReadTimeout
+	body := http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes+1)              // the parser reads no more
+	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, apply)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "report": rep}, nil
 }
 
 // postKeys: POST keys.php generates keys (admins and owners); with ?action=

@@ -265,7 +265,7 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 	if c.q.Get("action") == "upload" {
 		return a.uploadArtifact(ctx, c)
 	}
-	if streamsBody(c.r) {
+	if streamsBody(c.r, op{}) {
 		return nil, apperr.InvalidField("action", "an artifact upload needs ?action=upload")
 	}
 	appID, id, err := a.appRecord(ctx, c)
@@ -301,7 +301,7 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 // limit is --max-artifact-mb and the read deadline is lifted, as a large
 // upload outlasts the server's ReadTimeout.
 func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (map[string]any, error) {
-	if !streamsBody(c.r) {
+	if !streamsBody(c.r, op{}) {
 		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Send the artifact as the raw request body with Content-Type: application/octet-stream.")
 	}
 	appID, err := a.existingApp(ctx, c)

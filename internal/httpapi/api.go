@@ -165,6 +165,7 @@ func (a *API) Handler() http.Handler {
 	a.bearerRoute(mux, "/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
 		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})
 	a.bearerRoute(mux, "/api/admin/keys-bulk.php", methods{"POST": manage(a.bulkKeys)})
+	a.bearerRoute(mux, "/api/admin/keys-import.php", methods{"POST": csvBody(manage(a.importKeys))})
 	a.bearerRoute(mux, "/api/admin/sessions.php", methods{"GET": read(a.listSessions), "DELETE": optionalApp(support(a.revokeSession))})
 	a.bearerRoute(mux, "/api/admin/hwid-resets.php", methods{"GET": read(a.listResetRequests), "POST": support(a.decideResetRequest)})
 	a.bearerRoute(mux, "/api/admin/audit.php", methods{"GET": self(a.listAudit)})

@@ -23,6 +23,9 @@ type Store interface {
 	Apps(ctx context.Context) ([]App, error)
 
 	Key(ctx context.Context, appID, licenseKey string) (*Key, error)
+	// TakenKeyStrings returns those of strs the app uses as a key string or
+	// as the alias of a rotated key.
+	TakenKeyStrings(ctx context.Context, appID string, strs []string) ([]string, error)
 	Keys(ctx context.Context, f KeyFilter) ([]Key, error)
 	Devices(ctx context.Context, keyID int64) ([]Device, error)
 	Sessions(ctx context.Context, f SessionFilter) ([]Session, error)
@@ -63,6 +66,8 @@ type Tx interface {
 
 	KeyForUpdate(ctx context.Context, appID, licenseKey string) (*Key, error)
 	InsertKeys(ctx context.Context, keys []Key) error
+	// TakenKeyStrings is Store.TakenKeyStrings inside the transaction.
+	TakenKeyStrings(ctx context.Context, appID string, strs []string) ([]string, error)
 	// KeysForUpdate reads up to limit keys of the app the filter matches,
 	// locking them.
 	KeysForUpdate(ctx context.Context, appID string, f BulkFilter, limit int) ([]Key, error)

@@ -131,6 +131,52 @@ func (s licenseStore) Key(ctx context.Context, appID, licenseKey string) (*licen
 		appID, licenseKey))
 }
 
+func (s licenseStore) TakenKeyStrings(ctx context.Context, appID string, strs []string) ([]string, error) {
+	return takenKeyStrings(ctx, s.db, s.db.read, appID, strs)
+}
+
+func (t licenseTx) TakenKeyStrings(ctx context.Context, appID string, strs []string) ([]string, error) {
+	return takenKeyStrings(ctx, t.db, t.tx, appID, strs)
+}
+
+// takenKeyStrings looks strs up 500 at a time among the app's key strings
+// and rotated keys' aliases.
+func takenKeyStrings(ctx context.Context, db *DB, q queryer, appID string, strs []string) ([]string, error) {
+	const chunk = 500
+	var out []string
+	for start := 0; start < len(strs); start += chunk {
+		part := strs[start:min(start+chunk, len(strs))]
+		marks := strings.TrimSuffix(strings.Repeat("?, ", len(part)), ", ")
+		args := make([]any, 0, 2*len(part)+2)
+		args = append(args, appID)
+		for _, v := range part {
+			args = append(args, v)
+		}
+		args = append(args, appID)
+		for _, v := range part {
+			args = append(args, v)
+		}
+		rows, err := q.QueryContext(ctx, db.rebind(`SELECT license_key FROM license_keys WHERE app_id = ? AND license_key IN (`+marks+`)
+			UNION SELECT alias FROM key_aliases WHERE app_id = ? AND alias IN (`+marks+`)`), args...)
+		if err != nil {
+			return nil, translate(err)
+		}
+		for rows.Next() {
+			var v string
+			if err := rows.Scan(&v); err != nil {
+				rows.Close()
+				return nil, translate(err)
+			}
+			out = append(out, v)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, translate(err)
+		}
+	}
+	return out, nil
+}
+
 // Keys lists keys by effective status: an active key past its expiry counts
 // as expired.
 func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.Key, error) {

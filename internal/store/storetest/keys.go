@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -392,4 +394,36 @@ func testConcurrentKeyUpdates(t *testing.T, db *store.DB) {
 	if want := 1 + workers*iterations; k.MaxDevices != want {
 		t.Errorf("after %d concurrent increments max_devices = %d, want %d (updates lost)", workers*iterations, k.MaxDevices, want)
 	}
+}
+
+// testTakenKeyStrings: the app's key strings and rotated keys' aliases are
+// taken, another app's are not; more strings than one statement holds.
+func testTakenKeyStrings(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	addApp(t, db, "a")
+	addApp(t, db, "b")
+	keys := addKeys(t, db, newKey("a", "K-1"), newKey("a", "K-2"))
+	addKeys(t, db, newKey("b", "K-3"))
+	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		return tx.InsertKeyAlias(ctx, "a", "OLD-1", "pc", keys[0].ID, t0)
+	})
+	strs := []string{"K-3", "K-2", "OLD-1", "NEW"}
+	for i := range 1200 {
+		strs = append(strs, fmt.Sprintf("X-%d", i))
+	}
+	strs = append(strs, "K-1")
+	check := func(name string, got []string, err error) {
+		t.Helper()
+		sort.Strings(got)
+		if err != nil || strings.Join(got, ",") != "K-1,K-2,OLD-1" {
+			t.Errorf("%s = %v, %v; want K-1, K-2, OLD-1", name, got, err)
+		}
+	}
+	got, err := db.LicenseStore().TakenKeyStrings(ctx, "a", strs)
+	check("TakenKeyStrings", got, err)
+	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		got, err := tx.TakenKeyStrings(ctx, "a", strs)
+		check("Tx.TakenKeyStrings", got, err)
+		return nil
+	})
 }

@@ -24,6 +24,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"KeyRoundTrip", testKeyRoundTrip},
 		{"KeyConflictsAndMissing", testKeyConflictsAndMissing},
 		{"InsertKeysBatches", testInsertKeysBatches},
+		{"TakenKeyStrings", testTakenKeyStrings},
 		{"KeyListing", testKeyListing},
 		{"Devices", testDevices},
 		{"Sessions", testSessions},
