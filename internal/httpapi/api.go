@@ -70,6 +70,7 @@ type API struct {
 	now      func() time.Time
 	cfg      Config
 	routes   []Route
+	checks   []Check
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
 }
@@ -94,6 +95,8 @@ type Services struct {
 	Analytics *analytics.Service
 	Usage     *analytics.Recorder
 	Sellers   *reseller.Service
+	// Checks are what /readyz asks, in order (none: always ready).
+	Checks []Check
 }
 
 // New returns the API over the given services.
@@ -105,7 +108,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -115,6 +118,10 @@ func (a *API) Handler() http.Handler {
 
 	// The API's own OpenAPI description (docs/openapi.yaml): public.
 	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
+
+	// Operations: liveness and readiness probes, public and cheap (ops.go).
+	a.handle(mux, "/healthz", []string{"GET"}, only("GET", http.HandlerFunc(a.healthz)))
+	a.handle(mux, "/readyz", []string{"GET"}, only("GET", http.HandlerFunc(a.readyz)))
 
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.

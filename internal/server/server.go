@@ -182,7 +182,7 @@ func (s *Server) init(ctx context.Context) error {
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
 		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
-		Analytics: s.Analytics, Usage: s.Usage}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness()}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -291,6 +291,24 @@ func (s *Server) init(ctx context.Context) error {
 	)
 	return nil
 }
+
+// readiness lists the checks of /readyz: the database answers, its schema
+// is the one this binary knows, and the background jobs run.
+func (s *Server) readiness() []httpapi.Check {
+	return []httpapi.Check{
+		{Name: "database", Run: s.DB.Ping},
+		{Name: "migrations", Run: s.DB.CheckSchema},
+		{Name: "jobs", Run: func(context.Context) error {
+			if s.jobs == nil || !s.jobs.Running() {
+				return errors.New("background jobs are not running")
+			}
+			return nil
+		}},
+	}
+}
+
+// Jobs is the runner of the background jobs (tests stop it).
+func (s *Server) Jobs() *sweep.Runner { return s.jobs }
 
 // API is the HTTP API the server serves (tests read its route table).
 func (s *Server) API() *httpapi.API { return s.api }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +30,8 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	// running is true from Start until Stop begins.
+	running atomic.Bool
 }
 
 // New returns a Runner for jobs.
@@ -41,7 +44,11 @@ func (r *Runner) Start(ctx context.Context) {
 		r.wg.Add(1)
 		go r.loop(ctx, j)
 	}
+	r.running.Store(true)
 }
+
+// Running reports whether the jobs were started and not yet stopped.
+func (r *Runner) Running() bool { return r.running.Load() }
 
 func (r *Runner) loop(ctx context.Context, j Job) {
 	defer r.wg.Done()
@@ -75,6 +82,7 @@ func (r *Runner) run(ctx context.Context, j Job) {
 // Stop ends every loop, runs final steps and waits for them.
 func (r *Runner) Stop() {
 	r.once.Do(func() {
+		r.running.Store(false)
 		if r.cancel != nil {
 			r.cancel()
 		}
