@@ -31,6 +31,7 @@ import (
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/internal/metrics"
 	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/reseller"
@@ -78,10 +79,14 @@ type Server struct {
 	// Dispatcher delivers webhooks; its Run is also the sweep job's.
 	Dispatcher *webhook.Dispatcher
 	blobs      blob.Store
-	api        *httpapi.API
-	jobs       *sweep.Runner
-	servers    []*http.Server
-	addr       net.Addr
+	// Metrics is the server's Prometheus registry (GET /metrics).
+	Metrics *metrics.Metrics
+	api     *httpapi.API
+	jobs    *sweep.Runner
+	servers []*http.Server
+	addr    net.Addr
+	// metricsAddr is the --metrics-addr listener's address (nil: none).
+	metricsAddr net.Addr
 }
 
 // New opens the database, migrates it (or checks it with NoMigrate), builds
@@ -158,7 +163,8 @@ func (s *Server) init(ctx context.Context) error {
 	if s.blobs, err = openBlobs(ctx, s.cfg); err != nil {
 		return err
 	}
-	s.Updates = update.NewService(s.DB.UpdateStore(), s.blobs, s.opts.Now, rand.Reader, s.opts.Log)
+	s.Metrics = s.newMetrics()
+	s.Updates = update.NewService(s.DB.UpdateStore(), countedBlobs{s.blobs, s.Metrics}, s.opts.Now, rand.Reader, s.opts.Log)
 	s.Webhooks = webhook.NewService(s.DB.WebhookStore(), s.opts.Now, rand.Reader)
 	s.Analytics = analytics.NewService(s.DB.AnalyticsStore())
 	s.Usage = analytics.NewRecorder(s.DB.AnalyticsStore())
@@ -182,7 +188,8 @@ func (s *Server) init(ctx context.Context) error {
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
 		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
-		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness()}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness(), Metrics: s.Metrics}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		MetricsToken:  s.cfg.MetricsToken,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -289,6 +296,7 @@ func (s *Server) init(ctx context.Context) error {
 			return err
 		}),
 	)
+	s.jobs.Observe(s.Metrics.Job)
 	return nil
 }
 
@@ -379,6 +387,17 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.serve(main, ln)
+	if s.cfg.MetricsAddr != "" {
+		ml, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			s.Close(ctx)
+			return fmt.Errorf("listen on %s: %w", s.cfg.MetricsAddr, err)
+		}
+		s.metricsAddr = ml.Addr()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.api.MetricsHandler())
+		s.serve(s.newHTTPServer(mux), ml)
+	}
 	httpAddr := s.cfg.HTTPAddr
 	if httpAddr == "" && s.cfg.ACMEDomain != "" {
 		httpAddr = ":80"
@@ -468,6 +487,14 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.addr.String()
+}
+
+// MetricsAddr is the address of the separate metrics listener, or "".
+func (s *Server) MetricsAddr() string {
+	if s.metricsAddr == nil {
+		return ""
+	}
+	return s.metricsAddr.String()
 }
 
 // Close shuts down in order: stop accepting and finish in-flight requests

@@ -173,6 +173,22 @@ func (db *DB) Close() error {
 	return err
 }
 
+// Pools names the connection pools, for their statistics (sql.DB.Stats):
+// "write" and "read" on SQLite, "main" on PostgreSQL.
+func (db *DB) Pools() map[string]*sql.DB {
+	if db.read == db.write {
+		return map[string]*sql.DB{"main": db.write}
+	}
+	return map[string]*sql.DB{"write": db.write, "read": db.read}
+}
+
+// LiveSessions counts the open sessions of every app.
+func (db *DB) LiveSessions(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL`).Scan(&n)
+	return n, translate(err)
+}
+
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 

@@ -32,7 +32,12 @@ type Runner struct {
 	once   sync.Once
 	// running is true from Start until Stop begins.
 	running atomic.Bool
+	observe func(job string, took time.Duration, err error)
 }
+
+// Observe sets fn to be told of every run of a job (its duration and
+// error), for metrics. Call it before Start.
+func (r *Runner) Observe(fn func(job string, took time.Duration, err error)) { r.observe = fn }
 
 // New returns a Runner for jobs.
 func New(log *slog.Logger, jobs ...Job) *Runner { return &Runner{jobs: jobs, log: log} }
@@ -74,8 +79,16 @@ func (r *Runner) loop(ctx context.Context, j Job) {
 }
 
 func (r *Runner) run(ctx context.Context, j Job) {
-	if err := j.Run(ctx); err != nil && ctx.Err() == nil {
+	start := time.Now()
+	err := j.Run(ctx)
+	if ctx.Err() != nil {
+		return // stopping: not a failure, nor a run worth timing
+	}
+	if err != nil {
 		r.log.Error("job failed", "job", j.Name, "err", err)
+	}
+	if r.observe != nil {
+		r.observe(j.Name, time.Since(start), err)
 	}
 }
 
