@@ -41,7 +41,11 @@ func TestMetrics(t *testing.T) {
 		}
 		app := s.CreateApp("Metrics")
 		key := app.GenerateKeys(1, "days", 30, 1)[0]
-		app.Login(key, "hwid-1")
+		sid := app.Login(key, "hwid-1")
+		app.KeyAction("ban", key, nil)
+		if r := app.Heartbeat(sid, key); r.Str("error_code") != "BANNED" {
+			t.Fatalf("heartbeat after a ban: %s", r)
+		}
 		app.Env("/api/auth/login.php", map[string]any{"license_key": "KW-NOPE-NOPE-NOPE", "hwid": "hwid-1"})
 		s.Do("GET", "/healthz", nil, nil)
 		s.Do("DELETE", "/healthz", nil, nil)
@@ -58,7 +62,10 @@ func TestMetrics(t *testing.T) {
 			`keyward_logins_total{outcome="ok"} 1`,
 			`keyward_logins_total{outcome="INVALID_KEY"} 1`,
 			`keyward_http_requests_total{error_code="INVALID_KEY",method="POST",route="/api/auth/login.php",status="200"} 1`,
-			"keyward_sessions_live 1",
+			"keyward_sessions_live 0",
+			`keyward_killswitch_total{code="BANNED"} 1`,
+			"keyward_webhook_deliveries_pending 0",
+			"keyward_webhook_destinations_paused 0",
 			"keyward_go_sql_open_connections",
 			"go_goroutines",
 		} {

@@ -27,6 +27,7 @@ type Metrics struct {
 	jobRuns   *prometheus.HistogramVec
 	jobFails  *prometheus.CounterVec
 	blobFails *prometheus.CounterVec
+	webhooks  *prometheus.CounterVec
 }
 
 // New returns the metrics of one server, with the Go runtime and process
@@ -48,10 +49,12 @@ func New() *Metrics {
 			Help: "Time of background job runs, by job.", Buckets: prometheus.DefBuckets}, []string{"job"}),
 		jobFails: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_job_failures_total",
 			Help: "Background job runs that failed, by job."}, []string{"job"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_webhook_attempts_total",
+			Help: "Webhook delivery attempts by outcome: succeeded, retry (to be sent again) or failed (no retry left)."}, []string{"outcome"}),
 		blobFails: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_blob_errors_total",
 			Help: "Failed blob store operations, by operation."}, []string{"op"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails)
+	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks)
 	return m
 }
 
@@ -98,6 +101,13 @@ func (m *Metrics) Job(name string, d time.Duration, err error) {
 	m.jobRuns.WithLabelValues(name).Observe(d.Seconds())
 	if err != nil {
 		m.jobFails.WithLabelValues(name).Inc()
+	}
+}
+
+// WebhookAttempt counts a recorded webhook delivery attempt.
+func (m *Metrics) WebhookAttempt(outcome string) {
+	if m != nil {
+		m.webhooks.WithLabelValues(outcome).Inc()
 	}
 }
 

@@ -30,6 +30,24 @@ func (s *Server) newMetrics() *metrics.Metrics {
 			}
 			return float64(n)
 		}))
+	backlog := func(pick func(pending, paused int64) int64) func() float64 {
+		return func() float64 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			pending, paused, err := s.DB.WebhookBacklog(ctx)
+			if err != nil {
+				s.opts.Log.Warn("metrics: count webhook backlog", "err", err)
+				return math.NaN()
+			}
+			return float64(pick(pending, paused))
+		}
+	}
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_webhook_deliveries_pending",
+		Help: "Webhook deliveries waiting to be sent or retried, counted at scrape time."},
+		backlog(func(pending, _ int64) int64 { return pending })))
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_webhook_destinations_paused",
+		Help: "Webhook destinations paused after failures in a row, counted at scrape time."},
+		backlog(func(_, paused int64) int64 { return paused })))
 	return m
 }
 

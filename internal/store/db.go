@@ -189,6 +189,15 @@ func (db *DB) LiveSessions(ctx context.Context) (int64, error) {
 	return n, translate(err)
 }
 
+// WebhookBacklog counts the webhook deliveries waiting to be sent (or
+// retried) and the paused destinations.
+func (db *DB) WebhookBacklog(ctx context.Context) (pending, paused int64, err error) {
+	err = db.read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'),
+		(SELECT COUNT(*) FROM webhook_destinations WHERE paused_at IS NOT NULL)`).Scan(&pending, &paused)
+	return pending, paused, translate(err)
+}
+
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
