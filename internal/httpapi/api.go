@@ -20,6 +20,7 @@ import (
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/metrics"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reqid"
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
@@ -215,7 +216,7 @@ func (a *API) Handler() http.Handler {
 		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(mux)))))
+	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(mux))))))
 }
 
 // Route is one registered path and the methods it answers.
@@ -254,6 +255,21 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
 	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error_code": "METHOD_NOT_ALLOWED",
 		"message": "Method not allowed; use " + allow + "."})
+}
+
+// requestID gives every request an id, on its context (so every log line
+// written with it carries request_id) and in the X-Request-Id reply header:
+// the caller's own X-Request-Id when it is well-formed (reqid.Valid), else a
+// fresh one.
+func (a *API) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !reqid.Valid(id) {
+			id = reqid.New()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(reqid.With(r.Context(), id)))
+	})
 }
 
 // recoverer turns a panic into a generic JSON 500 and logs it.

@@ -34,6 +34,7 @@ import (
 	"github.com/keyward/keyward/internal/metrics"
 	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reqid"
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
@@ -101,6 +102,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	// Lines logged with a request's context carry its id.
+	opts.Log = slog.New(reqid.NewHandler(opts.Log.Handler()))
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
