@@ -308,7 +308,7 @@ func (s *Server) init(ctx context.Context) error {
 func (s *Server) readiness() []httpapi.Check {
 	return []httpapi.Check{
 		{Name: "database", Run: s.DB.Ping},
-		{Name: "migrations", Run: s.DB.CheckSchema},
+		{Name: "migrations", Run: s.DB.SchemaCurrent},
 		{Name: "jobs", Run: func(context.Context) error {
 			if s.jobs == nil || !s.jobs.Running() {
 				return errors.New("background jobs are not running")

@@ -272,6 +272,43 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 	return nil
 }
 
+// SchemaCurrent is CheckSchema for frequent callers (the readiness probe):
+// it reads the recorded version on the reader pool, never holding SQLite's
+// one writer connection, and compares it with the newest embedded migration.
+func (db *DB) SchemaCurrent(ctx context.Context) error {
+	target, err := db.targetVersion()
+	if err != nil {
+		return err
+	}
+	var cur sql.NullInt64
+	if err := db.read.QueryRowContext(ctx, `SELECT MAX(version_id) FROM goose_db_version`).Scan(&cur); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case cur.Int64 < target:
+		return fmt.Errorf("database schema is at version %d, this keyward needs %d: run keyward migrate", cur.Int64, target)
+	case cur.Int64 > target:
+		return fmt.Errorf("database schema is at version %d, newer than this keyward (%d): run a newer keyward", cur.Int64, target)
+	}
+	return nil
+}
+
+// targetVersion is the number of the newest embedded migration of db's engine.
+func (db *DB) targetVersion() (int64, error) {
+	entries, err := fs.ReadDir(migrations, "migrations/"+string(db.engine))
+	if err != nil {
+		return 0, err
+	}
+	var max int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if n, err := strconv.ParseInt(num, 10, 64); ok && err == nil && n > max {
+			max = n
+		}
+	}
+	return max, nil
+}
+
 // rebind turns ? placeholders into $1, $2 … for PostgreSQL. Queries in this
 // package never contain a literal ? inside strings.
 func (db *DB) rebind(q string) string {
