@@ -163,6 +163,9 @@ type Config struct {
 	Webhooks `embed:""`
 	Sweeps   `embed:""`
 
+	MetricsToken string `name:"metrics-token" env:"KEYWARD_METRICS_TOKEN" help:"Bearer token that GET /metrics asks for; empty: /metrics answers 404 on the main listener."`
+	MetricsAddr  string `name:"metrics-addr" env:"KEYWARD_METRICS_ADDR" help:"Separate listener serving /metrics without a token (keep it on a private network), e.g. 127.0.0.1:9090."`
+
 	LogFormat string `name:"log-format" default:"text" enum:"text,json" env:"KEYWARD_LOG_FORMAT" help:"Log format: text or json."`
 	LogLevel  string `name:"log-level" default:"info" enum:"debug,info,warn,error" env:"KEYWARD_LOG_LEVEL" help:"Log level."`
 
@@ -182,6 +185,11 @@ func (c *Config) Validate() error {
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--http-addr (KEYWARD_HTTP_ADDR) %q: %v", c.HTTPAddr, err))
+		}
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-addr (KEYWARD_METRICS_ADDR) %q: %v", c.MetricsAddr, err))
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

@@ -21,9 +21,13 @@ func (a *API) count(app *license.App, metric, code string) {
 func (a *API) countLogin(app *license.App, err error) {
 	switch e := apperr.From(err); {
 	case err == nil:
+		a.metrics.Login("ok")
 		a.count(app, analytics.Login, "")
 	case e.Kind != apperr.Invalid && e.Kind != apperr.Internal && e.Kind != apperr.RateLimited:
+		a.metrics.Login(e.Code)
 		a.count(app, analytics.LoginFailed, e.Code)
+	default:
+		a.metrics.Login(e.Code)
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/metrics"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reqid"
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
@@ -46,6 +48,9 @@ type Config struct {
 	Rate, AdminRate, HeartbeatRate ratelimit.Rate
 	// MaxArtifact is the largest update artifact upload in bytes.
 	MaxArtifact int64
+	// MetricsToken is the bearer token /metrics asks for; empty: the
+	// route answers 404.
+	MetricsToken string
 }
 
 // API serves every HTTP route.
@@ -70,6 +75,8 @@ type API struct {
 	now      func() time.Time
 	cfg      Config
 	routes   []Route
+	checks   []Check
+	metrics  *metrics.Metrics
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
 }
@@ -94,6 +101,10 @@ type Services struct {
 	Analytics *analytics.Service
 	Usage     *analytics.Recorder
 	Sellers   *reseller.Service
+	// Checks are what /readyz asks, in order (none: always ready).
+	Checks []Check
+	// Metrics records requests, logins and kill codes (nil: nothing).
+	Metrics *metrics.Metrics
 }
 
 // New returns the API over the given services.
@@ -105,7 +116,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, metrics: sv.Metrics, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -115,6 +126,11 @@ func (a *API) Handler() http.Handler {
 
 	// The API's own OpenAPI description (docs/openapi.yaml): public.
 	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
+
+	// Operations: liveness and readiness probes, public and cheap (ops.go).
+	a.handle(mux, "/healthz", []string{"GET"}, only("GET", http.HandlerFunc(a.healthz)))
+	a.handle(mux, "/readyz", []string{"GET"}, only("GET", http.HandlerFunc(a.readyz)))
+	a.handle(mux, "/metrics", []string{"GET"}, only("GET", http.HandlerFunc(a.serveMetrics)))
 
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
@@ -198,9 +214,10 @@ func (a *API) Handler() http.Handler {
 	a.resellerRoute(mux, "/api/reseller/ledger.php", resellerMethods{"GET": a.resellerLedger})
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.signReplies(a.recoverer(a.securityHeaders(a.limit(mux))))
+	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(mux))))))
 }
 
 // Route is one registered path and the methods it answers.
@@ -241,6 +258,21 @@ func methodNotAllowed(w http.ResponseWriter, allow string) {
 		"message": "Method not allowed; use " + allow + "."})
 }
 
+// requestID gives every request an id, on its context (so every log line
+// written with it carries request_id) and in the X-Request-Id reply header:
+// the caller's own X-Request-Id when it is well-formed (reqid.Valid), else a
+// fresh one.
+func (a *API) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !reqid.Valid(id) {
+			id = reqid.New()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(reqid.With(r.Context(), id)))
+	})
+}
+
 // recoverer turns a panic into a generic JSON 500 and logs it.
 func (a *API) recoverer(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +282,7 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 					panic(p)
 				}
 				a.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", p)
+				noteCode(r.Context(), "INTERNAL")
 				writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."})
 			}
 		}()

@@ -72,6 +72,7 @@ func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
 	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {
 		if e := apperr.From(err); e.Kind == apperr.Forbidden { // the session ended: a kill code
 			a.count(c.app, analytics.HeartbeatRefused, e.Code)
+			a.metrics.Kill(e.Code)
 		}
 		return nil, err
 	}

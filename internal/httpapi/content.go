@@ -31,7 +31,9 @@ func (a *API) sealedGet(h clientHandler) http.Handler {
 			a.writeError(w, r, err)
 			return
 		default:
-			inner = marshal(errorBody(apperr.From(err)))
+			e := apperr.From(err)
+			noteCode(r.Context(), wireCode(e))
+			inner = marshal(errorBody(e))
 		}
 		a.writeSealed(w, r, envelope.Derive(app.Secret), inner)
 	})

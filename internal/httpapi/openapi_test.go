@@ -104,7 +104,7 @@ func TestOpenAPIOrganised(t *testing.T) {
 	for _, tag := range doc.Tags {
 		declared[tag.Name] = true
 	}
-	for _, want := range []string{"meta", "client", "customer", "admin", "reseller"} {
+	for _, want := range []string{"meta", "ops", "client", "customer", "admin", "reseller"} {
 		if !declared[want] {
 			t.Errorf("tag %q is not declared", want)
 		}
@@ -155,6 +155,8 @@ func openAPIArea(path string) string {
 	switch {
 	case path == "/api/openapi.yaml":
 		return "meta"
+	case path == "/healthz" || path == "/readyz" || path == "/metrics":
+		return "ops"
 	case strings.HasPrefix(path, "/api/admin/"):
 		return "admin"
 	case strings.HasPrefix(path, "/api/customer/"):

@@ -84,10 +84,19 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Kind == apperr.Internal {
 		a.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	noteCode(r.Context(), wireCode(e))
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
 	writeJSON(w, status(e.Kind), errorBody(e))
+}
+
+// wireCode is the error_code errorBody gives e.
+func wireCode(e *apperr.Error) string {
+	if e.Kind == apperr.Internal {
+		return "INTERNAL"
+	}
+	return e.Code
 }
 
 func isInternal(err error) bool {

@@ -153,7 +153,8 @@ func (a *API) observeRefusal(ctx context.Context, app *license.App, ip string, e
 
 // cryptoError is a plain pre-verification refusal. Only the clock refusal
 // mentions "expired" and carries reason/server_time (sdk-compat §4, §7.13).
-func (a *API) cryptoError(w http.ResponseWriter, err error) {
+func (a *API) cryptoError(w http.ResponseWriter, r *http.Request, err error) {
+	noteCode(r.Context(), "CRYPTO_ERROR")
 	body := map[string]any{"success": false, "error_code": "CRYPTO_ERROR"}
 	switch {
 	case errors.Is(err, envelope.ErrClockSkew):
@@ -179,14 +180,14 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 	env, err := envelope.Parse(body)
 	if err != nil {
 		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
-		a.cryptoError(w, err)
+		a.cryptoError(w, r, err)
 		return
 	}
 	now := a.now()
 	plain, mac, err := keys.Verify(env, now)
 	if err != nil {
 		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
-		a.cryptoError(w, err)
+		a.cryptoError(w, r, err)
 		return
 	}
 	ctx := r.Context()
@@ -243,7 +244,9 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 			}
 			return nil, err
 		}
-		reply = marshal(errorBody(apperr.From(err)))
+		e := apperr.From(err)
+		noteCode(ctx, wireCode(e))
+		reply = marshal(errorBody(e))
 	}
 	if scope == replayShared {
 		if err := a.replays.CompleteReplay(context.WithoutCancel(ctx), app.ID, mac, reply); err != nil {

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -189,6 +190,8 @@ type Options struct {
 	// an hour and events do not wake the dispatcher, so tests deliver by
 	// calling Dispatcher.Run themselves; set, events wake it as in production.
 	DispatchEvery time.Duration
+	// Log receives the server's log (default: discarded).
+	Log *slog.Logger
 }
 
 // Webhooks are the webhook settings of test servers: the defaults, with
@@ -253,7 +256,7 @@ func Start(t testing.TB, o Options) *Server {
 	if manual {
 		o.DispatchEvery = time.Hour
 	}
-	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery,
+	srv, err := server.New(ctx, cfg, server.Options{Now: o.Clock.Now, Log: o.Log, FlushEvery: o.FlushEvery, ReapEvery: o.ReapEvery,
 		DispatchEvery: o.DispatchEvery, ManualDispatch: manual})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

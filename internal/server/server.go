@@ -31,8 +31,10 @@ import (
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/internal/metrics"
 	"github.com/keyward/keyward/internal/outbound"
 	"github.com/keyward/keyward/internal/ratelimit"
+	"github.com/keyward/keyward/internal/reqid"
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
@@ -78,10 +80,14 @@ type Server struct {
 	// Dispatcher delivers webhooks; its Run is also the sweep job's.
 	Dispatcher *webhook.Dispatcher
 	blobs      blob.Store
-	api        *httpapi.API
-	jobs       *sweep.Runner
-	servers    []*http.Server
-	addr       net.Addr
+	// Metrics is the server's Prometheus registry (GET /metrics).
+	Metrics *metrics.Metrics
+	api     *httpapi.API
+	jobs    *sweep.Runner
+	servers []*http.Server
+	addr    net.Addr
+	// metricsAddr is the --metrics-addr listener's address (nil: none).
+	metricsAddr net.Addr
 }
 
 // New opens the database, migrates it (or checks it with NoMigrate), builds
@@ -96,6 +102,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	// Lines logged with a request's context carry its id.
+	opts.Log = slog.New(reqid.NewHandler(opts.Log.Handler()))
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
@@ -158,7 +166,8 @@ func (s *Server) init(ctx context.Context) error {
 	if s.blobs, err = openBlobs(ctx, s.cfg); err != nil {
 		return err
 	}
-	s.Updates = update.NewService(s.DB.UpdateStore(), s.blobs, s.opts.Now, rand.Reader, s.opts.Log)
+	s.Metrics = s.newMetrics()
+	s.Updates = update.NewService(s.DB.UpdateStore(), countedBlobs{s.blobs, s.Metrics}, s.opts.Now, rand.Reader, s.opts.Log)
 	s.Webhooks = webhook.NewService(s.DB.WebhookStore(), s.opts.Now, rand.Reader)
 	s.Analytics = analytics.NewService(s.DB.AnalyticsStore())
 	s.Usage = analytics.NewRecorder(s.DB.AnalyticsStore())
@@ -169,7 +178,7 @@ func (s *Server) init(ctx context.Context) error {
 		timeout = 5 * time.Second
 	}
 	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
-		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency, Timeout: timeout})
+		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency, Timeout: timeout, OnAttempt: s.Metrics.WebhookAttempt})
 	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, action string) error {
 		var err error
 		if action == license.LeakActionRotate {
@@ -182,7 +191,8 @@ func (s *Server) init(ctx context.Context) error {
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
 		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
-		Analytics: s.Analytics, Usage: s.Usage}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness(), Metrics: s.Metrics}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		MetricsToken:  s.cfg.MetricsToken,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},
 		HeartbeatRate: ratelimit.Rate{PerSecond: lim.HeartbeatRateLimit, Burst: lim.HeartbeatRateBurst}})
@@ -289,8 +299,27 @@ func (s *Server) init(ctx context.Context) error {
 			return err
 		}),
 	)
+	s.jobs.Observe(s.Metrics.Job)
 	return nil
 }
+
+// readiness lists the checks of /readyz: the database answers, its schema
+// is the one this binary knows, and the background jobs run.
+func (s *Server) readiness() []httpapi.Check {
+	return []httpapi.Check{
+		{Name: "database", Run: s.DB.Ping},
+		{Name: "migrations", Run: s.DB.SchemaCurrent},
+		{Name: "jobs", Run: func(context.Context) error {
+			if s.jobs == nil || !s.jobs.Running() {
+				return errors.New("background jobs are not running")
+			}
+			return nil
+		}},
+	}
+}
+
+// Jobs is the runner of the background jobs (tests stop it).
+func (s *Server) Jobs() *sweep.Runner { return s.jobs }
 
 // API is the HTTP API the server serves (tests read its route table).
 func (s *Server) API() *httpapi.API { return s.api }
@@ -361,6 +390,17 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 	}
 	s.serve(main, ln)
+	if s.cfg.MetricsAddr != "" {
+		ml, err := net.Listen("tcp", s.cfg.MetricsAddr)
+		if err != nil {
+			s.Close(ctx)
+			return fmt.Errorf("listen on %s: %w", s.cfg.MetricsAddr, err)
+		}
+		s.metricsAddr = ml.Addr()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.api.MetricsHandler())
+		s.serve(s.newHTTPServer(mux), ml)
+	}
 	httpAddr := s.cfg.HTTPAddr
 	if httpAddr == "" && s.cfg.ACMEDomain != "" {
 		httpAddr = ":80"
@@ -450,6 +490,14 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.addr.String()
+}
+
+// MetricsAddr is the address of the separate metrics listener, or "".
+func (s *Server) MetricsAddr() string {
+	if s.metricsAddr == nil {
+		return ""
+	}
+	return s.metricsAddr.String()
 }
 
 // Close shuts down in order: stop accepting and finish in-flight requests

@@ -173,6 +173,31 @@ func (db *DB) Close() error {
 	return err
 }
 
+// Pools names the connection pools, for their statistics (sql.DB.Stats):
+// "write" and "read" on SQLite, "main" on PostgreSQL.
+func (db *DB) Pools() map[string]*sql.DB {
+	if db.read == db.write {
+		return map[string]*sql.DB{"main": db.write}
+	}
+	return map[string]*sql.DB{"write": db.write, "read": db.read}
+}
+
+// LiveSessions counts the open sessions of every app.
+func (db *DB) LiveSessions(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL`).Scan(&n)
+	return n, translate(err)
+}
+
+// WebhookBacklog counts the webhook deliveries waiting to be sent (or
+// retried) and the paused destinations.
+func (db *DB) WebhookBacklog(ctx context.Context) (pending, paused int64, err error) {
+	err = db.read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM webhook_deliveries WHERE status = 'pending'),
+		(SELECT COUNT(*) FROM webhook_destinations WHERE paused_at IS NOT NULL)`).Scan(&pending, &paused)
+	return pending, paused, translate(err)
+}
+
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
@@ -245,6 +270,43 @@ func (db *DB) CheckSchema(ctx context.Context) error {
 		return fmt.Errorf("database schema is at version %d, newer than this keyward (%d): run a newer keyward", cur, target)
 	}
 	return nil
+}
+
+// SchemaCurrent is CheckSchema for frequent callers (the readiness probe):
+// it reads the recorded version on the reader pool, never holding SQLite's
+// one writer connection, and compares it with the newest embedded migration.
+func (db *DB) SchemaCurrent(ctx context.Context) error {
+	target, err := db.targetVersion()
+	if err != nil {
+		return err
+	}
+	var cur sql.NullInt64
+	if err := db.read.QueryRowContext(ctx, `SELECT MAX(version_id) FROM goose_db_version`).Scan(&cur); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case cur.Int64 < target:
+		return fmt.Errorf("database schema is at version %d, this keyward needs %d: run keyward migrate", cur.Int64, target)
+	case cur.Int64 > target:
+		return fmt.Errorf("database schema is at version %d, newer than this keyward (%d): run a newer keyward", cur.Int64, target)
+	}
+	return nil
+}
+
+// targetVersion is the number of the newest embedded migration of db's engine.
+func (db *DB) targetVersion() (int64, error) {
+	entries, err := fs.ReadDir(migrations, "migrations/"+string(db.engine))
+	if err != nil {
+		return 0, err
+	}
+	var max int64
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		if n, err := strconv.ParseInt(num, 10, 64); ok && err == nil && n > max {
+			max = n
+		}
+	}
+	return max, nil
 }
 
 // rebind turns ? placeholders into $1, $2 … for PostgreSQL. Queries in this

@@ -152,6 +152,9 @@ func TestCheckSchema(t *testing.T) {
 			ctx := context.Background()
 			o := e.opts(t)
 			db := open(t, o)
+			if err := db.SchemaCurrent(ctx); err == nil {
+				t.Error("SchemaCurrent on a fresh database = nil, want an error")
+			}
 			err := db.CheckSchema(ctx)
 			if err == nil || !strings.Contains(err.Error(), "version 0") || !strings.Contains(err.Error(), "run keyward migrate") {
 				t.Errorf("CheckSchema on a fresh database = %v, want version 0 and \"run keyward migrate\"", err)
@@ -163,6 +166,9 @@ func TestCheckSchema(t *testing.T) {
 			if err := db.CheckSchema(ctx); err != nil {
 				t.Errorf("CheckSchema after Migrate: %v", err)
 			}
+			if err := db.SchemaCurrent(ctx); err != nil {
+				t.Errorf("SchemaCurrent after Migrate: %v", err)
+			}
 			// A newer keyward migrated this database further.
 			raw := e.raw(t, o)
 			if _, err := raw.ExecContext(ctx, fmt.Sprintf(`INSERT INTO goose_db_version (version_id, is_applied) VALUES (%d, true)`, v+1)); err != nil {
@@ -171,6 +177,10 @@ func TestCheckSchema(t *testing.T) {
 			err = db.CheckSchema(ctx)
 			if err == nil || !strings.Contains(err.Error(), "newer than this keyward") {
 				t.Errorf("CheckSchema on a newer schema = %v, want \"newer than this keyward\"", err)
+			}
+			// The readiness probe's cheaper check agrees.
+			if err := db.SchemaCurrent(ctx); err == nil || !strings.Contains(err.Error(), "newer than this keyward") {
+				t.Errorf("SchemaCurrent on a newer schema = %v, want \"newer than this keyward\"", err)
 			}
 		})
 	}

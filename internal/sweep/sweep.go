@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,14 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
+	// running is true from Start until Stop begins.
+	running atomic.Bool
+	observe func(job string, took time.Duration, err error)
 }
+
+// Observe sets fn to be told of every run of a job (its duration and
+// error), for metrics. Call it before Start.
+func (r *Runner) Observe(fn func(job string, took time.Duration, err error)) { r.observe = fn }
 
 // New returns a Runner for jobs.
 func New(log *slog.Logger, jobs ...Job) *Runner { return &Runner{jobs: jobs, log: log} }
@@ -41,7 +49,11 @@ func (r *Runner) Start(ctx context.Context) {
 		r.wg.Add(1)
 		go r.loop(ctx, j)
 	}
+	r.running.Store(true)
 }
+
+// Running reports whether the jobs were started and not yet stopped.
+func (r *Runner) Running() bool { return r.running.Load() }
 
 func (r *Runner) loop(ctx context.Context, j Job) {
 	defer r.wg.Done()
@@ -67,14 +79,23 @@ func (r *Runner) loop(ctx context.Context, j Job) {
 }
 
 func (r *Runner) run(ctx context.Context, j Job) {
-	if err := j.Run(ctx); err != nil && ctx.Err() == nil {
+	start := time.Now()
+	err := j.Run(ctx)
+	if ctx.Err() != nil {
+		return // stopping: not a failure, nor a run worth timing
+	}
+	if err != nil {
 		r.log.Error("job failed", "job", j.Name, "err", err)
+	}
+	if r.observe != nil {
+		r.observe(j.Name, time.Since(start), err)
 	}
 }
 
 // Stop ends every loop, runs final steps and waits for them.
 func (r *Runner) Stop() {
 	r.once.Do(func() {
+		r.running.Store(false)
 		if r.cancel != nil {
 			r.cancel()
 		}

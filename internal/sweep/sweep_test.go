@@ -16,9 +16,18 @@ func TestRunnerRunsUntilStoppedAndRunsFinalOnce(t *testing.T) {
 		Run:   func(context.Context) error { runs.Add(1); ran <- struct{}{}; return nil },
 		Final: func(context.Context) error { finals.Add(1); return nil },
 	})
+	if r.Running() {
+		t.Error("Running before Start")
+	}
 	r.Start(context.Background())
+	if !r.Running() {
+		t.Error("not Running after Start")
+	}
 	<-ran // wait for a real run rather than sleeping
 	r.Stop()
+	if r.Running() {
+		t.Error("Running after Stop")
+	}
 	r.Stop() // stopping twice is safe
 	after := runs.Load()
 	if after < 1 {

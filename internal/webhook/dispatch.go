@@ -48,6 +48,9 @@ type DispatchConfig struct {
 	// lease covers sending a whole batch at it twice over, and at least a
 	// minute, so no other process takes a delivery still being sent.
 	Timeout time.Duration
+	// OnAttempt, when set, is told of every recorded attempt's outcome:
+	// Succeeded, "retry" (pending again) or Failed (no retry left).
+	OnAttempt func(outcome string)
 }
 
 // Dispatcher fans events out into deliveries and sends the due ones. Several
@@ -201,6 +204,7 @@ func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) {
 		a.Error = res.Err.Error()
 	}
 	ctx = context.WithoutCancel(ctx) // an attempt made is recorded, even during shutdown
+	var outcome string
 	err := d.store.InTx(ctx, func(tx Tx) error {
 		cur, err := tx.DeliveryForUpdate(ctx, del.ID)
 		if err != nil {
@@ -212,11 +216,12 @@ func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) {
 		now := d.clock()
 		cur.LockedUntil, cur.UpdatedAt = time.Time{}, now
 		if res.OK() {
-			cur.Status = Succeeded
+			cur.Status, outcome = Succeeded, Succeeded
 		} else if cur.Attempts > len(d.cfg.Schedule) {
-			cur.Status = Failed
+			cur.Status, outcome = Failed, Failed
 		} else {
 			cur.Status, cur.NextAttemptAt = Pending, now.Add(d.jitter(d.cfg.Schedule[cur.Attempts-1]))
+			outcome = "retry"
 		}
 		if err := tx.UpdateDelivery(ctx, cur); err != nil {
 			return err
@@ -236,6 +241,9 @@ func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) {
 		}
 		return tx.UpdateDestination(ctx, dest)
 	})
+	if err == nil && d.cfg.OnAttempt != nil {
+		d.cfg.OnAttempt(outcome)
+	}
 	if err != nil {
 		d.log.ErrorContext(ctx, "record webhook attempt", "delivery_id", del.ID, "err", err)
 	}
