@@ -240,7 +240,10 @@ func Restore(ctx context.Context, p Paths, in string, force bool) (Summary, erro
 	hasDB := false
 	if err := entries(in, func(hdr *tar.Header, _ io.Reader) error {
 		prefix, _, err := entryName(hdr)
-		if prefix == store.DBFile {
+		if err == nil && prefix == store.DBFile {
+			if hasDB {
+				return fmt.Errorf("%s: two %s entries", in, store.DBFile)
+			}
 			hasDB = true
 		}
 		return err

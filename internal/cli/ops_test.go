@@ -205,6 +205,7 @@ func TestRestoreRefusesMaliciousArchives(t *testing.T) {
 		"symlink":   {{Name: "keyward.db", Typeflag: tar.TypeReg}, {Name: "blobs/link", Typeflag: tar.TypeSymlink, Linkname: "/etc"}},
 		"stranger":  {{Name: "keyward.db", Typeflag: tar.TypeReg}, {Name: "evil.sh", Typeflag: tar.TypeReg}},
 		"no db":     {{Name: "blobs/x", Typeflag: tar.TypeReg}},
+		"two dbs":   {{Name: "keyward.db", Typeflag: tar.TypeReg}, {Name: "keyward.db", Typeflag: tar.TypeReg}},
 		"backslash": {{Name: "keyward.db", Typeflag: tar.TypeReg}, {Name: `blobs\..\..\evil`, Typeflag: tar.TypeReg}},
 	} {
 		t.Run(name, func(t *testing.T) {
