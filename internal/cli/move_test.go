@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,5 +69,31 @@ func TestMoveToPostgres(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "move", "--data", t.TempDir(), "--to", kwtest.PostgresURL(t)); code != 1 || !strings.Contains(errOut, "no SQLite database") {
 		t.Fatalf("move without a source: exit %d %s", code, errOut)
+	}
+
+	// A source behind this binary's schema is refused before the target is touched.
+	old := t.TempDir()
+	mustRun(t, "migrate", "--data", old)
+	db, err := sql.Open("sqlite", filepath.Join(old, "keyward.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec(`DELETE FROM goose_db_version WHERE version_id = (SELECT MAX(version_id) FROM goose_db_version)`)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := kwtest.PostgresURL(t)
+	if code, _, errOut := run(t, "move", "--data", old, "--to", target); code != 1 || !strings.Contains(errOut, "run keyward migrate") {
+		t.Fatalf("move of an older schema: exit %d %s", code, errOut)
+	}
+	pg, err := sql.Open("pgx", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Close()
+	var tables int
+	if err := pg.QueryRow(`SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("the refused move left %d tables in the target (%v)", tables, err)
 	}
 }
