@@ -159,6 +159,9 @@ func addDir(ctx context.Context, tw *tar.Writer, dir, prefix string, added func(
 			return nil
 		}
 		n, err := addFile(tw, filepath.Join(dir, filepath.FromSlash(p)), prefix+p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // deleted since it was listed (a replaced artifact)
+		}
 		if err != nil {
 			return err
 		}
