@@ -30,6 +30,9 @@ type cli struct {
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
 	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
 	Import   importCmd   `cmd:"" help:"Import license keys from a CSV (keyward's export layout)."`
+	Backup   backupCmd   `cmd:"" help:"Write a consistent archive of a SQLite installation (database, artifacts, signing keys), also while it serves."`
+	Restore  restoreCmd  `cmd:"" help:"Restore an archive written by keyward backup into a data directory."`
+	Move     moveCmd     `cmd:"" help:"Copy a whole SQLite installation into an empty PostgreSQL database, verified by counts and checksums."`
 	Loadtest loadtestCmd `cmd:"" help:"Measure heartbeat, login and check-key throughput against an echo baseline."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 	Client   clientCmd   `cmd:"" help:"A command-line client of a keyward server (login, heartbeat, check, trial, update)."`
