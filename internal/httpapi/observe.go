@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -96,7 +97,14 @@ func (a *API) instrument(next http.Handler) http.Handler {
 			if code == "" && status == http.StatusMethodNotAllowed {
 				code = "METHOD_NOT_ALLOWED"
 			}
-			a.metrics.Request(route, knownMethod(r.Method), status, code, time.Since(start))
+			took := time.Since(start)
+			a.metrics.Request(route, knownMethod(r.Method), status, code, took)
+			// The access log (--log-level debug): the route pattern, never the
+			// path's query or a body, so no key or secret reaches it.
+			if a.log.Enabled(r.Context(), slog.LevelDebug) {
+				a.log.DebugContext(r.Context(), "request", "method", knownMethod(r.Method), "route", route, "status", status,
+					"error_code", code, "duration_ms", float64(took.Microseconds())/1000)
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
