@@ -121,16 +121,26 @@ type clientLoginCmd struct {
 	Keep       bool `name:"keep" env:"KEYWARD_CLIENT_KEEP" help:"Do not sign out (the session stays open until it times out)."`
 }
 
-func (c *clientLoginCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
+// login signs key in from hwid over conn and prints the session; a refusal
+// is already turned into the command's exit (nil session).
+func login(e *env, k *kong.Context, conn clientConn, key, hwid string) (*client.Session, error) {
+	cl, err := conn.client()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s, err := cl.Login(e.ctx, c.Key, c.value())
+	s, err := cl.Login(e.ctx, key, hwid)
 	if err != nil {
-		return clientExit(k, e, err)
+		return nil, clientExit(k, e, err)
 	}
 	printSession(e.stdout, s)
+	return s, nil
+}
+
+func (c *clientLoginCmd) Run(e *env, k *kong.Context) error {
+	s, err := login(e, k, c.clientConn, c.Key, c.value())
+	if s == nil {
+		return err
+	}
 	if !c.Keep {
 		return clientExit(k, e, s.Logout(e.ctx))
 	}
@@ -146,15 +156,10 @@ type clientHeartbeatCmd struct {
 }
 
 func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
-	if err != nil {
+	s, err := login(e, k, c.clientConn, c.Key, c.value())
+	if s == nil {
 		return err
 	}
-	s, err := cl.Login(e.ctx, c.Key, c.value())
-	if err != nil {
-		return clientExit(k, e, err)
-	}
-	printSession(e.stdout, s)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	n := 0

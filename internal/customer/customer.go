@@ -105,7 +105,6 @@ type Service struct {
 const (
 	CodeInvalidCredentials = "INVALID_CREDENTIALS"
 	CodeUnauthorized       = "UNAUTHORIZED"
-	CodeAppRevoked         = "APP_REVOKED"
 )
 
 var (
@@ -113,7 +112,6 @@ var (
 	// whether the app, key or username exists.
 	errInvalid      = apperr.New(apperr.Unauthenticated, CodeInvalidCredentials, "Invalid credentials.")
 	errUnauthorized = apperr.New(apperr.Unauthenticated, CodeUnauthorized, "Missing or invalid customer token.")
-	errAppRevoked   = apperr.New(apperr.Forbidden, CodeAppRevoked, "This application has been disabled by its publisher.")
 	errNoSession    = apperr.NotFoundOf("Session")
 	errNoSub        = apperr.NotFoundOf("Subscription")
 )
@@ -222,7 +220,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		return nil, fail()
 	}
 	if app.RevokedAt != nil {
-		return nil, errAppRevoked
+		return nil, license.ErrAppRevoked
 	}
 	var cl claims
 	if in.LicenseKey != "" {
@@ -305,7 +303,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		return nil, err
 	}
 	if app.RevokedAt != nil {
-		return nil, errAppRevoked
+		return nil, license.ErrAppRevoked
 	}
 	p := &Principal{Kind: cl.kind, App: app, Expires: cl.expires}
 	switch cl.kind {

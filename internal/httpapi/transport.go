@@ -56,7 +56,7 @@ func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
 	// A revoked app's heartbeats go on to end their sessions with
 	// SESSION_REVOKED, a code every client generation stops on.
 	if app.RevokedAt != nil && r.URL.Path != heartbeatPath {
-		a.writeError(w, r, errAppRevoked)
+		a.writeError(w, r, license.ErrAppRevoked)
 		return nil, false
 	}
 	return app, true
@@ -67,12 +67,10 @@ func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
 func (a *API) liveApp(ctx context.Context, id string) (*license.App, error) {
 	app, err := a.lic.App(ctx, id)
 	if err == nil && app.RevokedAt != nil {
-		return nil, errAppRevoked
+		return nil, license.ErrAppRevoked
 	}
 	return app, err
 }
-
-var errAppRevoked = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
 
 // envelope serves a route whose request and reply are envelopes.
 func (a *API) envelope(h clientHandler, scope replayScope) http.Handler {

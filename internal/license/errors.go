@@ -41,6 +41,11 @@ var (
 	errMismatch    = apperr.New(apperr.Forbidden, CodeSessionMismatch, "This session belongs to another license key.")
 )
 
+// ErrAppRevoked refuses every use of an app its owner revoked (client
+// routes, resellers, the customer portal); its sessions end at their next
+// heartbeat with SESSION_REVOKED instead.
+var ErrAppRevoked = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
+
 // killError returns the heartbeat refusal for a session end reason. Every
 // reason maps into the eight codes every SDK generation treats as final.
 func killError(reason string, app *App) *apperr.Error {

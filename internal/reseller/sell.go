@@ -15,7 +15,6 @@ import (
 var (
 	errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid reseller token.")
 	errDisabled     = apperr.New(apperr.Forbidden, CodeDisabled, "This reseller account is disabled.")
-	errAppRevoked   = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
 )
 
 // Caller is an authenticated reseller and the app it sells.
@@ -51,7 +50,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Caller, erro
 		return nil, err
 	}
 	if app.RevokedAt != nil {
-		return nil, errAppRevoked
+		return nil, license.ErrAppRevoked
 	}
 	return &Caller{Reseller: r, App: app}, nil
 }
