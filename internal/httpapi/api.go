@@ -77,6 +77,7 @@ type API struct {
 	routes   []Route
 	checks   []Check
 	metrics  *metrics.Metrics
+	ui       UI
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
 }
@@ -105,7 +106,15 @@ type Services struct {
 	Checks []Check
 	// Metrics records requests, logins and kill codes (nil: nothing).
 	Metrics *metrics.Metrics
+	// UI is the web dashboard mounted at / and /dashboard/ (nil: none).
+	UI UI
 }
+
+// UI builds the web dashboard's handler. api serves the admin API in
+// process, without the per-IP limiter the dashboard's own request has
+// already passed; https says whether a request reached keyward over HTTPS
+// (directly or, with TrustProxy, through a TLS-terminating proxy).
+type UI func(api http.Handler, https func(*http.Request) bool) http.Handler
 
 // New returns the API over the given services.
 func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg Config) *API {
@@ -116,7 +125,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, metrics: sv.Metrics, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
+		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, metrics: sv.Metrics, ui: sv.UI, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 
 // Handler returns the route table wrapped in the common middleware.
@@ -212,6 +221,14 @@ func (a *API) Handler() http.Handler {
 	a.resellerRoute(mux, "/api/reseller/me.php", resellerMethods{"GET": a.resellerMe})
 	a.resellerRoute(mux, "/api/reseller/keys.php", resellerMethods{"GET": a.resellerKeys, "POST": a.resellerPostKeys})
 	a.resellerRoute(mux, "/api/reseller/ledger.php", resellerMethods{"GET": a.resellerLedger})
+
+	// The dashboard: pages that call the admin API above in process, so they
+	// obey exactly its validation, authorization and audit.
+	if a.ui != nil {
+		ui := a.ui(a.recoverer(mux), a.isHTTPS)
+		mux.Handle("/dashboard/", ui)
+		mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusSeeOther))
+	}
 
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		noteCode(r.Context(), "NOT_FOUND")

@@ -28,6 +28,7 @@ import (
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/customer"
+	"github.com/keyward/keyward/internal/dashboard"
 	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
@@ -191,7 +192,8 @@ func (s *Server) init(ctx context.Context) error {
 	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
 		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
-		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness(), Metrics: s.Metrics}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
+		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness(), Metrics: s.Metrics,
+		UI: dashboard.Mount(s.opts.Log, s.opts.Now)}, s.DB, s.opts.Log, s.opts.Now, httpapi.Config{TrustProxy: s.cfg.TrustProxy, MaxArtifact: s.cfg.ArtifactLimit(),
 		MetricsToken:  s.cfg.MetricsToken,
 		Rate:          ratelimit.Rate{PerSecond: lim.RateLimit, Burst: lim.RateBurst},
 		AdminRate:     ratelimit.Rate{PerSecond: lim.AdminRateLimit, Burst: lim.AdminRateBurst},

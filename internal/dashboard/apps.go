@@ -1,0 +1,174 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// routesApps: the app list (the dashboard's home), creating apps, an app's
+// settings, its secret and revocation.
+func (d *Dashboard) routesApps(m *http.ServeMux) {
+	d.page(m, "GET /dashboard/{$}", d.appsList)
+	d.page(m, "POST /dashboard/apps", d.appCreate)
+	d.page(m, "GET /dashboard/apps/{app}", d.appSettings)
+	d.page(m, "POST /dashboard/apps/{app}/settings", d.appSave)
+	d.page(m, "POST /dashboard/apps/{app}/secret", d.appSecret)
+	d.page(m, "POST /dashboard/apps/{app}/revoke", d.appRevoke)
+}
+
+func (d *Dashboard) appsList(c *Ctx) {
+	var out struct {
+		Apps []map[string]any `json:"apps"`
+	}
+	if err := c.Call("GET", "/api/admin/apps.php", nil, nil, &out); err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Render("apps", Page{Title: "Apps", Nav: "apps", Data: out.Apps})
+}
+
+func (d *Dashboard) appCreate(c *Ctx) {
+	var out struct {
+		App map[string]any `json:"app"`
+	}
+	body := map[string]any{"name": strings.TrimSpace(c.R.PostFormValue("name")), "version": strings.TrimSpace(c.R.PostFormValue("version"))}
+	if err := c.Call("POST", "/api/admin/apps.php", nil, body, &out); err != nil {
+		c.Done("/dashboard/", "", err)
+		return
+	}
+	c.AppID = str(out.App["app_id"])
+	c.App = out.App
+	c.Render("secret", Page{Title: "App created", Nav: "settings", Data: map[string]any{"Secret": out.App["secret"], "New": true}})
+}
+
+// setting is one field of the app settings form.
+type setting struct {
+	Name, Label, Kind, Help string   // Kind: bool, int, text, choice
+	Choices                 []string // for choice
+	Value                   any
+}
+
+// settingGroups lays out the app settings form (license.AppSettings).
+var settingGroups = []struct {
+	Title  string
+	Fields []setting
+}{
+	{"Sessions", []setting{
+		{Name: "heartbeat_interval", Label: "Heartbeat interval (seconds)", Kind: "int", Help: "How often clients check in; a banned key stops at its next heartbeat."},
+		{Name: "maintenance", Label: "Maintenance mode", Kind: "bool", Help: "Refuse sign-ins with the message below."},
+		{Name: "maintenance_message", Label: "Maintenance message", Kind: "text"},
+		{Name: "login_message", Label: "Message shown at sign-in", Kind: "text"},
+		{Name: "download_url", Label: "Download URL", Kind: "text"},
+		{Name: "key_prefix", Label: "Key prefix", Kind: "text"},
+	}},
+	{"Self-service HWID reset", []setting{
+		{Name: "self_reset_enabled", Label: "Customers may reset their device binding", Kind: "bool"},
+		{Name: "self_reset_cooldown_hours", Label: "Hours between self-service resets", Kind: "int"},
+		{Name: "reset_auto_approve_days", Label: "Approve reset requests automatically after (days, 0: never)", Kind: "int"},
+	}},
+	{"Trials", []setting{
+		{Name: "trial_enabled", Label: "Trials enabled", Kind: "bool"},
+		{Name: "trial_duration", Label: "Trial length", Kind: "int"},
+		{Name: "trial_duration_unit", Label: "Trial length unit", Kind: "choice", Choices: []string{"hours", "days"}},
+		{Name: "trial_max_devices", Label: "Devices per trial", Kind: "int"},
+		{Name: "trial_ip_limit", Label: "Trials per IP address (0: no limit)", Kind: "int"},
+		{Name: "trial_ip_window_hours", Label: "Per-IP window (hours)", Kind: "int"},
+	}},
+	{"Accounts", []setting{
+		{Name: "accounts_enabled", Label: "App user accounts enabled", Kind: "bool"},
+		{Name: "account_key_required", Label: "A key is needed to register", Kind: "bool"},
+		{Name: "account_signup_days", Label: "Days granted at sign-up", Kind: "int"},
+		{Name: "account_max_devices", Label: "Devices per account", Kind: "int"},
+		{Name: "account_redeem_mode", Label: "Redeeming a key", Kind: "choice", Choices: []string{"stack", "restart"}},
+		{Name: "account_takes_key_devices", Label: "Accounts take over the key's device limit", Kind: "bool"},
+		{Name: "account_password_min_length", Label: "Shortest password", Kind: "int"},
+	}},
+	{"Abuse limits", []setting{
+		{Name: "leak_max_hwids", Label: "Devices per key before it counts as leaked", Kind: "int"},
+		{Name: "leak_max_ips", Label: "IP addresses per key before it counts as leaked", Kind: "int"},
+		{Name: "leak_window_hours", Label: "Leak window (hours)", Kind: "int"},
+		{Name: "leak_action", Label: "On a leak", Kind: "choice", Choices: []string{"none", "pause", "rotate"}},
+		{Name: "suspicious_invalid_keys", Label: "Invalid keys per IP before flagging", Kind: "int"},
+		{Name: "suspicious_envelope_failures", Label: "Envelope failures per IP before flagging", Kind: "int"},
+		{Name: "suspicious_trials", Label: "Trials per IP before flagging", Kind: "int"},
+		{Name: "suspicious_window_minutes", Label: "Flagging window (minutes)", Kind: "int"},
+	}},
+}
+
+func (d *Dashboard) appSettings(c *Ctx) {
+	settings, _ := c.App["settings"].(map[string]any)
+	type group struct {
+		Title  string
+		Fields []setting
+	}
+	var groups []group
+	for _, g := range settingGroups {
+		out := group{Title: g.Title}
+		for _, f := range g.Fields {
+			f.Value = settings[f.Name]
+			out.Fields = append(out.Fields, f)
+		}
+		groups = append(groups, out)
+	}
+	c.Render("app", Page{Title: str(c.App["name"]), Nav: "settings", Data: groups})
+}
+
+// appSave turns the settings form into typed JSON and PUTs it; the API
+// refuses what is out of range.
+func (d *Dashboard) appSave(c *Ctx) {
+	patch := map[string]any{}
+	for _, g := range settingGroups {
+		for _, f := range g.Fields {
+			v := strings.TrimSpace(c.R.PostFormValue(f.Name))
+			switch f.Kind {
+			case "bool":
+				patch[f.Name] = v == "on" || v == "true"
+			case "int":
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					c.Done(c.AppPath(""), "", &APIError{Status: 400, Code: "MISSING_FIELDS", Message: f.Label + ": enter a whole number."})
+					return
+				}
+				patch[f.Name] = n
+			default:
+				patch[f.Name] = v
+			}
+		}
+	}
+	body := map[string]any{"name": strings.TrimSpace(c.R.PostFormValue("name")), "version": strings.TrimSpace(c.R.PostFormValue("version")),
+		"settings": json.RawMessage(mustJSON(patch))}
+	c.Done(c.AppPath(""), "Settings saved.", c.Call("PUT", "/api/admin/apps.php", c.AppQuery(), body, nil))
+}
+
+func (d *Dashboard) appSecret(c *Ctx) {
+	if !c.Confirm("Regenerate the app secret?", "Every copy of "+str(c.App["name"])+" built with the current secret stops working until it is rebuilt with the new one.") {
+		return
+	}
+	var out struct {
+		App map[string]any `json:"app"`
+	}
+	if err := c.Call("POST", "/api/admin/apps.php", c.AppQuery("action", "regenerate-secret"), map[string]any{}, &out); err != nil {
+		c.Done(c.AppPath(""), "", err)
+		return
+	}
+	c.Render("secret", Page{Title: "New app secret", Nav: "settings", Data: map[string]any{"Secret": out.App["secret"]}})
+}
+
+func (d *Dashboard) appRevoke(c *Ctx) {
+	action := "revoke"
+	msg := "Every client of " + str(c.App["name"]) + " is refused from now on, and each live session ends at its next heartbeat."
+	if c.App["revoked"] == true {
+		action, msg = "restore", "Clients of "+str(c.App["name"])+" may sign in again."
+	}
+	if !c.Confirm(strings.ToUpper(action[:1])+action[1:]+" this app?", msg) {
+		return
+	}
+	c.Done(c.AppPath(""), "App "+action+"d.", c.Call("POST", "/api/admin/apps.php", c.AppQuery("action", action), map[string]any{}, nil))
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
