@@ -98,8 +98,12 @@ func (c *Ctx) AppQuery(kv ...string) url.Values {
 	return q
 }
 
-// AppPath is the path of an app page: AppPath("keys") = /dashboard/apps/{id}/keys.
+// AppPath is the path of an app page: AppPath("keys") = /dashboard/apps/{id}/keys;
+// AppPath("") is the app's settings page.
 func (c *Ctx) AppPath(rest string) string {
+	if rest == "" {
+		return "/dashboard/apps/" + url.PathEscape(c.AppID)
+	}
 	return "/dashboard/apps/" + url.PathEscape(c.AppID) + "/" + strings.TrimPrefix(rest, "/")
 }
 

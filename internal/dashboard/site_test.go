@@ -160,3 +160,6 @@ func totpCode(t testing.TB, secret string, at time.Time) string {
 	}
 	return c
 }
+
+// htmlUnescape undoes the template's escaping of an attribute value.
+func htmlUnescape(s string) string { return html.UnescapeString(s) }
