@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
@@ -112,5 +113,31 @@ func TestSignInWithTwoFactor(t *testing.T) {
 	p = s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}})
 	if p.Status != 200 || p.URL != "/dashboard/" {
 		t.Fatalf("right code: %d at %s: %q", p.Status, p.URL, p.Text())
+	}
+}
+
+func TestSessionCookieIsSecureOverHTTPS(t *testing.T) {
+	s := newSite(t, kwtest.Options{Configure: func(c *config.Config) { c.TrustProxy = true }})
+	s.get("/dashboard/login")
+	form := url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}, "csrf": {s.csrf}}
+	req, _ := http.NewRequest("POST", s.URL+"/dashboard/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https") // a TLS-terminating proxy in front
+	resp, err := (&http.Client{Jar: s.c.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var secure bool
+	for _, c := range resp.Cookies() {
+		if c.Name == "kw_session" {
+			secure = c.Secure && c.HttpOnly && c.SameSite == http.SameSiteStrictMode
+		}
+	}
+	if resp.StatusCode != http.StatusSeeOther || !secure {
+		t.Errorf("sign-in forwarded as https: %d, session cookie Secure+HttpOnly+Strict = %v", resp.StatusCode, secure)
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("no HSTS on a reply over HTTPS")
 	}
 }
