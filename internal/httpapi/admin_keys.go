@@ -49,7 +49,8 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error)
 		v["sessions"] = sessionViews(d.Sessions)
 		return map[string]any{"success": true, "key": v}, nil
 	}
-	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Query: c.q.Get("q")}
+	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),
+		Query: c.q.Get("q"), HWID: strings.TrimSpace(c.q.Get("hwid"))}
 	if f.After, err = queryInt(c, "cursor"); err != nil {
 		return nil, err
 	}

@@ -395,6 +395,9 @@ func (s *Service) ListKeys(ctx context.Context, f KeyFilter) ([]Key, int64, erro
 	default:
 		return nil, 0, apperr.InvalidField("status", "must be unused, active, paused, banned, expired or redeemed")
 	}
+	if f.Type != "" && f.Type != TypeDays && f.Type != TypeLifetime {
+		return nil, 0, apperr.InvalidField("key_type", "must be days or lifetime")
+	}
 	f.Now = s.Now()
 	keys, err := s.store.Keys(ctx, f)
 	if err != nil {

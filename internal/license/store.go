@@ -147,10 +147,13 @@ type Tx interface {
 type KeyFilter struct {
 	AppID  string
 	Status Status
+	Type   KeyType // "" for any
 	Query  string
-	After  int64
-	Limit  int
-	Now    time.Time
+	// HWID selects keys with this device bound (exact match).
+	HWID  string
+	After int64
+	Limit int
+	Now   time.Time
 }
 
 // AccountFilter selects accounts for listing. Query matches a substring of

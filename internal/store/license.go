@@ -180,7 +180,11 @@ func takenKeyStrings(ctx context.Context, db *DB, q queryer, appID string, strs 
 // Keys lists keys by effective status: an active key past its expiry counts
 // as expired.
 func (s licenseStore) Keys(ctx context.Context, f license.KeyFilter) ([]license.Key, error) {
-	where, args := bulkWhere(f.AppID, license.BulkFilter{Status: f.Status, Query: f.Query, Now: f.Now})
+	where, args := bulkWhere(f.AppID, license.BulkFilter{Status: f.Status, Type: f.Type, Query: f.Query, Now: f.Now})
+	if f.HWID != "" {
+		where += ` AND id IN (SELECT key_id FROM devices WHERE hwid = ?)`
+		args = append(args, f.HWID)
+	}
 	q := `SELECT ` + keyCols + ` FROM license_keys` + where + ` AND id > ? ORDER BY id LIMIT ?`
 	return scanKeys(s.db.read.QueryContext(ctx, s.db.rebind(q), append(args, f.After, f.Limit)...))
 }

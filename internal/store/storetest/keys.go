@@ -189,7 +189,22 @@ func testKeyListing(t *testing.T, db *store.DB) {
 	)
 	o := newKey("other", "AAAA-0001")
 	o.Note = "Alpha customer"
-	addKeys(t, db, o)
+	other := addKeys(t, db, o)
+	keys[1].Type = license.TypeLifetime
+	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		if err := tx.UpdateKey(ctx, &keys[1]); err != nil {
+			return err
+		}
+		for _, d := range []struct {
+			key  int64
+			hwid string
+		}{{keys[2].ID, "PC-shared"}, {keys[5].ID, "PC-shared"}, {keys[6].ID, "PC-7"}, {other[0].ID, "PC-other"}} {
+			if err := tx.UpsertDevice(ctx, d.key, d.hwid, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	id := func(i ...int) []int64 {
 		out := []int64{}
 		for _, n := range i {
@@ -219,6 +234,12 @@ func testKeyListing(t *testing.T, db *store.DB) {
 		{"cursor", license.KeyFilter{After: keys[2].ID, Limit: 2}, id(4, 5)},
 		{"cursor past the end", license.KeyFilter{After: keys[7].ID}, id()},
 		{"cursor with status", license.KeyFilter{Status: license.StatusExpired, After: keys[3].ID}, id(5, 8)},
+		{"lifetime keys", license.KeyFilter{Type: license.TypeLifetime}, id(2)},
+		{"days keys with a query", license.KeyFilter{Type: license.TypeDays, Query: "alpha"}, id(1, 8)},
+		{"device", license.KeyFilter{HWID: "PC-shared"}, id(3, 6)},
+		{"device, case matters", license.KeyFilter{HWID: "pc-shared"}, id()},
+		{"device and status", license.KeyFilter{HWID: "PC-shared", Status: license.StatusPaused}, id(6)},
+		{"device of another app's key", license.KeyFilter{HWID: "PC-other"}, id()},
 	}
 	for _, c := range cases {
 		f := c.f
