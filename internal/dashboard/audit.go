@@ -157,7 +157,9 @@ func (d *Dashboard) resellerShow(c *Ctx) {
 }
 
 // resellerPath is the page of the reseller of the request.
-func resellerPath(c *Ctx) string { return c.AppPath("resellers/" + url.PathEscape(c.R.PathValue("id"))) }
+func resellerPath(c *Ctx) string {
+	return c.AppPath("resellers/" + url.PathEscape(c.R.PathValue("id")))
+}
 
 func (d *Dashboard) resellerBalance(c *Ctx) {
 	back := resellerPath(c)
