@@ -93,6 +93,14 @@ func TestSessionsListAndRevoke(t *testing.T) {
 		t.Fatalf("the revoked session is still listed: %s", d.Text())
 	}
 
+	// A viewer may look but not revoke: the API's refusal as a message.
+	s.AddMember(app.ID, "viewer2", "viewer password 2", "viewer")
+	v := auditSiteAs(t, s, "viewer2", "viewer password 2")
+	v.get(base).must(t)
+	if vp := v.post(base+"/revoke", url.Values{"session_id": {sessField(t, d, "session_id", "HWID-SESS-TWO")}, "confirm": {"yes"}}).must(t); !strings.Contains(vp.flash(), "FORBIDDEN") || !vp.Has("HWID-SESS-TWO") {
+		t.Fatalf("viewer revoke: %q", vp.flash())
+	}
+
 	// An unknown session: the API's refusal, nothing else changes.
 	s.get(base)
 	e := s.post(base+"/revoke", url.Values{"session_id": {"no-such-session"}, "confirm": {"yes"}}).must(t)
@@ -206,9 +214,23 @@ func TestAccountsActions(t *testing.T) {
 	if q := s.get(base + "?q=ali").must(t); !q.Has("alice@example.com") || q.Has("bobby") {
 		t.Fatalf("search: %s", q.Text())
 	}
+	if r := app.Plain("/api/auth/account-login.php", map[string]any{"username": "alice", "password": "correct horse 1", "hwid": "ACCT-HW-1"}); r.Body["success"] != true {
+		t.Fatalf("account login: %v", r)
+	}
 	one := s.get(base + "/alice").must(t)
-	if !one.Has("alice@example.com") || !one.Has("Set expiry") || !one.Has("Reset password") {
-		t.Fatalf("account page: %s", one.Text())
+	if !one.Has("alice@example.com") || !one.Has("Set expiry") || !one.Has("Reset password") || strings.Count(one.Text(), "ACCT-HW-1") != 2 {
+		t.Fatalf("account page (a device and a session): %s", one.Text())
+	}
+	// Reset devices from the account page: confirmed, back there, no devices left.
+	if c := s.post(base+"/action", url.Values{"username": {"alice"}, "action": {"reset-devices"}, "from": {"account"}}).must(t); !c.Has("Reset devices alice?") {
+		t.Fatalf("no confirmation: %s", c.Text())
+	}
+	if devs, _ := sessAccount(s, app, "alice")["devices"].([]any); len(devs) != 1 {
+		t.Fatalf("devices after an unconfirmed reset: %v", devs)
+	}
+	rd := s.post(base+"/action", url.Values{"username": {"alice"}, "action": {"reset-devices"}, "from": {"account"}, "confirm": {"yes"}}).must(t)
+	if devs, _ := sessAccount(s, app, "alice")["devices"].([]any); rd.flash() != "Devices reset." || rd.URL != base+"/alice" || len(devs) != 0 || rd.Has("ACCT-HW-1") {
+		t.Fatalf("reset devices: %q at %s, %v", rd.flash(), rd.URL, devs)
 	}
 
 	// Ban without confirm: confirmation, still active.
