@@ -318,7 +318,7 @@ func (d *Dashboard) contentInfo(c *Ctx) {
 		"Name": str(c.App["name"]), "Version": str(c.App["version"]),
 		"DownloadURL": str(settings["download_url"]), "LoginMessage": str(settings["login_message"]),
 		"Branding": fields, "LogoOK": webLink(str(branding["logo_url"])), "Logo": str(branding["logo_url"]),
-		"WebsiteOK": webLink(str(branding["website_url"])), "Website": str(branding["website_url"]),
+		"WebsiteOK": webLink(str(branding["website_url"])), "Website": str(branding["website_url"]), "LinksHref": c.AppPath("content/links"),
 	})
 }
 
