@@ -252,9 +252,12 @@ func TestContentSlides(t *testing.T) {
 		t.Fatalf("refused edit changed the slide: %v", sl)
 	}
 	// Delete: confirmation first.
-	p = s.post(base+"/slides/"+id+"/delete", nil).must(t)
+	p = s.post(base+"/slides/"+id+"/delete", url.Values{"back": {base + "/slides"}}).must(t)
 	if !p.Has("Delete this slide?") || contentFind(contentList(t, s, "/api/admin/slides.php?app_id="+app.ID, "slides"), "id", id) == nil {
 		t.Fatal("slide deleted without confirmation")
+	}
+	if !strings.Contains(p.Body, `href="`+base+`/slides">Cancel`) {
+		t.Fatal("the confirmation's Cancel does not return to the slides")
 	}
 	contentFlashHas(t, s.post(base+"/slides/"+id+"/delete", url.Values{"confirm": {"yes"}}), "Slide deleted.")
 	if contentFind(contentList(t, s, "/api/admin/slides.php?app_id="+app.ID, "slides"), "id", id) != nil {
@@ -262,16 +265,25 @@ func TestContentSlides(t *testing.T) {
 	}
 }
 
-// A slide's image or link that is not http(s) is shown as text, never as a link.
-func TestContentSlidePreviewLinksOnlyHTTP(t *testing.T) {
+// The preview renders a slide as text: its body's markup escaped, its
+// image as a link showing the URL, never as an image element.
+func TestContentSlidePreviewIsText(t *testing.T) {
 	s, app, base := contentSite(t)
-	s.MustAdmin("POST", "/api/admin/slides.php", map[string]any{"app_id": app.ID, "title": "Plain", "body": "line one\nline two"})
+	s.MustAdmin("POST", "/api/admin/slides.php", map[string]any{"app_id": app.ID, "title": "Plain", "body": "line one <b>bold</b>\nline two",
+		"image_url": "https://example.com/pic.png", "link_url": "https://example.com/more"})
 	p := s.get(base + "/slides").must(t)
-	if strings.Contains(p.Body, "<img") {
-		t.Fatal("slide preview has an image element")
+	if strings.Contains(p.Body, "<img") || strings.Contains(p.Body, "<b>bold</b>") {
+		t.Fatal("slide preview carries markup")
 	}
-	if !p.Has("line one") {
-		t.Fatal("body not in preview")
+	m := regexp.MustCompile(`(?s)<div class="preview"[^>]*>(.*?)</div>`).FindStringSubmatch(p.Body)
+	if m == nil {
+		t.Fatal("no preview box")
+	}
+	for _, want := range []string{"line one &lt;b&gt;bold&lt;/b&gt;", `<a href="https://example.com/pic.png" rel="noopener noreferrer">https://example.com/pic.png</a>`,
+		`<a href="https://example.com/more" rel="noopener noreferrer">https://example.com/more</a>`} {
+		if !strings.Contains(m[1], want) {
+			t.Fatalf("preview lacks %q: %s", want, m[1])
+		}
 	}
 }
 
