@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
@@ -367,5 +369,90 @@ func TestUpdatesExplainAndMinSupported(t *testing.T) {
 	p = s.post(base+"/min-supported", url.Values{"channel": {"nightly"}, "version": {"1.2.0"}}).must(t)
 	if !strings.Contains(p.flash(), "use stable, beta or alpha") || len(s.MustAdmin("GET", "/api/admin/updates.php?app_id="+app.ID, nil).Obj("min_supported")) != 1 {
 		t.Fatalf("bad channel: %q", p.flash())
+	}
+}
+
+// updatesCheckMarkup fails unless every visible input, select and textarea
+// of the page has a <label for> (or sits inside a label), and the page has
+// no inline style or script and no event handler attributes.
+func updatesCheckMarkup(t *testing.T, p *webPage) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(p.Body))
+	labels := map[string]bool{}
+	var ids []string
+	inLabel := 0
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		tok := z.Token()
+		switch tt {
+		case html.StartTagToken, html.SelfClosingTagToken:
+			attrs := map[string]string{}
+			for _, a := range tok.Attr {
+				attrs[a.Key] = a.Val
+				if a.Key == "style" || strings.HasPrefix(a.Key, "on") {
+					t.Fatalf("%s: <%s %s=…>", p.URL, tok.Data, a.Key)
+				}
+			}
+			switch tok.Data {
+			case "script":
+				if attrs["src"] == "" {
+					t.Fatalf("%s: inline script", p.URL)
+				}
+			case "label":
+				labels[attrs["for"]] = true
+				inLabel++
+			case "input", "select", "textarea":
+				if attrs["type"] == "hidden" || inLabel > 0 {
+					continue
+				}
+				if attrs["id"] == "" {
+					t.Fatalf("%s: <%s name=%q> without an id for its label", p.URL, tok.Data, attrs["name"])
+				}
+				ids = append(ids, attrs["id"])
+			}
+		case html.EndTagToken:
+			if tok.Data == "label" && inLabel > 0 {
+				inLabel--
+			}
+		}
+	}
+	for _, id := range ids {
+		if !labels[id] {
+			t.Fatalf("%s: #%s has no <label for>", p.URL, id)
+		}
+	}
+}
+
+func TestUpdatesPagesMarkup(t *testing.T) {
+	s := newSite(t)
+	s.signIn()
+	app := s.CreateApp("Markup")
+	id := app.Release("1.0.1", []byte("bytes"), map[string]any{"rollout_percent": 40})
+	base := "/dashboard/apps/" + app.ID + "/updates"
+	for _, path := range []string{base, fmt.Sprintf("%s/%d", base, id), base + "/explain?v=1.0.0&hwid=X"} {
+		updatesCheckMarkup(t, s.get(path).must(t))
+	}
+	p := s.get(fmt.Sprintf("%s/%d", base, id))
+	for _, want := range []string{`type="range" id="rollout" name="rollout_percent" min="0" max="100" step="1" value="40" data-output="rollout-out" data-unit=" %"`,
+		`<output id="rollout-out" for="rollout">40 %</output>`,
+		fmt.Sprintf(`enctype="multipart/form-data" action="%s/%d/upload" data-upload="%s/%d/upload"`, base, id, base, id),
+		`<input type="file" id="up-file" name="file" required>`, `<progress hidden`, `<p data-upload-status aria-live="polite">`,
+		`data-confirm="Halt this rollout?`} {
+		if !strings.Contains(p.Body, want) {
+			t.Fatalf("release page lacks %s", want)
+		}
+	}
+	// A published release offers halt and yank, not publish or delete.
+	if !p.Has("Halt rollout") || !p.Has("Yank release") || strings.Contains(p.Body, `/publish"`) || strings.Contains(p.Body, `/delete"`) {
+		t.Fatalf("published release's buttons: %s", p.Text())
+	}
+	app2 := s.CreateApp("Markup hooks")
+	w := s.MustAdmin("POST", "/api/admin/webhooks.php", map[string]any{"app_id": app2.ID, "url": "https://example.com/h"}).Obj("webhook")
+	wbase := "/dashboard/apps/" + app2.ID + "/webhooks"
+	for _, path := range []string{wbase, fmt.Sprintf("%s/%v", wbase, w["id"])} {
+		updatesCheckMarkup(t, s.get(path).must(t))
 	}
 }
