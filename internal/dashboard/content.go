@@ -76,10 +76,6 @@ func (c *Ctx) contentRender(section, title string, data map[string]any) {
 	c.Render("content_"+section, Page{Title: title, Nav: "content", Data: data})
 }
 
-// badInput is a form value the dashboard refuses before asking the API.
-func badInput(msg string) error {
-	return &APIError{Status: http.StatusBadRequest, Code: "MISSING_FIELDS", Message: msg}
-}
 
 // pathID reads the numeric {id} of the path.
 func pathID(c *Ctx) (int64, error) {
@@ -90,25 +86,8 @@ func pathID(c *Ctx) (int64, error) {
 	return id, nil
 }
 
-// formInt reads an optional whole number: ok is false when the field is empty.
-func formInt(c *Ctx, name, label string) (n int64, ok bool, err error) {
-	v := strings.TrimSpace(c.R.PostFormValue(name))
-	if v == "" {
-		return 0, false, nil
-	}
-	n, err = strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, false, badInput(label + ": enter a whole number.")
-	}
-	return n, true, nil
-}
 
-func formStr(c *Ctx, name string) string { return strings.TrimSpace(c.R.PostFormValue(name)) }
 
-func formBool(c *Ctx, name string) bool {
-	v := c.R.PostFormValue(name)
-	return v == "on" || v == "true" || v == "yes"
-}
 
 // webLink reports whether s is an http(s) URL worth showing as a link.
 func webLink(s string) bool {

@@ -33,10 +33,6 @@ var keyStringRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // maxDownload is the most keys one download carries (one generation's batch).
 const maxDownload = 10000
 
-// badInput is the refusal of a form field the dashboard converts itself.
-func badInput(msg string) error {
-	return &APIError{Status: http.StatusBadRequest, Code: "MISSING_FIELDS", Message: msg}
-}
 
 func (d *Dashboard) keysList(c *Ctx) {
 	q := c.R.URL.Query()
@@ -65,18 +61,6 @@ func (d *Dashboard) keysList(c *Ctx) {
 	}})
 }
 
-// formInt reads a whole-number form field; empty gives def.
-func formInt(c *Ctx, name, label string, def int) (int, error) {
-	v := strings.TrimSpace(c.R.PostFormValue(name))
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, badInput(label + ": enter a whole number.")
-	}
-	return n, nil
-}
 
 // formFeatures reads a features field: empty, or a JSON object.
 func formFeatures(c *Ctx) (json.RawMessage, error) {
@@ -93,7 +77,7 @@ func formFeatures(c *Ctx) (json.RawMessage, error) {
 
 func (d *Dashboard) keysGenerate(c *Ctx) {
 	back := c.AppPath("keys")
-	count, err := formInt(c, "count", "Number of keys", 0)
+	count, err := formIntOr(c, "count", "Number of keys", 0)
 	if err != nil {
 		c.Done(back, "", err)
 		return
@@ -105,7 +89,7 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 	typ := strings.TrimSpace(c.R.PostFormValue("key_type"))
 	body := map[string]any{"count": count, "key_type": typ, "note": c.R.PostFormValue("note")}
 	if typ != "lifetime" {
-		days, err := formInt(c, "duration_value", "Duration (days)", 0)
+		days, err := formIntOr(c, "duration_value", "Duration (days)", 0)
 		if err != nil {
 			c.Done(back, "", err)
 			return
@@ -113,7 +97,7 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 		body["duration_value"] = days
 	}
 	if strings.TrimSpace(c.R.PostFormValue("max_devices")) != "" {
-		n, err := formInt(c, "max_devices", "Devices per key", 1)
+		n, err := formIntOr(c, "max_devices", "Devices per key", 1)
 		if err != nil {
 			c.Done(back, "", err)
 			return
@@ -226,7 +210,7 @@ func bulkBody(c *Ctx) (map[string]any, error) {
 		}
 	}
 	if op == "extend" {
-		days, err := formInt(c, "days", "Days", 0)
+		days, err := formIntOr(c, "days", "Days", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -373,7 +357,7 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		}
 		body := map[string]any{"app_id": c.AppID, "license_key": lk}
 		if action == "extend" {
-			days, err := formInt(c, "days", "Days", 0)
+			days, err := formIntOr(c, "days", "Days", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return
@@ -409,7 +393,7 @@ func (d *Dashboard) keyAction(c *Ctx) {
 	case "update":
 		body := map[string]any{"app_id": c.AppID, "license_key": lk, "note": c.R.PostFormValue("note")}
 		if v := strings.TrimSpace(c.R.PostFormValue("max_devices")); v != "" {
-			n, err := formInt(c, "max_devices", "Devices allowed", 0)
+			n, err := formIntOr(c, "max_devices", "Devices allowed", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return

@@ -156,8 +156,12 @@ func (d *Dashboard) page(m *http.ServeMux, pattern string, h func(*Ctx)) {
 // itself when it is missing or wrong.
 func (d *Dashboard) checkCSRF(w http.ResponseWriter, r *http.Request, want string) bool {
 	got := r.Header.Get("X-CSRF-Token")
-	if got == "" {
-		ct := r.Header.Get("Content-Type")
+	ct := r.Header.Get("Content-Type")
+	if got == "" && strings.HasPrefix(ct, "multipart/form-data") && r.URL.Query().Has("csrf") {
+		// A file upload form names its token in its action URL, so the
+		// body is left unread for the handler to stream.
+		got = r.URL.Query().Get("csrf")
+	} else if got == "" {
 		if strings.HasPrefix(ct, "application/x-www-form-urlencoded") || strings.HasPrefix(ct, "multipart/form-data") {
 			r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 			if strings.HasPrefix(ct, "multipart/") {

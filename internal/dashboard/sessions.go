@@ -22,10 +22,6 @@ func (d *Dashboard) routesSessions(m *http.ServeMux) {
 	d.page(m, "GET /dashboard/apps/{app}/trials", d.trialsList)
 }
 
-// badInput is a form value the dashboard refuses before calling the API.
-func badInput(msg string) error {
-	return &APIError{Status: http.StatusBadRequest, Code: "MISSING_FIELDS", Message: msg}
-}
 
 // listPage is what the list pages share: the rows, the filters shown and
 // the cursor of the next (older) page.

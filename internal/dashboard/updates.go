@@ -50,11 +50,6 @@ func (d *Dashboard) updatesList(c *Ctx) {
 		"Releases": out.Releases, "MinSupported": out.MinSupported, "Channels": updateChannels}})
 }
 
-// formBool reads a checkbox.
-func formBool(r *http.Request, name string) bool {
-	v := r.PostFormValue(name)
-	return v == "on" || v == "true" || v == "yes" || v == "1"
-}
 
 // rolloutPercent reads a percentage field (0–100, decimals allowed).
 func rolloutPercent(r *http.Request, name string) (float64, error) {
@@ -69,7 +64,7 @@ func rolloutPercent(r *http.Request, name string) (float64, error) {
 func (d *Dashboard) releaseCreate(c *Ctx) {
 	body := map[string]any{"version": strings.TrimSpace(c.R.PostFormValue("version")), "channel": c.R.PostFormValue("channel"),
 		"changelog": c.R.PostFormValue("changelog"), "min_version": strings.TrimSpace(c.R.PostFormValue("min_version")),
-		"is_mandatory": formBool(c.R, "is_mandatory")}
+		"is_mandatory": formBool(c, "is_mandatory")}
 	if strings.TrimSpace(c.R.PostFormValue("rollout_percent")) != "" {
 		pct, err := rolloutPercent(c.R, "rollout_percent")
 		if err != nil {
@@ -126,7 +121,7 @@ func (d *Dashboard) releaseEdit(c *Ctx) {
 		return
 	}
 	body := map[string]any{"id": id, "channel": c.R.PostFormValue("channel"), "changelog": c.R.PostFormValue("changelog"),
-		"min_version": strings.TrimSpace(c.R.PostFormValue("min_version")), "is_mandatory": formBool(c.R, "is_mandatory")}
+		"min_version": strings.TrimSpace(c.R.PostFormValue("min_version")), "is_mandatory": formBool(c, "is_mandatory")}
 	c.Done(releasePath(c, id), "Release saved.", c.Call("PUT", updatesAPI, c.AppQuery(), body, nil))
 }
 

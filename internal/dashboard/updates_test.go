@@ -11,6 +11,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -213,13 +214,35 @@ func TestUpdatesReleaseLifecycle(t *testing.T) {
 		t.Fatalf("streamed multipart upload not stored as sent: %v", arts)
 	}
 
-	// Without JavaScript a form over 1 MiB cannot carry its CSRF field past
-	// the form cap: refused, nothing stored.
-	p = updatesUploadForm(t, s, relPath+"/upload", map[string]string{"os": "linux", "arch": "x86"}, "big", big)
-	if p.Status != http.StatusForbidden {
-		t.Fatalf("large no-JS upload: %d", p.Status)
+	// Without JavaScript the form names its CSRF token in its action URL
+	// (as the page renders it), so a large file streams too.
+	page := s.get(relPath).must(t)
+	action := regexp.MustCompile(`enctype="multipart/form-data" action="([^"]+)"`).FindStringSubmatch(page.Body)
+	if action == nil || !strings.Contains(html.UnescapeString(action[1]), "/upload?csrf="+s.csrf) {
+		t.Fatalf("upload form action %v does not carry the CSRF token", action)
 	}
-	if arts, _ = updatesRelease(t, s, app, id)["artifacts"].([]any); len(arts) != 3 {
+	p = updatesUploadForm(t, s, html.UnescapeString(action[1]), map[string]string{"os": "linux", "arch": "x86"}, "big.tar.gz", big)
+	if p.must(t); !strings.Contains(p.flash(), "Artifact stored") {
+		t.Fatalf("large no-JS upload: %q", p.flash())
+	}
+	found = false
+	arts, _ = updatesRelease(t, s, app, id)["artifacts"].([]any)
+	for _, a := range arts {
+		a := a.(map[string]any)
+		if a["os"] == "linux" && a["arch"] == "x86" {
+			found = a["sha256"] == updatesSum(big) && a["size"] == float64(len(big))
+		}
+	}
+	if !found || len(arts) != 4 {
+		t.Fatalf("large no-JS upload not stored as sent: %v", arts)
+	}
+	// Without the token in the URL a large form cannot carry it past the
+	// form cap: refused, nothing stored.
+	p = updatesUploadForm(t, s, relPath+"/upload", map[string]string{"os": "windows", "arch": "arm64"}, "big", big)
+	if p.Status != http.StatusForbidden {
+		t.Fatalf("large upload without a token in the URL: %d", p.Status)
+	}
+	if arts, _ = updatesRelease(t, s, app, id)["artifacts"].([]any); len(arts) != 4 {
 		t.Fatalf("artifacts after refused large form: %v", arts)
 	}
 	s.get(relPath)
@@ -438,7 +461,7 @@ func TestUpdatesPagesMarkup(t *testing.T) {
 	p := s.get(fmt.Sprintf("%s/%d", base, id))
 	for _, want := range []string{`type="range" id="rollout" name="rollout_percent" min="0" max="100" step="1" value="40" data-output="rollout-out" data-unit=" %"`,
 		`<output id="rollout-out" for="rollout">40 %</output>`,
-		fmt.Sprintf(`enctype="multipart/form-data" action="%s/%d/upload" data-upload="%s/%d/upload"`, base, id, base, id),
+		fmt.Sprintf(`enctype="multipart/form-data" action="%s/%d/upload?csrf=%s" data-upload="%s/%d/upload"`, base, id, s.csrf, base, id),
 		`<input type="file" id="up-file" name="file" required>`, `<progress hidden`, `<p data-upload-status aria-live="polite">`,
 		`data-confirm="Halt this rollout?`} {
 		if !strings.Contains(p.Body, want) {
