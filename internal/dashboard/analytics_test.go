@@ -54,7 +54,7 @@ func TestAnalyticsPage(t *testing.T) {
 		// Stat tiles: live sessions (3 key sessions + the trial's, minus the banned key's), logins, activations, trials, refusals.
 		"3 Live sessions now", "3 Logins", "2 Activations", "1 New trials", "2 Refused sign-ins",
 		// Keys by status.
-		"2 active", "1 banned", "1 unused" /* the trial is an active key */,
+		"2 active", "1 banned", "1 unused", /* the trial is an active key */
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("page lacks %q: %s", want, text)
