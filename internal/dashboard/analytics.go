@@ -8,7 +8,7 @@ import (
 
 // routesAnalytics: charts of sessions, activations, trials, failures and versions.
 func (d *Dashboard) routesAnalytics(m *http.ServeMux) {
-	d.page(m, "GET /dashboard/apps/{app}/analytics", d.analytics)
+	d.page(m, "GET /dashboard/apps/{app}/analytics", d.analyticsPage)
 }
 
 // analyticsRange is one choice of the range selector.
@@ -31,11 +31,11 @@ type analyticsReport struct {
 	To                string             `json:"to"`
 	Step              string             `json:"step"`
 	ActiveNow         float64            `json:"active_now"`
-	Active            []apiPoint         `json:"active_sessions"`
-	Logins            []apiPoint         `json:"logins"`
-	Activations       []apiPoint         `json:"activations"`
-	Trials            []apiPoint         `json:"trials"`
-	Logouts           []apiPoint         `json:"logouts"`
+	Active            []anPoint          `json:"active_sessions"`
+	Logins            []anPoint          `json:"logins"`
+	Activations       []anPoint          `json:"activations"`
+	Trials            []anPoint          `json:"trials"`
+	Logouts           []anPoint          `json:"logouts"`
 	LoginFailures     map[string]float64 `json:"login_failures"`
 	HeartbeatRefusals map[string]float64 `json:"heartbeat_refusals"`
 	KeysByStatus      map[string]float64 `json:"keys_by_status"`
@@ -45,12 +45,12 @@ type analyticsReport struct {
 	} `json:"versions"`
 }
 
-type apiPoint struct {
+type anPoint struct {
 	At string  `json:"at"`
 	N  float64 `json:"n"`
 }
 
-func timePoints(ps []apiPoint) []TimePoint {
+func anTimePoints(ps []anPoint) []TimePoint {
 	out := make([]TimePoint, 0, len(ps))
 	for _, p := range ps {
 		at, _ := time.Parse(time.RFC3339, p.At)
@@ -59,7 +59,7 @@ func timePoints(ps []apiPoint) []TimePoint {
 	return out
 }
 
-func total(ps []apiPoint) float64 {
+func anTotal(ps []anPoint) float64 {
 	var n float64
 	for _, p := range ps {
 		n += p.N
@@ -67,14 +67,14 @@ func total(ps []apiPoint) float64 {
 	return n
 }
 
-// statTile is one figure of the tiles above the charts.
-type statTile struct {
+// anStatTile is one figure of the tiles above the charts.
+type anStatTile struct {
 	Label string
 	Value float64
 	Class string
 }
 
-func (d *Dashboard) analytics(c *Ctx) {
+func (d *Dashboard) analyticsPage(c *Ctx) {
 	sel := analyticsRanges[1]
 	for _, r := range analyticsRanges {
 		if r.Value == c.R.URL.Query().Get("range") {
@@ -103,19 +103,19 @@ func (d *Dashboard) analytics(c *Ctx) {
 	}
 	empty := "nothing in this range."
 
-	tiles := []statTile{
+	tiles := []anStatTile{
 		{Label: "Live sessions now", Value: r.ActiveNow},
-		{Label: "Logins", Value: total(r.Logins)},
-		{Label: "Activations", Value: total(r.Activations)},
-		{Label: "New trials", Value: total(r.Trials)},
+		{Label: "Logins", Value: anTotal(r.Logins)},
+		{Label: "Activations", Value: anTotal(r.Activations)},
+		{Label: "New trials", Value: anTotal(r.Trials)},
 	}
 	var failed float64
 	for _, n := range r.LoginFailures {
 		failed += n
 	}
-	tiles = append(tiles, statTile{Label: "Refused sign-ins", Value: failed, Class: "bad"})
-	statuses := sortedKeys(r.KeysByStatus)
-	var keyTiles []statTile
+	tiles = append(tiles, anStatTile{Label: "Refused sign-ins", Value: failed, Class: "bad"})
+	statuses := anSortedKeys(r.KeysByStatus)
+	var keyTiles []anStatTile
 	for _, s := range statuses {
 		class := ""
 		switch s {
@@ -126,7 +126,7 @@ func (d *Dashboard) analytics(c *Ctx) {
 		case "paused":
 			class = "warn"
 		}
-		keyTiles = append(keyTiles, statTile{Label: s, Value: r.KeysByStatus[s], Class: class})
+		keyTiles = append(keyTiles, anStatTile{Label: s, Value: r.KeysByStatus[s], Class: class})
 	}
 
 	// Refusals by code: sign-ins refused and sessions ended by a heartbeat,
@@ -138,27 +138,27 @@ func (d *Dashboard) analytics(c *Ctx) {
 	for k, n := range r.HeartbeatRefusals {
 		codes[k] += n
 	}
-	codeList := sortedKeys(codes)
+	codeList := anSortedKeys(codes)
 	sort.SliceStable(codeList, func(i, j int) bool { return codes[codeList[i]] > codes[codeList[j]] })
-	login := BarSeries{Name: "sign-ins refused", Color: colRed}
-	beat := BarSeries{Name: "sessions ended", Color: colAmber}
+	login := BarSeries{Name: "sign-ins refused", Color: chartRed}
+	beat := BarSeries{Name: "sessions ended", Color: chartAmber}
 	for _, k := range codeList {
 		login.Values = append(login.Values, r.LoginFailures[k])
 		beat.Values = append(beat.Values, r.HeartbeatRefusals[k])
 	}
 	var versions []string
-	devices := BarSeries{Name: "devices", Color: colBlue}
+	devices := BarSeries{Name: "devices", Color: chartBlue}
 	for _, v := range r.Versions {
 		versions = append(versions, v.Version)
 		devices.Values = append(devices.Values, v.Devices)
 	}
 
 	charts := []*Chart{
-		AreaChart("chart-active", "Live sessions", timePoints(r.Active), step, [2]string{"session", "sessions"}, colBlue,
+		AreaChart("chart-active", "Live sessions", anTimePoints(r.Active), step, [2]string{"session", "sessions"}, chartBlue,
 			"no sessions were sampled in this range."),
-		BarChart("chart-logins", "Logins", timePoints(r.Logins), step, [2]string{"login", "logins"}, colBlue, empty),
-		BarChart("chart-activations", "Activations", timePoints(r.Activations), step, [2]string{"activation", "activations"}, colGreen, empty),
-		BarChart("chart-trials", "New trials", timePoints(r.Trials), step, [2]string{"trial", "trials"}, colAmber, empty),
+		BarChart("chart-logins", "Logins", anTimePoints(r.Logins), step, [2]string{"login", "logins"}, chartBlue, empty),
+		BarChart("chart-activations", "Activations", anTimePoints(r.Activations), step, [2]string{"activation", "activations"}, chartGreen, empty),
+		BarChart("chart-trials", "New trials", anTimePoints(r.Trials), step, [2]string{"trial", "trials"}, chartAmber, empty),
 		HBarChart("chart-failures", "Refusals by error code", codeList, []BarSeries{login, beat}, "no sign-in was refused and no session was ended."),
 		HBarChart("chart-versions", "Devices by version", versions, []BarSeries{devices}, "no client checked for updates in this range."),
 	}
@@ -168,7 +168,7 @@ func (d *Dashboard) analytics(c *Ctx) {
 	}})
 }
 
-func sortedKeys(m map[string]float64) []string {
+func anSortedKeys(m map[string]float64) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

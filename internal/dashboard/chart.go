@@ -20,12 +20,12 @@ import (
 
 // Chart palette (the stylesheet's accent, bad, ok and warn colours).
 const (
-	colBlue  = "#2456c7"
-	colRed   = "#b42318"
-	colGreen = "#067647"
-	colAmber = "#9a6700"
-	colGrey  = "#5b6577"
-	colLine  = "#d9dde4"
+	chartBlue       = "#2456c7"
+	chartRed        = "#b42318"
+	chartGreen      = "#067647"
+	chartAmber      = "#9a6700"
+	chartGrey       = "#5b6577"
+	chartGridColour = "#d9dde4"
 )
 
 // Chart is a drawn chart, ready for the svg template.
@@ -75,22 +75,22 @@ type BarSeries struct {
 	Values      []float64
 }
 
-var svgTemplate = template.Must(template.New("svg").Funcs(template.FuncMap{"f": fmtCoord,
+var chartSVG = template.Must(template.New("svg").Funcs(template.FuncMap{"f": chartCoord,
 	"add1": func(x float64) float64 { return x + 14 }, "add2": func(y float64) float64 { return y + 9 }}).Parse(
 	`{{if .Empty}}<p class="empty" id="{{.ID}}">{{.Title}}: {{.Empty}}</p>{{else}}` +
 		`<svg viewBox="0 0 {{f .W}} {{f .H}}" width="100%" class="chart" role="img" aria-labelledby="{{.ID}}-title {{.ID}}-desc" id="{{.ID}}">` +
 		`<title id="{{.ID}}-title">{{.Title}}</title><desc id="{{.ID}}-desc">{{.Desc}}</desc>` +
-		`{{range .Grid}}<line x1="{{f .X1}}" y1="{{f .Y1}}" x2="{{f .X2}}" y2="{{f .Y2}}" stroke="` + colLine + `" stroke-width="1"/>{{end}}` +
+		`{{range .Grid}}<line x1="{{f .X1}}" y1="{{f .Y1}}" x2="{{f .X2}}" y2="{{f .Y2}}" stroke="` + chartGridColour + `" stroke-width="1"/>{{end}}` +
 		`{{range .Paths}}<path d="{{.D}}" fill="{{.Fill}}"{{if .Opacity}} fill-opacity="{{.Opacity}}"{{end}} stroke="{{.Stroke}}" stroke-width="2" stroke-linejoin="round"/>{{end}}` +
 		`{{range .Bars}}<rect x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" fill="{{.Fill}}"><title>{{.Title}}</title></rect>{{end}}` +
-		`{{range .Axis}}<line x1="{{f .X1}}" y1="{{f .Y1}}" x2="{{f .X2}}" y2="{{f .Y2}}" stroke="` + colGrey + `" stroke-width="1"/>{{end}}` +
+		`{{range .Axis}}<line x1="{{f .X1}}" y1="{{f .Y1}}" x2="{{f .X2}}" y2="{{f .Y2}}" stroke="` + chartGrey + `" stroke-width="1"/>{{end}}` +
 		`{{range .Labels}}<text x="{{f .X}}" y="{{f .Y}}" text-anchor="{{.Anchor}}">{{.Text}}</text>{{end}}` +
 		`{{range .Legend}}<rect x="{{f .X}}" y="{{f .Y}}" width="10" height="10" fill="{{.Fill}}"/><text x="{{f (add1 .X)}}" y="{{f (add2 .Y)}}">{{.Label}}</text>{{end}}` +
 		`</svg>{{end}}`))
 
-// fmtCoord writes a coordinate with at most one decimal (never NaN: a
+// chartCoord writes a coordinate with at most one decimal (never NaN: a
 // non-finite value is drawn at 0).
-func fmtCoord(v float64) string {
+func chartCoord(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		v = 0
 	}
@@ -100,16 +100,16 @@ func fmtCoord(v float64) string {
 // HTML renders the chart (its text escaped by html/template).
 func (c *Chart) HTML() template.HTML {
 	var b bytes.Buffer
-	if err := svgTemplate.Execute(&b, c); err != nil {
+	if err := chartSVG.Execute(&b, c); err != nil {
 		return template.HTML(`<p class="empty">The chart could not be drawn.</p>`)
 	}
 	return template.HTML(b.String())
 }
 
-// niceScale returns the top of an axis from 0 covering max, and the step
+// chartNiceScale returns the top of an axis from 0 covering max, and the step
 // between its ticks (1, 2 or 5 × a power of ten; whole numbers, about
 // four ticks).
-func niceScale(max float64) (top, step float64) {
+func chartNiceScale(max float64) (top, step float64) {
 	if !(max > 0) || math.IsInf(max, 0) {
 		return 1, 1
 	}
@@ -130,7 +130,7 @@ func niceScale(max float64) (top, step float64) {
 }
 
 // ticks lists the tick values 0, step, … top.
-func ticks(top, step float64) []float64 {
+func chartTicks(top, step float64) []float64 {
 	var out []float64
 	for v := 0.0; v <= top+step/2 && len(out) < 50; v += step {
 		out = append(out, v)
@@ -139,16 +139,16 @@ func ticks(top, step float64) []float64 {
 }
 
 // linear maps [0, top] of the domain to [r0, r1].
-func linear(top, r0, r1 float64) func(float64) float64 {
+func chartLinear(top, r0, r1 float64) func(float64) float64 {
 	if !(top > 0) {
 		top = 1
 	}
 	return func(v float64) float64 { return r0 + (r1-r0)*v/top }
 }
 
-// timeTickIndexes picks at most want evenly spaced indexes of n points,
+// chartTimeTickIndexes picks at most want evenly spaced indexes of n points,
 // always the first.
-func timeTickIndexes(n, want int) []int {
+func chartTimeTickIndexes(n, want int) []int {
 	if n <= 0 || want <= 0 {
 		return nil
 	}
@@ -169,7 +169,7 @@ func timeTickIndexes(n, want int) []int {
 
 // timeLabel formats a point's time for an axis: hours for hourly series
 // (with the date at midnight), dates for daily ones.
-func timeLabel(t time.Time, step time.Duration) string {
+func chartTimeLabel(t time.Time, step time.Duration) string {
 	t = t.UTC()
 	if step < 24*time.Hour {
 		if t.Hour() == 0 {
@@ -181,34 +181,34 @@ func timeLabel(t time.Time, step time.Duration) string {
 }
 
 // timeWords formats a point's time for the description.
-func timeWords(t time.Time, step time.Duration) string {
+func chartTimeWords(t time.Time, step time.Duration) string {
 	if step < 24*time.Hour {
 		return t.UTC().Format("Jan 2 15:04 UTC")
 	}
 	return t.UTC().Format("Jan 2, 2006")
 }
 
-func count(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+func chartCount(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // plural words a count: "1 login", "3 logins".
-func plural(v float64, one, many string) string {
+func chartPlural(v float64, one, many string) string {
 	if v == 1 {
 		return "1 " + one
 	}
-	return count(v) + " " + many
+	return chartCount(v) + " " + many
 }
 
 const (
-	chartW                             = 480.0
-	padL, padR, padT, padB             = 40.0, 10.0, 10.0, 24.0
-	timeChartH                         = 200.0
-	hbarLabelW, hbarRowGap, hbarBarH   = 110.0, 8.0, 14.0
-	maxHBarRows, maxLabelRunes, nticks = 12, 16, 5
+	chartW                                       = 480.0
+	chartPadL, chartPadR, chartPadT, chartPadB   = 40.0, 10.0, 10.0, 24.0
+	chartTimeH                                   = 200.0
+	chartHBarLabelW, chartHBarRowGap, chartHBarH = 110.0, 8.0, 14.0
+	chartMaxRows, chartMaxLabel, chartNTicks     = 12, 16, 5
 )
 
 // timeChart lays out the axes of a chart over time; plot draws the data.
-func timeChart(id, title string, pts []TimePoint, step time.Duration, unit [2]string, emptyMsg string) (c *Chart, x func(float64) float64, y func(float64) float64, slot float64) {
-	c = &Chart{ID: id, Title: title, W: chartW, H: timeChartH}
+func chartTimeAxes(id, title string, pts []TimePoint, step time.Duration, unit [2]string, emptyMsg string) (c *Chart, x func(float64) float64, y func(float64) float64, slot float64) {
+	c = &Chart{ID: id, Title: title, W: chartW, H: chartTimeH}
 	var total, max float64
 	maxAt := -1
 	for i, p := range pts {
@@ -221,34 +221,34 @@ func timeChart(id, title string, pts []TimePoint, step time.Duration, unit [2]st
 		c.Empty = emptyMsg
 		return c, nil, nil, 0
 	}
-	top, tstep := niceScale(max)
-	plotL, plotR, plotT, plotB := padL, chartW-padR, padT, timeChartH-padB
+	top, tstep := chartNiceScale(max)
+	plotL, plotR, plotT, plotB := chartPadL, chartW-chartPadR, chartPadT, chartTimeH-chartPadB
 	slot = (plotR - plotL) / float64(len(pts))
 	x = func(i float64) float64 { return plotL + slot*i }
-	y = linear(top, plotB, plotT)
-	for _, v := range ticks(top, tstep) {
+	y = chartLinear(top, plotB, plotT)
+	for _, v := range chartTicks(top, tstep) {
 		c.Grid = append(c.Grid, chartLine{plotL, y(v), plotR, y(v)})
-		c.Labels = append(c.Labels, chartLabel{X: plotL - 4, Y: y(v) + 4, Anchor: "end", Text: count(v)})
+		c.Labels = append(c.Labels, chartLabel{X: plotL - 4, Y: y(v) + 4, Anchor: "end", Text: chartCount(v)})
 	}
 	c.Axis = append(c.Axis, chartLine{plotL, plotB, plotR, plotB}, chartLine{plotL, plotT, plotL, plotB})
-	for _, i := range timeTickIndexes(len(pts), nticks) {
+	for _, i := range chartTimeTickIndexes(len(pts), chartNTicks) {
 		cx := x(float64(i)) + slot/2
 		c.Axis = append(c.Axis, chartLine{cx, plotB, cx, plotB + 4})
-		c.Labels = append(c.Labels, chartLabel{X: cx, Y: plotB + 16, Anchor: "middle", Text: timeLabel(pts[i].At, step)})
+		c.Labels = append(c.Labels, chartLabel{X: cx, Y: plotB + 16, Anchor: "middle", Text: chartTimeLabel(pts[i].At, step)})
 	}
 	per := "day"
 	if step < 24*time.Hour {
 		per = "hour"
 	}
 	c.Desc = fmt.Sprintf("%s per %s from %s to %s: %s in all, at most %s (%s).", title, per,
-		timeWords(pts[0].At, step), timeWords(pts[len(pts)-1].At, step), plural(total, unit[0], unit[1]),
-		plural(max, unit[0], unit[1]), timeWords(pts[maxAt].At, step))
+		chartTimeWords(pts[0].At, step), chartTimeWords(pts[len(pts)-1].At, step), chartPlural(total, unit[0], unit[1]),
+		chartPlural(max, unit[0], unit[1]), chartTimeWords(pts[maxAt].At, step))
 	return c, x, y, slot
 }
 
 // AreaChart draws a series over time as a line over a filled area.
 func AreaChart(id, title string, pts []TimePoint, step time.Duration, unit [2]string, color, emptyMsg string) *Chart {
-	c, x, y, slot := timeChart(id, title, pts, step, unit, emptyMsg)
+	c, x, y, slot := chartTimeAxes(id, title, pts, step, unit, emptyMsg)
 	if c.Empty != "" {
 		return c
 	}
@@ -258,18 +258,18 @@ func AreaChart(id, title string, pts []TimePoint, step time.Duration, unit [2]st
 		if i == 0 {
 			cmd = "M"
 		}
-		fmt.Fprintf(&line, "%s%s %s ", cmd, fmtCoord(x(float64(i))+slot/2), fmtCoord(y(p.N)))
+		fmt.Fprintf(&line, "%s%s %s ", cmd, chartCoord(x(float64(i))+slot/2), chartCoord(y(p.N)))
 	}
 	d := strings.TrimSpace(line.String())
-	base := fmtCoord(y(0))
-	area := d + " L" + fmtCoord(x(float64(len(pts)-1))+slot/2) + " " + base + " L" + fmtCoord(x(0)+slot/2) + " " + base + " Z"
+	base := chartCoord(y(0))
+	area := d + " L" + chartCoord(x(float64(len(pts)-1))+slot/2) + " " + base + " L" + chartCoord(x(0)+slot/2) + " " + base + " Z"
 	c.Paths = append(c.Paths, chartPath{D: area, Fill: color, Opacity: "0.18", Stroke: "none"}, chartPath{D: d, Fill: "none", Stroke: color})
 	return c
 }
 
 // BarChart draws a series over time as vertical bars.
 func BarChart(id, title string, pts []TimePoint, step time.Duration, unit [2]string, color, emptyMsg string) *Chart {
-	c, x, y, slot := timeChart(id, title, pts, step, unit, emptyMsg)
+	c, x, y, slot := chartTimeAxes(id, title, pts, step, unit, emptyMsg)
 	if c.Empty != "" {
 		return c
 	}
@@ -279,33 +279,33 @@ func BarChart(id, title string, pts []TimePoint, step time.Duration, unit [2]str
 			continue
 		}
 		c.Bars = append(c.Bars, chartBar{X: x(float64(i)) + gap/2, Y: y(p.N), W: slot - gap, H: y(0) - y(p.N), Fill: color,
-			Title: timeWords(p.At, step) + ": " + plural(p.N, unit[0], unit[1])})
+			Title: chartTimeWords(p.At, step) + ": " + chartPlural(p.N, unit[0], unit[1])})
 	}
 	return c
 }
 
-// shorten cuts a label to maxLabelRunes for the axis (the bar's own title
+// shorten cuts a label to chartMaxLabel for the axis (the bar's own title
 // and the description keep it whole).
-func shorten(s string) string {
-	if utf8.RuneCountInString(s) <= maxLabelRunes {
+func chartShorten(s string) string {
+	if utf8.RuneCountInString(s) <= chartMaxLabel {
 		return s
 	}
 	r := []rune(s)
-	return string(r[:maxLabelRunes-1]) + "…"
+	return string(r[:chartMaxLabel-1]) + "…"
 }
 
 // HBarChart draws categories as horizontal bars, one bar per series in each
 // category's row (grouped), with a legend when there are several series.
-// Beyond maxHBarRows categories the rest are added up as "other".
+// Beyond chartMaxRows categories the rest are added up as "other".
 func HBarChart(id, title string, cats []string, series []BarSeries, emptyMsg string) *Chart {
 	c := &Chart{ID: id, Title: title, W: chartW}
-	if len(cats) > maxHBarRows {
-		kept := append(append([]string{}, cats[:maxHBarRows-1]...), "other")
+	if len(cats) > chartMaxRows {
+		kept := append(append([]string{}, cats[:chartMaxRows-1]...), "other")
 		out := make([]BarSeries, len(series))
 		for i, s := range series {
-			vals := append([]float64{}, s.Values[:maxHBarRows-1]...)
+			vals := append([]float64{}, s.Values[:chartMaxRows-1]...)
 			var rest float64
-			for _, v := range s.Values[maxHBarRows-1:] {
+			for _, v := range s.Values[chartMaxRows-1:] {
 				rest += v
 			}
 			out[i] = BarSeries{Name: s.Name, Color: s.Color, Values: append(vals, rest)}
@@ -327,42 +327,42 @@ func HBarChart(id, title string, cats []string, series []BarSeries, emptyMsg str
 	if len(series) > 1 {
 		legendH = 20
 	}
-	rowH := hbarBarH*float64(len(series)) + hbarRowGap
-	plotL, plotR, plotT := hbarLabelW, chartW-padR-20, padT+legendH
+	rowH := chartHBarH*float64(len(series)) + chartHBarRowGap
+	plotL, plotR, plotT := chartHBarLabelW, chartW-chartPadR-20, chartPadT+legendH
 	plotB := plotT + rowH*float64(len(cats))
-	c.H = plotB + padB
-	top, tstep := niceScale(max)
-	x := linear(top, plotL, plotR)
-	for _, v := range ticks(top, tstep) {
+	c.H = plotB + chartPadB
+	top, tstep := chartNiceScale(max)
+	x := chartLinear(top, plotL, plotR)
+	for _, v := range chartTicks(top, tstep) {
 		c.Grid = append(c.Grid, chartLine{x(v), plotT, x(v), plotB})
-		c.Labels = append(c.Labels, chartLabel{X: x(v), Y: plotB + 16, Anchor: "middle", Text: count(v)})
+		c.Labels = append(c.Labels, chartLabel{X: x(v), Y: plotB + 16, Anchor: "middle", Text: chartCount(v)})
 	}
 	c.Axis = append(c.Axis, chartLine{plotL, plotT, plotL, plotB}, chartLine{plotL, plotB, plotR, plotB})
 	var words []string
 	for i, cat := range cats {
-		rowT := plotT + rowH*float64(i) + hbarRowGap/2
-		c.Labels = append(c.Labels, chartLabel{X: plotL - 6, Y: rowT + rowH/2, Anchor: "end", Text: shorten(cat)})
+		rowT := plotT + rowH*float64(i) + chartHBarRowGap/2
+		c.Labels = append(c.Labels, chartLabel{X: plotL - 6, Y: rowT + rowH/2, Anchor: "end", Text: chartShorten(cat)})
 		var parts []string
 		for j, s := range series {
 			v := s.Values[i]
-			label := count(v)
+			label := chartCount(v)
 			if len(series) > 1 {
-				label = count(v) + " " + s.Name
+				label = chartCount(v) + " " + s.Name
 			}
 			parts = append(parts, label)
 			if v <= 0 {
 				continue
 			}
-			by := rowT + hbarBarH*float64(j)
-			c.Bars = append(c.Bars, chartBar{X: plotL, Y: by, W: x(v) - plotL, H: hbarBarH - 2, Fill: s.Color, Title: cat + ": " + label})
-			c.Labels = append(c.Labels, chartLabel{X: x(v) + 4, Y: by + hbarBarH - 4, Anchor: "start", Text: count(v)})
+			by := rowT + chartHBarH*float64(j)
+			c.Bars = append(c.Bars, chartBar{X: plotL, Y: by, W: x(v) - plotL, H: chartHBarH - 2, Fill: s.Color, Title: cat + ": " + label})
+			c.Labels = append(c.Labels, chartLabel{X: x(v) + 4, Y: by + chartHBarH - 4, Anchor: "start", Text: chartCount(v)})
 		}
 		words = append(words, cat+": "+strings.Join(parts, ", "))
 	}
 	if len(series) > 1 {
 		lx := plotL
 		for _, s := range series {
-			c.Legend = append(c.Legend, chartLegend{X: lx, Y: padT - 4, Fill: s.Color, Label: s.Name})
+			c.Legend = append(c.Legend, chartLegend{X: lx, Y: chartPadT - 4, Fill: s.Color, Label: s.Name})
 			lx += 24 + 7*float64(utf8.RuneCountInString(s.Name))
 		}
 	}
