@@ -153,8 +153,14 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 		devices.Values = append(devices.Values, v.Devices)
 	}
 
+	// The last step is the current one: the live count now is a sample of
+	// it too (the sampler may not have run in it yet).
+	active := anTimePoints(r.Active)
+	if n := len(active); n > 0 && active[n-1].N < r.ActiveNow {
+		active[n-1].N = r.ActiveNow
+	}
 	charts := []*Chart{
-		AreaChart("chart-active", "Live sessions", anTimePoints(r.Active), step, [2]string{"session", "sessions"}, chartBlue,
+		AreaChart("chart-active", "Live sessions", active, step, [2]string{"session", "sessions"}, chartBlue,
 			"no sessions were sampled in this range."),
 		BarChart("chart-logins", "Logins", anTimePoints(r.Logins), step, [2]string{"login", "logins"}, chartBlue, empty),
 		BarChart("chart-activations", "Activations", anTimePoints(r.Activations), step, [2]string{"activation", "activations"}, chartGreen, empty),

@@ -200,10 +200,10 @@ func chartPlural(v float64, one, many string) string {
 
 const (
 	chartW                                       = 480.0
-	chartPadL, chartPadR, chartPadT, chartPadB   = 40.0, 10.0, 10.0, 24.0
+	chartPadL, chartPadR, chartPadT, chartPadB   = 44.0, 10.0, 10.0, 28.0
 	chartTimeH                                   = 200.0
-	chartHBarLabelW, chartHBarRowGap, chartHBarH = 110.0, 8.0, 14.0
-	chartMaxRows, chartMaxLabel, chartNTicks     = 12, 16, 5
+	chartHBarLabelW, chartHBarRowGap, chartHBarH = 130.0, 8.0, 14.0
+	chartMaxRows, chartMaxLabel, chartNTicks     = 12, 14, 5
 )
 
 // timeChart lays out the axes of a chart over time; plot draws the data.
@@ -234,7 +234,7 @@ func chartTimeAxes(id, title string, pts []TimePoint, step time.Duration, unit [
 	for _, i := range chartTimeTickIndexes(len(pts), chartNTicks) {
 		cx := x(float64(i)) + slot/2
 		c.Axis = append(c.Axis, chartLine{cx, plotB, cx, plotB + 4})
-		c.Labels = append(c.Labels, chartLabel{X: cx, Y: plotB + 16, Anchor: "middle", Text: chartTimeLabel(pts[i].At, step)})
+		c.Labels = append(c.Labels, chartLabel{X: cx, Y: plotB + 20, Anchor: "middle", Text: chartTimeLabel(pts[i].At, step)})
 	}
 	per := "day"
 	if step < 24*time.Hour {
@@ -335,7 +335,7 @@ func HBarChart(id, title string, cats []string, series []BarSeries, emptyMsg str
 	x := chartLinear(top, plotL, plotR)
 	for _, v := range chartTicks(top, tstep) {
 		c.Grid = append(c.Grid, chartLine{x(v), plotT, x(v), plotB})
-		c.Labels = append(c.Labels, chartLabel{X: x(v), Y: plotB + 16, Anchor: "middle", Text: chartCount(v)})
+		c.Labels = append(c.Labels, chartLabel{X: x(v), Y: plotB + 20, Anchor: "middle", Text: chartCount(v)})
 	}
 	c.Axis = append(c.Axis, chartLine{plotL, plotT, plotL, plotB}, chartLine{plotL, plotB, plotR, plotB})
 	var words []string
@@ -360,10 +360,10 @@ func HBarChart(id, title string, cats []string, series []BarSeries, emptyMsg str
 		words = append(words, cat+": "+strings.Join(parts, ", "))
 	}
 	if len(series) > 1 {
-		lx := plotL
+		lx := 10.0
 		for _, s := range series {
 			c.Legend = append(c.Legend, chartLegend{X: lx, Y: chartPadT - 4, Fill: s.Color, Label: s.Name})
-			lx += 24 + 7*float64(utf8.RuneCountInString(s.Name))
+			lx += 24 + 9*float64(utf8.RuneCountInString(s.Name))
 		}
 	}
 	c.Desc = title + ". " + strings.Join(words, "; ") + "."

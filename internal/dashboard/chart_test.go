@@ -145,7 +145,7 @@ func TestAnalyticsChartHBarsEscapeLabels(t *testing.T) {
 	if !strings.Contains(out, "E&amp;&#34;&#39;&lt;b&gt;: 1") {
 		t.Errorf("escaped code:\n%s", out)
 	}
-	if !strings.Contains(out, `>1.0.0&lt;script&gt;al…</text>`) { // axis label shortened
+	if !strings.Contains(out, `>1.0.0&lt;script&gt;…</text>`) { // axis label shortened
 		t.Errorf("shortened axis label:\n%s", out)
 	}
 	if n := strings.Count(out, "<rect"); n != 3 {
