@@ -113,7 +113,7 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 	for _, n := range r.LoginFailures {
 		failed += n
 	}
-	tiles = append(tiles, anStatTile{Label: "Refused sign-ins", Value: failed, Class: "bad"})
+	tiles = append(tiles, anStatTile{Label: "Refused sign-ins", Value: failed})
 	statuses := anSortedKeys(r.KeysByStatus)
 	var keyTiles []anStatTile
 	for _, s := range statuses {
