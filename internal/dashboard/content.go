@@ -76,7 +76,6 @@ func (c *Ctx) contentRender(section, title string, data map[string]any) {
 	c.Render("content_"+section, Page{Title: title, Nav: "content", Data: data})
 }
 
-
 // pathID reads the numeric {id} of the path.
 func pathID(c *Ctx) (int64, error) {
 	id, err := strconv.ParseInt(c.R.PathValue("id"), 10, 64)
@@ -85,9 +84,6 @@ func pathID(c *Ctx) (int64, error) {
 	}
 	return id, nil
 }
-
-
-
 
 // webLink reports whether s is an http(s) URL worth showing as a link.
 func webLink(s string) bool {

@@ -33,7 +33,6 @@ var keyStringRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // maxDownload is the most keys one download carries (one generation's batch).
 const maxDownload = 10000
 
-
 func (d *Dashboard) keysList(c *Ctx) {
 	q := c.R.URL.Query()
 	status := strings.TrimSpace(q.Get("status"))
@@ -60,7 +59,6 @@ func (d *Dashboard) keysList(c *Ctx) {
 		"Statuses": keyStatuses,
 	}})
 }
-
 
 // formFeatures reads a features field: empty, or a JSON object.
 func formFeatures(c *Ctx) (json.RawMessage, error) {

@@ -51,7 +51,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 	var out struct {
 		Token string `json:"token"`
 	}
-	err := c.profileCall("PUT", "/api/admin/profile.php", map[string]string{"current_password": cur, "new_password": next}, &out)
+	err := c.Call("PUT", "/api/admin/profile.php", nil, map[string]string{"current_password": cur, "new_password": next}, &out)
 	if err == nil && out.Token == "" {
 		err = errors.New("profile.php: no token in the answer")
 	}
@@ -63,23 +63,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 
 func (d *Dashboard) profileEmail(c *Ctx) {
 	body := map[string]string{"password": c.R.PostFormValue("password"), "email": strings.TrimSpace(c.R.PostFormValue("email"))}
-	c.Done(profilePath, "E-mail changed.", c.profileCall("PUT", "/api/admin/profile.php", body, nil))
-}
-
-// profileRefusal keeps a wrong password or code (which the API answers with
-// 401) from reading as an ended session: the page's session was checked
-// just before the call, so these are refusals of the form, shown as such.
-func profileRefusal(err error) error {
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && (ae.Code == "INVALID_CREDENTIALS" || ae.Code == "INVALID_CODE") {
-		return &APIError{Status: http.StatusBadRequest, Code: ae.Code, Message: ae.Message}
-	}
-	return err
-}
-
-// profileCall calls the API for a form that asks for a password or code.
-func (c *Ctx) profileCall(method, path string, body, out any) error {
-	return profileRefusal(c.Call(method, path, nil, body, out))
+	c.Done(profilePath, "E-mail changed.", c.Call("PUT", "/api/admin/profile.php", nil, body, nil))
 }
 
 // profilePNGDataURL turns the API's QR code into a data: URL for an <img>, but
@@ -104,7 +88,7 @@ func (d *Dashboard) profile2FAEnrol(c *Ctx) {
 		URI    string `json:"otpauth_uri"`
 		QR     string `json:"qr_png"`
 	}
-	if err := c.profileCall("POST", "/api/admin/2fa.php", map[string]string{"action": "enrol"}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "enrol"}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
@@ -127,7 +111,7 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 		c.Done(profilePath, "", profileMissing("Enter the code your authenticator app shows; then start again."))
 		return
 	}
-	if err := c.profileCall("POST", "/api/admin/2fa.php", map[string]string{"action": "confirm", "code": code}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "confirm", "code": code}, &out); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {
 			ae.Message += " Start the enrolment again and scan the new code."
@@ -146,7 +130,7 @@ func (d *Dashboard) profile2FARecovery(c *Ctx) {
 		Codes []string `json:"recovery_codes"`
 	}
 	body := map[string]string{"action": "recovery_codes", "code": strings.TrimSpace(c.R.PostFormValue("code"))}
-	if err := c.profileCall("POST", "/api/admin/2fa.php", body, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, body, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
@@ -158,7 +142,7 @@ func (d *Dashboard) profile2FADisable(c *Ctx) {
 		return
 	}
 	body := map[string]string{"action": "disable", "password": c.R.PostFormValue("password"), "code": strings.TrimSpace(c.R.PostFormValue("code"))}
-	c.Done(profilePath, "Two-factor sign-in is off.", c.profileCall("POST", "/api/admin/2fa.php", body, nil))
+	c.Done(profilePath, "Two-factor sign-in is off.", c.Call("POST", "/api/admin/2fa.php", nil, body, nil))
 }
 
 // profileTokenMint mints a personal access token and shows it, once.

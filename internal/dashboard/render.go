@@ -254,7 +254,7 @@ func (c *Ctx) Done(target, okMsg string, err error) {
 		return
 	}
 	var ae *APIError
-	if errors.As(err, &ae) && ae.Status != http.StatusUnauthorized {
+	if errors.As(err, &ae) && !ae.signedOut() {
 		c.d.flash(c.W, c.R, ae.Message+" ("+ae.Code+")", true)
 		http.Redirect(c.W, c.R, target, http.StatusSeeOther)
 		return
@@ -267,7 +267,7 @@ func (c *Ctx) Done(target, okMsg string, err error) {
 func (c *Ctx) Fail(err error) {
 	var ae *APIError
 	if errors.As(err, &ae) {
-		if ae.Status == http.StatusUnauthorized {
+		if ae.signedOut() {
 			c.d.setCookie(c.W, c.R, sessionCookie, "", -1)
 			c.d.toSignIn(c.W, c.R)
 			return
@@ -278,6 +278,13 @@ func (c *Ctx) Fail(err error) {
 	c.d.log.ErrorContext(c.R.Context(), "dashboard page", "path", c.R.URL.Path, "err", err)
 	c.RenderStatus(http.StatusInternalServerError, "error", Page{Title: "Something went wrong",
 		Data: map[string]any{"Message": "The page could not be shown. Request id: " + reqid.From(c.R.Context()) + "."}})
+}
+
+// signedOut reports whether a refusal means the session's token no longer
+// works. A wrong password or code on a form that asks for one is also a
+// 401, but the session is fine: that is a refusal of the form.
+func (e *APIError) signedOut() bool {
+	return e.Status == http.StatusUnauthorized && e.Code != "INVALID_CREDENTIALS" && e.Code != "INVALID_CODE"
 }
 
 // fail shows an error page outside a session.

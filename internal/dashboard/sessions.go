@@ -22,7 +22,6 @@ func (d *Dashboard) routesSessions(m *http.ServeMux) {
 	d.page(m, "GET /dashboard/apps/{app}/trials", d.trialsList)
 }
 
-
 // listPage is what the list pages share: the rows, the filters shown and
 // the cursor of the next (older) page.
 type listPage struct {

@@ -50,7 +50,6 @@ func (d *Dashboard) updatesList(c *Ctx) {
 		"Releases": out.Releases, "MinSupported": out.MinSupported, "Channels": updateChannels}})
 }
 
-
 // rolloutPercent reads a percentage field (0–100, decimals allowed).
 func rolloutPercent(r *http.Request, name string) (float64, error) {
 	v := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(r.PostFormValue(name)), "%"))
