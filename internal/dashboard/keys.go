@@ -37,6 +37,8 @@ func (d *Dashboard) keysList(c *Ctx) {
 	q := c.R.URL.Query()
 	status := strings.TrimSpace(q.Get("status"))
 	search := strings.TrimSpace(q.Get("q"))
+	keyType := strings.TrimSpace(q.Get("key_type"))
+	hwid := strings.TrimSpace(q.Get("hwid"))
 	cursor := strings.TrimSpace(q.Get("cursor"))
 	limit := strings.TrimSpace(q.Get("limit"))
 	if limit == "" {
@@ -46,7 +48,7 @@ func (d *Dashboard) keysList(c *Ctx) {
 		Keys       []map[string]any `json:"keys"`
 		NextCursor *string          `json:"next_cursor"`
 	}
-	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("status", status, "q", search, "cursor", cursor, "limit", limit), nil, &out); err != nil {
+	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("status", status, "q", search, "key_type", keyType, "hwid", hwid, "cursor", cursor, "limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
@@ -55,7 +57,7 @@ func (d *Dashboard) keysList(c *Ctx) {
 		next = *out.NextCursor
 	}
 	c.Render("keys", Page{Title: "Keys", Nav: "keys", Data: map[string]any{
-		"Keys": out.Keys, "Status": status, "Q": search, "Limit": limit, "Cursor": cursor, "Next": next,
+		"Keys": out.Keys, "Status": status, "Q": search, "Type": keyType, "HWID": hwid, "Limit": limit, "Cursor": cursor, "Next": next,
 		"Statuses": keyStatuses,
 	}})
 }

@@ -82,9 +82,27 @@ func TestKeysListFilters(t *testing.T) {
 	if p := s.get(keysPath(app, "") + "?status=nonsense"); p.Status != 400 || !p.Has("status") {
 		t.Errorf("bad status: %d %s", p.Status, p.Text())
 	}
+	// By device: the key a client signed in with on that HWID, and only it.
+	app.Login(keys[2], "PC-Filter-1")
+	p = s.get(keysPath(app, "") + "?hwid=PC-Filter-1").must(t)
+	if !p.Has(keys[2]) || p.Has(keys[0]) || p.Has(keys[1]) {
+		t.Errorf("hwid filter should find only %s: %s", keys[2], p.Text())
+	}
+	if p = s.get(keysPath(app, "") + "?hwid=PC-Filter"); p.Has(keys[2]) {
+		t.Error("the device filter matches part of an HWID; it should match it whole")
+	}
+	// By type.
+	life := app.GenerateKeys(1, "lifetime", 0, 1)
+	p = s.get(keysPath(app, "") + "?key_type=lifetime").must(t)
+	if !p.Has(life[0]) || p.Has(keys[0]) || p.Has(keys[1]) || p.Has(keys[2]) {
+		t.Errorf("key_type=lifetime should show only %s: %s", life[0], p.Text())
+	}
+	if p := s.get(keysPath(app, "") + "?key_type=forever"); p.Status != 400 || !p.Has("key_type") {
+		t.Errorf("bad type: %d %s", p.Status, p.Text())
+	}
 
 	// Paging: 27 keys at 25 a page.
-	more := app.GenerateKeys(24, "lifetime", 0, 1)
+	more := app.GenerateKeys(23, "lifetime", 0, 1)
 	p = s.get(keysPath(app, "") + "?limit=25").must(t)
 	m := regexp.MustCompile(`href="([^"]*cursor=[^"]*)">Next page`).FindStringSubmatch(p.Body)
 	if m == nil {
