@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -226,7 +227,9 @@ func (b *browser) mustSee(where string, want ...string) {
 // fill replaces the value of the input sel selects with value, as typing would.
 func (b *browser) fill(sel, value string) {
 	b.t.Helper()
-	b.run("fill "+sel, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), value))
+	q, _ := json.Marshal(sel)
+	b.run("fill "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), jsDo(`document.querySelector(`+string(q)+`).value = ""`),
+		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
 
 // screenshot saves the whole page as docs/screenshots/name.png when

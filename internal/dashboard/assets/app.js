@@ -68,6 +68,9 @@
       var bar = form.querySelector("progress"), status = form.querySelector("[data-upload-status]");
       var q = new URLSearchParams(new FormData(form));
       q.delete("file"); q.delete("csrf");
+      // As with a plain form post, the chosen file's own name is the
+      // download name unless one was typed.
+      if (!q.get("file_name")) { q.set("file_name", input.files[0].name); }
       var xhr = new XMLHttpRequest();
       xhr.open("POST", form.getAttribute("data-upload") + "?" + q.toString());
       xhr.setRequestHeader("X-CSRF-Token", form.querySelector("input[name=csrf]").value);
