@@ -90,10 +90,7 @@ func TestSignInRedirectStaysInTheDashboard(t *testing.T) {
 
 func TestSignInWithTwoFactor(t *testing.T) {
 	s := newSite(t)
-	enrol := s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "enrol"})
-	secret := enrol.Str("secret")
-	s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "confirm", "code": totpCode(t, secret, s.Clock.Now())})
-	s.Clock.Advance(60e9) // the confirming code may not be used again
+	secret := enableTOTP(t, s)
 
 	s.get("/dashboard/login")
 	p := s.post("/dashboard/login", url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}})

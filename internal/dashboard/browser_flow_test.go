@@ -1,14 +1,10 @@
 package dashboard_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -27,10 +23,7 @@ import (
 // checked for console errors and CSP violations.
 func TestBrowserOwnersDay(t *testing.T) {
 	s := newSite(t)
-	enrol := s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "enrol"})
-	totpSecret := enrol.Str("secret")
-	s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "confirm", "code": totpCode(t, totpSecret, s.Clock.Now())})
-	s.Clock.Advance(60e9) // the confirming code may not be used again
+	totpSecret := enableTOTP(t, s)
 
 	b := newBrowser(t, s, 1280, 900)
 
@@ -141,10 +134,8 @@ func TestBrowserOwnersDay(t *testing.T) {
 	// The dispatcher of a test server runs only when asked: let it handle
 	// the events so far, as a running server would have before the webhook
 	// existed, so that only the test event is new to the receiver.
-	if err := s.Dispatcher.Run(t.Context()); err != nil {
-		t.Fatalf("Dispatcher.Run: %v", err)
-	}
-	rc := newFlowReceiver(t)
+	webhooksDispatch(t, s)
+	rc := newWebhooksReceiver(t)
 	b.open(appPath + "/webhooks")
 	b.fill("#wh-url", rc.URL+"/hook")
 	b.fill("#wh-desc", "ops channel")
@@ -155,45 +146,15 @@ func TestBrowserOwnersDay(t *testing.T) {
 	}
 	b.click(`a.button[href*="/webhooks/"]`)
 	b.click(`form[action$="/test"] button[type=submit]`)
-	if err := s.Dispatcher.Run(t.Context()); err != nil {
-		t.Fatalf("Dispatcher.Run: %v", err)
-	}
+	webhooksDispatch(t, s)
 	hits := rc.hits()
-	if len(hits) != 1 || !strings.Contains(hits[0].body, `"test"`) {
+	if len(hits) != 1 || hits[0].Event != "test" {
 		t.Fatalf("the receiver got %d deliveries: %+v", len(hits), hits)
 	}
-	if !webhook.VerifyV2(whSecret, hits[0].signature, []byte(hits[0].body), s.Clock.Now()) {
+	if !webhook.VerifyV2(whSecret, hits[0].SignatureV2, []byte(hits[0].Body), s.Clock.Now()) {
 		t.Fatalf("the delivery's signature does not verify with the secret the page showed")
 	}
 	b.open(b.path())
 	b.mustSee("delivery log", "succeeded", "200")
 	b.clean("webhook")
-}
-
-// flowReceiver is a webhook receiver on loopback that records deliveries.
-type flowReceiver struct {
-	*httptest.Server
-	mu  sync.Mutex
-	got []flowHit
-}
-
-type flowHit struct{ body, signature string }
-
-func newFlowReceiver(t *testing.T) *flowReceiver {
-	rc := &flowReceiver{}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		rc.mu.Lock()
-		rc.got = append(rc.got, flowHit{body: string(body), signature: r.Header.Get("X-Webhook-Signature-V2")})
-		rc.mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-func (rc *flowReceiver) hits() []flowHit {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]flowHit(nil), rc.got...)
 }

@@ -161,5 +161,16 @@ func totpCode(t testing.TB, secret string, at time.Time) string {
 	return c
 }
 
+// enableTOTP turns two-factor sign-in on for the test admin through the
+// admin API and returns the authenticator secret. The clock moves on a
+// minute, since the confirming code may not be used again.
+func enableTOTP(t testing.TB, s *site) string {
+	t.Helper()
+	secret := s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "enrol"}).Str("secret")
+	s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "confirm", "code": totpCode(t, secret, s.Clock.Now())})
+	s.Clock.Advance(time.Minute)
+	return secret
+}
+
 // htmlUnescape undoes the template's escaping of an attribute value.
 func htmlUnescape(s string) string { return html.UnescapeString(s) }

@@ -28,6 +28,8 @@ type webhooksReceiver struct {
 type webhooksHit struct {
 	ID, Attempt string
 	Event       string
+	Body        string // the delivery's raw JSON
+	SignatureV2 string // its X-Webhook-Signature-V2 header
 }
 
 func newWebhooksReceiver(t *testing.T) *webhooksReceiver {
@@ -39,7 +41,8 @@ func newWebhooksReceiver(t *testing.T) *webhooksReceiver {
 		}
 		json.Unmarshal(b, &body)
 		rc.mu.Lock()
-		rc.got = append(rc.got, webhooksHit{ID: r.Header.Get("X-Webhook-Id"), Attempt: r.Header.Get("X-Webhook-Attempt"), Event: body.Event})
+		rc.got = append(rc.got, webhooksHit{ID: r.Header.Get("X-Webhook-Id"), Attempt: r.Header.Get("X-Webhook-Attempt"), Event: body.Event,
+			Body: string(b), SignatureV2: r.Header.Get("X-Webhook-Signature-V2")})
 		status, answer := rc.status, rc.answer
 		rc.mu.Unlock()
 		w.WriteHeader(status)
