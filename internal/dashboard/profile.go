@@ -122,10 +122,11 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 	c.profileShowCodes("Two-factor sign-in is on", "From now on, signing in asks for a code from your authenticator app.", out.Codes)
 }
 
+// profile2FARecovery and profile2FADisable ask for no confirmation page:
+// typing the authenticator code (and the password) is the deliberate step,
+// and a confirmation page would have to carry them back in hidden fields.
+// With JavaScript the dialog still asks first.
 func (d *Dashboard) profile2FARecovery(c *Ctx) {
-	if !c.Confirm("Replace your recovery codes?", "New recovery codes are made; the old ones stop working at once.") {
-		return
-	}
 	var out struct {
 		Codes []string `json:"recovery_codes"`
 	}
@@ -138,9 +139,6 @@ func (d *Dashboard) profile2FARecovery(c *Ctx) {
 }
 
 func (d *Dashboard) profile2FADisable(c *Ctx) {
-	if !c.Confirm("Turn off two-factor sign-in?", "Signing in will ask for your password only.") {
-		return
-	}
 	body := map[string]string{"action": "disable", "password": c.R.PostFormValue("password"), "code": strings.TrimSpace(c.R.PostFormValue("code"))}
 	c.Done(profilePath, "Two-factor sign-in is off.", c.Call("POST", "/api/admin/2fa.php", nil, body, nil))
 }

@@ -295,7 +295,8 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg
 // Confirm reports whether a destructive form was confirmed (its "confirm"
 // field is "yes", which the confirmation dialog adds). When it was not, it
 // shows a confirmation page repeating the form with message, and the handler
-// must return.
+// must return. The page carries the form's fields back in hidden inputs, so
+// it is not for forms with a password or a one-time code.
 func (c *Ctx) Confirm(title, message string) bool {
 	if c.R.PostFormValue("confirm") == "yes" {
 		return true
