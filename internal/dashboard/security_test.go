@@ -1047,6 +1047,9 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 			}
 		})
 	}
+	// Every value the API took must show up (escaped) somewhere: that
+	// proves the pages rendered it, and that it reads as typed (the key
+	// history once showed "\u003c" for "<").
 	var missing []string
 	for n, f := range fields {
 		if !shown[n] && !secIn(sd.refused, f) {
@@ -1055,10 +1058,8 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 	}
 	sort.Strings(missing)
 	t.Logf("%d fields planted (%d refused the payload by the API: %v); %d shown escaped", len(fields), len(sd.refused), sd.refused, len(shown))
-	if len(shown) < len(sd.accepted)*3/4 {
-		t.Errorf("only %d of %d planted values were found on any page; not shown: %v", len(shown), len(sd.accepted), missing)
-	} else if len(missing) > 0 {
-		t.Logf("planted but not found escaped on any page: %v", missing)
+	if len(missing) > 0 {
+		t.Errorf("planted values not found escaped on any page: %v", missing)
 	}
 }
 
