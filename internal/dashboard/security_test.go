@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
@@ -608,6 +609,86 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 }
 
+// secSessionCookie signs in on a fresh client sending header with every
+// request (and next, when not "", as the page to go to) and returns the
+// kw_session cookie the sign-in sets and where it redirects.
+func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next string) (*http.Cookie, string) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	send := func(method, path string, form url.Values) (*http.Response, string) {
+		req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(form.Encode()))
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp, b.String()
+	}
+	_, body := send("GET", "/dashboard/login", nil)
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("the sign-in page has no CSRF token")
+	}
+	form := url.Values{"csrf": {htmlUnescape(m[1])}, "username": {"admin"}, "password": {kwtest.AdminPassword}}
+	if next != "" {
+		form.Set("next", next)
+	}
+	resp, _ := send("POST", "/dashboard/login", form)
+	sc := secCookie(resp, "kw_session")
+	if resp.StatusCode != http.StatusSeeOther || sc == nil {
+		t.Fatalf("sign-in: %d, no session cookie", resp.StatusCode)
+	}
+	return sc, resp.Header.Get("Location")
+}
+
+// The session cookie is Secure when the sign-in came over HTTPS — here
+// through a trusted TLS-terminating proxy — and a forged
+// X-Forwarded-Proto does not matter when no proxy is trusted.
+func TestSecuritySessionCookieSecureOverHTTPS(t *testing.T) {
+	https := http.Header{"X-Forwarded-Proto": {"https"}}
+	plain := kwtest.Start(t, kwtest.Options{})
+	if sc, _ := secSessionCookie(t, plain, https, ""); sc.Secure {
+		t.Error("an untrusted X-Forwarded-Proto made the cookie Secure")
+	}
+	proxied := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) { c.TrustProxy = true }})
+	if sc, _ := secSessionCookie(t, proxied, https, ""); !sc.Secure || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/dashboard/" {
+		t.Errorf("kw_session over HTTPS: Secure=%v HttpOnly=%v SameSite=%v Path=%q", sc.Secure, sc.HttpOnly, sc.SameSite, sc.Path)
+	}
+	if sc, _ := secSessionCookie(t, proxied, nil, ""); sc.Secure {
+		t.Error("kw_session is Secure over plain HTTP behind a trusted proxy")
+	}
+}
+
+// After signing in the browser goes where it was going — but only within
+// the dashboard: no open redirect through the sign-in's next.
+func TestSecuritySignInRedirectStaysInside(t *testing.T) {
+	s := kwtest.Start(t, kwtest.Options{})
+	for next, want := range map[string]string{
+		"/dashboard/profile":             "/dashboard/profile",
+		"/dashboard/audit?action=x":      "/dashboard/audit?action=x",
+		"https://evil.example/":          "/dashboard/",
+		"//evil.example/dashboard/":      "/dashboard/",
+		"/\\evil.example/":               "/dashboard/",
+		"/dashboard/\\evil.example/":     "/dashboard/",
+		"/dashboard/\r\nSet-Cookie: x=y": "/dashboard/",
+		"javascript:alert(1)":            "/dashboard/",
+		"/api/admin/apps.php":            "/dashboard/",
+	} {
+		if _, got := secSessionCookie(t, s, nil, next); got != want {
+			t.Errorf("next %q: redirected to %q, want %q", next, got, want)
+		}
+	}
+}
+
 func secCookie(resp *http.Response, name string) *http.Cookie {
 	for _, c := range resp.Cookies() {
 		if c.Name == name {
@@ -791,8 +872,8 @@ func secCheckPages(t *testing.T, pages []*secPage) {
 
 // Every page reachable from /dashboard/ (with data on every page) answers
 // 200; every POST form carries a CSRF token (hidden field, or ?csrf= in the
-// action of an upload form); every field has a label. The sign-in page's
-// form is checked too.
+// action of an upload form); every field has a label. The sign-in page and
+// the confirmation pages of destructive forms are checked too.
 func TestSecurityEveryFormCarriesCSRF(t *testing.T) {
 	s := newSite(t)
 	_, app, key := secSeed(t, s, secPlain)
@@ -800,6 +881,27 @@ func TestSecurityEveryFormCarriesCSRF(t *testing.T) {
 	login.Doc, _ = html.Parse(strings.NewReader(login.Body))
 	s.signIn()
 	pages := append(secCrawl(t, s, secExtra(app, key)...), login)
+
+	// A form that asks first (data-confirm) shows, without JavaScript, a
+	// confirmation page of its own: that page's form is checked too, and
+	// asking must change nothing.
+	before, _ := secFingerprint(t, s)
+	asked := map[string]bool{}
+	for _, f := range secForms(pages) {
+		if _, confirm := secAttr(f.Node, "data-confirm"); !confirm || f.Method != "post" || asked[f.Action+" "+f.Values.Get("action")] {
+			continue
+		}
+		asked[f.Action+" "+f.Values.Get("action")] = true
+		p := &secPage{Path: "POST " + f.Action + " (from " + f.Page + ")", webPage: secSubmit(t, s, f, s.csrf, nil)}
+		p.Doc, _ = html.Parse(strings.NewReader(p.Body))
+		if !strings.Contains(p.Body, `name="confirm" value="yes"`) {
+			t.Errorf("%s: no confirmation asked: %d %s", p.Path, p.Status, secShort(p.Text()))
+		}
+		pages = append(pages, p)
+	}
+	if after, _ := secFingerprint(t, s); after != before || len(asked) < 10 {
+		t.Errorf("%d forms asked for confirmation; data changed: %v", len(asked), after != before)
+	}
 	secCheckPages(t, pages)
 
 	// The crawl must have seen the panel, not just the app list.
