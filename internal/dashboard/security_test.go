@@ -487,6 +487,51 @@ func secExtra(app *kwtest.App, key string) []string {
 		base + "/audit?limit=2", "/dashboard/audit?limit=2"}
 }
 
+// secResultPages are the pages only a successful POST shows — a new app's
+// secret, generated keys, a bulk action's confirmation, a reseller's and a
+// webhook's secret, a temporary password, a new access token, the 2FA
+// enrolment and recovery codes — and the sign-in's second step. They
+// change data; the owner is signed in again (with 2FA) at the end.
+func secResultPages(t *testing.T, s *site, app *kwtest.App) []*secPage {
+	t.Helper()
+	base := "/dashboard/apps/" + url.PathEscape(app.ID)
+	var out []*secPage
+	post := func(path string, form url.Values) *webPage {
+		t.Helper()
+		p := s.post(path, form)
+		if strings.Contains(p.Body, `class="flash error"`) {
+			t.Fatalf("%s: refused: %s", path, p.flash())
+		}
+		sp := &secPage{Path: "POST " + path, webPage: p}
+		sp.Doc, _ = html.Parse(strings.NewReader(p.Body))
+		out = append(out, sp)
+		return p
+	}
+	s.get("/dashboard/")
+	post("/dashboard/apps", url.Values{"name": {"Result app"}})
+	post(base+"/secret", url.Values{"confirm": {"yes"}})
+	post(base+"/keys/generate", url.Values{"count": {"2"}, "key_type": {"lifetime"}, "max_devices": {"1"}})
+	post(base+"/keys/bulk", url.Values{"op": {"ban"}, "key_type": {"lifetime"}})
+	post(base+"/resellers", url.Values{"name": {"Result shop"}})
+	post(base+"/webhooks", url.Values{"url": {"https://example.com/result"}})
+	post(base+"/accounts/action", url.Values{"username": {"second_account"}, "action": {"reset-password"}, "confirm": {"yes"}})
+	post("/dashboard/profile/tokens", url.Values{"name": {"Result token"}})
+	enrol := post("/dashboard/profile/2fa/enrol", nil)
+	m := profileSecret.FindStringSubmatch(enrol.Body)
+	if m == nil {
+		t.Fatalf("no 2FA secret: %s", enrol.Text())
+	}
+	post("/dashboard/profile/2fa/confirm", url.Values{"code": {totpCode(t, m[1], s.Clock.Now())}})
+	s.Clock.Advance(31 * time.Second) // a code is good once
+	s.post("/dashboard/logout", nil)
+	s.get("/dashboard/login")
+	post("/dashboard/login", url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}})
+	if p := s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, m[1], s.Clock.Now())}}); p.URL != "/dashboard/" {
+		t.Fatalf("second step of the sign-in: %d at %s: %s", p.Status, p.URL, p.Text())
+	}
+	return out
+}
+
 // ---- 1. headers
 
 // The CSP the panel promises: nothing inline, nothing from elsewhere.
@@ -881,6 +926,7 @@ func TestSecurityEveryFormCarriesCSRF(t *testing.T) {
 	login.Doc, _ = html.Parse(strings.NewReader(login.Body))
 	s.signIn()
 	pages := append(secCrawl(t, s, secExtra(app, key)...), login)
+	results := secResultPages(t, s, app)
 
 	// A form that asks first (data-confirm) shows, without JavaScript, a
 	// confirmation page of its own: that page's form is checked too, and
@@ -902,7 +948,7 @@ func TestSecurityEveryFormCarriesCSRF(t *testing.T) {
 	if after, _ := secFingerprint(t, s); after != before || len(asked) < 10 {
 		t.Errorf("%d forms asked for confirmation; data changed: %v", len(asked), after != before)
 	}
-	secCheckPages(t, pages)
+	secCheckPages(t, append(pages, results...))
 
 	// The crawl must have seen the panel, not just the app list.
 	posts := 0
@@ -998,7 +1044,8 @@ func secSubmit(t *testing.T, s *site, f *secForm, csrf string, header http.Heade
 	return s.send(req)
 }
 
-// Every POST form the crawl finds is refused (403, nothing changed) when
+// Crawling the panel changes nothing. Every POST form the crawl finds (and
+// those of the pages only a POST shows) is refused (403, nothing changed) when
 // sent without its CSRF token, with a wrong one, or with the right one from
 // another site (Sec-Fetch-Site: cross-site, or a foreign Origin). The crawl
 // must include the forms that matter most: create app, generate keys, ban a
@@ -1008,7 +1055,14 @@ func TestSecurityPostsWithoutTheTokenChangeNothing(t *testing.T) {
 	s := newSite(t)
 	_, app, key := secSeed(t, s, secPlain)
 	s.signIn()
+	// Looking changes nothing: no page does anything on GET.
+	unseen, _ := secFingerprint(t, s)
 	pages := secCrawl(t, s, secExtra(app, key)...)
+	if seen, _ := secFingerprint(t, s); seen != unseen {
+		t.Error("crawling the pages (GET only) changed data")
+	}
+	pages = append(pages, secResultPages(t, s, app)...)
+	s.get("/dashboard/")
 	token := s.csrf
 
 	byAction := map[string]*secForm{}
@@ -1117,6 +1171,7 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 	})
 	s.signIn()
 	pages := secCrawl(t, s, secExtra(app, key)...)
+	pages = append(pages, secResultPages(t, s, app)...)
 	secCheckPages(t, pages)
 
 	raw := regexp.MustCompile(`(?i)<script>alert\(|<img src=x onerror`)
