@@ -584,6 +584,17 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 		if got := h.Get("Cross-Origin-Opener-Policy"); got != "same-origin" {
 			t.Errorf("%s: Cross-Origin-Opener-Policy %q", what, got)
 		}
+		// From the server around the panel; upload forms carry their
+		// token in the URL, which no Referer may take elsewhere.
+		if got := h.Get("Referrer-Policy"); got != "no-referrer" {
+			t.Errorf("%s: Referrer-Policy %q", what, got)
+		}
+		if got := h.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s: X-Content-Type-Options %q", what, got)
+		}
+		if got := h.Get("Strict-Transport-Security"); got != "" {
+			t.Errorf("%s: HSTS %q over plain HTTP", what, got)
+		}
 		cc := h.Values("Cache-Control")
 		if !asset && (len(cc) != 1 || cc[0] != "no-store") {
 			t.Errorf("%s: Cache-Control %q, want no-store", what, cc)
@@ -604,6 +615,12 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	check("sign-in with a wrong token", resp, 403, false)
 	if secCookie(resp, "kw_session") != nil {
 		t.Error("a sign-in with a wrong token set a session")
+	}
+	resp, _ = do("POST", "/dashboard/login", url.Values{"csrf": {pre}, "username": {"admin"}, "password": {kwtest.AdminPassword}},
+		http.Header{"Sec-Fetch-Site": {"cross-site"}})
+	check("sign-in from another site", resp, 403, false)
+	if secCookie(resp, "kw_session") != nil {
+		t.Error("a sign-in from another site set a session")
 	}
 	resp, _ = do("POST", "/dashboard/login", url.Values{"csrf": {pre}, "username": {"admin"}, "password": {"wrong password"}}, nil)
 	check("sign-in with a wrong password", resp, 401, false)
@@ -656,8 +673,8 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 
 // secSessionCookie signs in on a fresh client sending header with every
 // request (and next, when not "", as the page to go to) and returns the
-// kw_session cookie the sign-in sets and where it redirects.
-func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next string) (*http.Cookie, string) {
+// kw_session cookie the sign-in sets and its answer.
+func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next string) (*http.Cookie, *http.Response) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -692,12 +709,13 @@ func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next s
 	if resp.StatusCode != http.StatusSeeOther || sc == nil {
 		t.Fatalf("sign-in: %d, no session cookie", resp.StatusCode)
 	}
-	return sc, resp.Header.Get("Location")
+	return sc, resp
 }
 
 // The session cookie is Secure when the sign-in came over HTTPS — here
 // through a trusted TLS-terminating proxy — and a forged
-// X-Forwarded-Proto does not matter when no proxy is trusted.
+// X-Forwarded-Proto does not matter when no proxy is trusted. HSTS keeps
+// browsers on HTTPS.
 func TestSecuritySessionCookieSecureOverHTTPS(t *testing.T) {
 	https := http.Header{"X-Forwarded-Proto": {"https"}}
 	plain := kwtest.Start(t, kwtest.Options{})
@@ -705,8 +723,12 @@ func TestSecuritySessionCookieSecureOverHTTPS(t *testing.T) {
 		t.Error("an untrusted X-Forwarded-Proto made the cookie Secure")
 	}
 	proxied := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) { c.TrustProxy = true }})
-	if sc, _ := secSessionCookie(t, proxied, https, ""); !sc.Secure || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/dashboard/" {
+	sc, resp := secSessionCookie(t, proxied, https, "")
+	if !sc.Secure || !sc.HttpOnly || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/dashboard/" {
 		t.Errorf("kw_session over HTTPS: Secure=%v HttpOnly=%v SameSite=%v Path=%q", sc.Secure, sc.HttpOnly, sc.SameSite, sc.Path)
+	}
+	if hsts := resp.Header.Get("Strict-Transport-Security"); !strings.HasPrefix(hsts, "max-age=") {
+		t.Errorf("no HSTS over HTTPS: %q", hsts)
 	}
 	if sc, _ := secSessionCookie(t, proxied, nil, ""); sc.Secure {
 		t.Error("kw_session is Secure over plain HTTP behind a trusted proxy")
@@ -728,7 +750,8 @@ func TestSecuritySignInRedirectStaysInside(t *testing.T) {
 		"javascript:alert(1)":            "/dashboard/",
 		"/api/admin/apps.php":            "/dashboard/",
 	} {
-		if _, got := secSessionCookie(t, s, nil, next); got != want {
+		if _, resp := secSessionCookie(t, s, nil, next); resp.Header.Get("Location") != want {
+			got := resp.Header.Get("Location")
 			t.Errorf("next %q: redirected to %q, want %q", next, got, want)
 		}
 	}
@@ -1047,7 +1070,8 @@ func secSubmit(t *testing.T, s *site, f *secForm, csrf string, header http.Heade
 // Crawling the panel changes nothing. Every POST form the crawl finds (and
 // those of the pages only a POST shows) is refused (403, nothing changed) when
 // sent without its CSRF token, with a wrong one, or with the right one from
-// another site (Sec-Fetch-Site: cross-site, or a foreign Origin). The crawl
+// another site (Sec-Fetch-Site: cross-site or same-site, or a foreign
+// Origin). The crawl
 // must include the forms that matter most: create app, generate keys, ban a
 // key, app settings, delete a webhook, publish a release, top up a
 // reseller, change the e-mail.
@@ -1117,6 +1141,7 @@ func TestSecurityPostsWithoutTheTokenChangeNothing(t *testing.T) {
 			{"with a wrong token", "x" + token[1:], nil},
 			{"with another session's token", "dGhpcyBpcyBub3QgdGhlIHRva2VuIG9mIHRoaXMgc2Vzc2lvbg", http.Header{"X-CSRF-Token": {"nope"}}},
 			{"from another site", token, http.Header{"Sec-Fetch-Site": {"cross-site"}}},
+			{"from a sibling site", token, http.Header{"Sec-Fetch-Site": {"same-site"}}},
 			{"from another origin", token, http.Header{"Origin": {"https://evil.example"}}},
 		} {
 			p := secSubmit(t, s, f, try.csrf, try.header)
@@ -1125,7 +1150,7 @@ func TestSecurityPostsWithoutTheTokenChangeNothing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d POST forms refused five ways each", len(actions))
+	t.Logf("%d POST forms refused six ways each", len(actions))
 
 	after, auditAfter := secFingerprint(t, s)
 	if after != before || auditAfter != auditBefore {
