@@ -1201,9 +1201,10 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 
 	raw := regexp.MustCompile(`(?i)<script>alert\(|<img src=x onerror`)
 	shown := map[int]bool{}
-	for _, p := range pages {
+	check := func(p *secPage) {
+		t.Helper()
 		if p.Doc == nil {
-			continue
+			return
 		}
 		if m := raw.FindAllString(p.Body, -1); m != nil {
 			t.Errorf("%s: unescaped user markup %q", p.Path, m)
@@ -1229,6 +1230,9 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 			}
 		})
 	}
+	for _, p := range pages {
+		check(p)
+	}
 	// Every value the API took must show up (escaped) somewhere: that
 	// proves the pages rendered it, and that it reads as typed (the key
 	// history once showed "\u003c" for "<").
@@ -1242,6 +1246,53 @@ func TestSecurityEveryPageEscapesUserInput(t *testing.T) {
 	t.Logf("%d fields planted (%d refused the payload by the API: %v); %d shown escaped", len(fields), len(sd.refused), sd.refused, len(shown))
 	if len(missing) > 0 {
 		t.Errorf("planted values not found escaped on any page: %v", missing)
+	}
+
+	// Reflected input: markup in a page's path or query, and in every
+	// field (hidden ones too) of every POST form, comes back escaped — in
+	// error pages, refusals, flashes and confirmation pages.
+	get := func(path string) *secPage {
+		p := &secPage{Path: path, webPage: s.get(path)}
+		p.Doc, _ = html.Parse(strings.NewReader(p.Body))
+		return p
+	}
+	base := "/dashboard/apps/" + url.PathEscape(app.ID)
+	n := 900
+	pl := func() string { n++; return secPayload(n) }
+	qp := func() string { return url.QueryEscape(pl()) }
+	pp := func() string { return url.PathEscape(pl()) }
+	for _, path := range []string{base + "/keys?q=" + qp() + "&hwid=" + qp() + "&status=" + qp() + "&key_type=" + qp() + "&limit=" + qp(),
+		"/dashboard/audit?action=" + qp() + "&target=" + qp() + "&actor_id=" + qp(), base + "/audit?action=" + qp() + "&since=" + qp(),
+		base + "/content/texts?license_key=" + qp(), base + "/updates/explain?v=" + qp() + "&channel=" + qp() + "&hwid=" + qp() + "&license_key=" + qp(),
+		base + "/accounts?q=" + qp(), base + "/resets?status=" + qp(), base + "/analytics?days=" + qp() + "&range=" + qp(),
+		base + "/keys/" + pp(), base + "/accounts/" + pp(), base + "/resellers/" + pp(), base + "/webhooks/" + pp(), base + "/updates/" + pp(),
+		"/dashboard/apps/" + pp() + "/keys", "/dashboard/" + pp(), "/dashboard/login?next=" + qp()} {
+		check(get(path))
+	}
+	s.get("/dashboard/")
+	tried := map[string]bool{}
+	for _, f := range secForms(pages) {
+		key := f.Action + " " + f.Values.Get("action")
+		if f.Method != "post" || tried[key] || f.Action == "/dashboard/logout" || strings.HasPrefix(f.Enctype, "multipart/") {
+			continue
+		}
+		tried[key] = true
+		form := url.Values{}
+		secWalk(f.Node, func(e *html.Node) {
+			if name, _ := secAttr(e, "name"); name != "" && name != "csrf" && name != "confirm" && (e.Data == "input" || e.Data == "textarea" || e.Data == "select") {
+				form.Set(name, pl())
+			}
+		})
+		p := &secPage{Path: "POST " + f.Action + " (markup in every field)", webPage: s.post(f.Action, form)}
+		p.Doc, _ = html.Parse(strings.NewReader(p.Body))
+		check(p)
+		if p.Status >= 500 {
+			t.Errorf("%s: status %d: %s", p.Path, p.Status, secShort(p.Text()))
+		}
+	}
+	t.Logf("reflected: %d pages, %d forms", 16, len(tried))
+	if p := s.get("/dashboard/"); p.Status != 200 || p.URL != "/dashboard/" {
+		t.Errorf("signed out by the forms (so later ones showed only the sign-in page): %d at %s", p.Status, p.URL)
 	}
 }
 
