@@ -769,34 +769,62 @@ func secCookie(resp *http.Response, name string) *http.Cookie {
 // ---- 2. templates and assets
 
 // secUnsafe finds what the CSP would block (or what would need it weakened)
-// in a template or page source: inline script bodies, event-handler
-// attributes, style attributes and elements, javascript: URLs, and absolute
-// URLs to other hosts outside placeholder examples.
+// in a template or page source, read with the HTML tokenizer: inline
+// scripts, event-handler and style attributes, style elements, javascript:
+// URLs, and URLs to other hosts anywhere but in placeholder attributes
+// (grey example text, never fetched).
 func secUnsafe(src string) []string {
-	// Template actions may hold anything; attributes they produce are
-	// checked on the rendered pages (TestSecurityEveryPageEscapesUserInput).
+	// Template actions may hold anything; what they produce is checked on
+	// the rendered pages (TestSecurityEveryPageEscapesUserInput).
 	src = regexp.MustCompile(`(?s)\{\{.*?\}\}`).ReplaceAllString(src, "T")
+	host := regexp.MustCompile(`(?i)(^|[^a-z0-9/])(https?:)?//[a-z0-9-]+(\.[a-z0-9-]+)+`)
 	var out []string
-	for _, r := range []struct{ what, re string }{
-		{"inline script", `(?is)<script\b[^>]*>\s*[^\s<][^<]*</script>`},
-		{"event-handler attribute", `(?i)<[a-z][^>]*\son[a-z]+\s*=`},
-		{"style attribute", `(?i)<[a-z][^>]*\sstyle\s*=`},
-		{"style element", `(?i)<style\b`},
-		{"javascript: URL", `(?i)javascript:`},
-	} {
-		for _, m := range regexp.MustCompile(r.re).FindAllString(src, -1) {
-			out = append(out, r.what+": "+secShort(m))
+	z := html.NewTokenizer(strings.NewReader(src))
+	script := ""
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return out
+		case html.StartTagToken, html.SelfClosingTagToken:
+			tok := z.Token()
+			hasSrc := false
+			for _, a := range tok.Attr {
+				switch {
+				case strings.HasPrefix(a.Key, "on"):
+					out = append(out, "event-handler attribute: "+secShort(tok.String()))
+				case a.Key == "style":
+					out = append(out, "style attribute: "+secShort(tok.String()))
+				case a.Key == "src":
+					hasSrc = true
+				}
+				if strings.Contains(strings.ToLower(a.Val), "javascript:") {
+					out = append(out, "javascript: URL: "+secShort(tok.String()))
+				}
+				if a.Key != "placeholder" && host.MatchString(a.Val) {
+					out = append(out, "URL to another host: "+secShort(tok.String()))
+				}
+			}
+			switch tok.Data {
+			case "style":
+				out = append(out, "style element")
+			case "script":
+				if !hasSrc {
+					out = append(out, "inline script: "+secShort(tok.String()))
+				}
+				script = tok.String()
+			}
+		case html.EndTagToken:
+			script = ""
+		case html.TextToken:
+			text := string(z.Text())
+			if script != "" && strings.TrimSpace(text) != "" {
+				out = append(out, "inline script body: "+secShort(script+text))
+			}
+			if host.MatchString(text) {
+				out = append(out, "URL to another host: "+secShort(text))
+			}
 		}
 	}
-	// Placeholders are grey example text, never fetched.
-	noPlaceholders := regexp.MustCompile(`(?i)\splaceholder="[^"]*"`).ReplaceAllString(src, "")
-	for _, m := range regexp.MustCompile(`(?i)(https?:)?//[a-z0-9][a-z0-9.-]*[a-z0-9](:\d+)?`).FindAllString(noPlaceholders, -1) {
-		if strings.HasPrefix(m, "//") && !regexp.MustCompile(`(?i)^//[a-z0-9-]+\.[a-z]`).MatchString(m) {
-			continue // a comment or a path, not a host
-		}
-		out = append(out, "URL to another host: "+m)
-	}
-	return out
 }
 
 // secUnsafeJS finds the DOM and eval sinks app.js must not use.
@@ -831,9 +859,10 @@ func secShort(s string) string {
 // from another host (no CDN), and app.js uses no eval or HTML sinks. The
 // scanners are first shown to catch each thing they look for.
 func TestSecurityTemplatesAndAssetsNeedNoUnsafeCSP(t *testing.T) {
-	for _, bad := range []string{`<script>alert(1)</script>`, `<button onclick="x()">`, `<p style="color:red">`, `<style>p{}</style>`,
+	for _, bad := range []string{`<script>alert(1)</script>`, `<script>if (a<b) { go() }</script>`, `<SCRIPT type="module"></SCRIPT>`, `<button onclick="x()">`, `<p style="color:red">`, `<style>p{}</style>`,
 		`<a href="javascript:void(0)">`, `<script src="https://cdn.example.com/x.js"></script>`, `<link href="//fonts.example.net/a.css">`,
-		`<img src="{{.X}}" ONERROR = "y">`} {
+		`<img src="{{.X}}" ONERROR = "y">`, `<a title="a > b" onclick="x()">`, `<form action="https://evil.example/">`,
+		`<svg><circle style="fill:red"/></svg>`} {
 		if len(secUnsafe(bad)) == 0 {
 			t.Errorf("the scanner misses %s", bad)
 		}
