@@ -311,7 +311,7 @@ func (sd *secSeeder) set(field, kind string, put func(v string) *kwtest.Reply) *
 }
 
 // secSeed creates data on every page of the panel: an app (and a second one)
-// with keys, devices, sessions, a reset request, accounts, texts and a
+// with keys, devices, sessions, a trial, a reset request, accounts, texts and a
 // per-key override, a slide, app info and branding, a social link, a
 // changelog entry, prices, orders and a subscription, a published and a
 // draft release, a webhook, a reseller, a banned key, a personal access
@@ -346,6 +346,12 @@ func secSeed(t *testing.T, s *site, value func(field, kind string) string) (*sec
 		return app.Env("/api/auth/login.php", map[string]any{"license_key": keys[1], "hwid": v})
 	})
 	app.Login(keys[0], "HWID-SEC-0")
+	sd.set("client version", "text", func(v string) *kwtest.Reply {
+		return app.Env("/api/auth/login.php", map[string]any{"license_key": keys[2], "hwid": "HWID-SEC-2", "version": v})
+	})
+	sd.set("trial hwid", "text", func(v string) *kwtest.Reply {
+		return app.Plain("/api/auth/trial.php", map[string]any{"hwid": v})
+	})
 	sd.set("reset reason", "text", func(v string) *kwtest.Reply {
 		return app.Plain("/api/auth/request-hwid-reset.php", map[string]any{"license_key": keys[0], "reason": v})
 	})
