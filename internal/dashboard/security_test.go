@@ -131,14 +131,14 @@ func secForms(pages []*secPage) []*secForm {
 				continue
 			}
 			enc, _ := secAttr(f, "enctype")
-			out = append(out, &secForm{Page: p.Path, Method: strings.ToLower(cmpOr(m, "get")), Action: u.RequestURI(),
+			out = append(out, &secForm{Page: p.Path, Method: strings.ToLower(secOr(m, "get")), Action: u.RequestURI(),
 				Enctype: enc, Values: secFormValues(f), Node: f})
 		}
 	}
 	return out
 }
 
-func cmpOr(v, def string) string {
+func secOr(v, def string) string {
 	if v == "" {
 		return def
 	}
@@ -163,7 +163,7 @@ func secFormValues(f *html.Node) url.Values {
 			switch strings.ToLower(typ) {
 			case "checkbox", "radio":
 				if _, on := secAttr(n, "checked"); on {
-					v.Add(name, cmpOr(value, "on"))
+					v.Add(name, secOr(value, "on"))
 				}
 			case "submit", "image":
 				if !button {
@@ -316,7 +316,8 @@ func (sd *secSeeder) set(field, kind string, put func(v string) *kwtest.Reply) *
 // changelog entry, prices, orders and a subscription, a published and a
 // draft release, a webhook, a reseller, a banned key, a personal access
 // token and the owner's e-mail. value chooses what user-controlled fields
-// hold. It returns the main app and one active key of it.
+// hold. It returns the seeder, the main app and its busiest key (a note,
+// a device, a session, a reset request and a text override).
 func secSeed(t *testing.T, s *site, value func(field, kind string) string) (*secSeeder, *kwtest.App, string) {
 	t.Helper()
 	sd := &secSeeder{t: t, s: s, value: value}
