@@ -96,10 +96,15 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(v)
 	},
-	// json shows a value as indented JSON (escaped by the template).
+	// json shows a value as indented JSON. The template escapes it, so
+	// the encoder must not: "<" stays "<" for the reader, not "\u003c".
 	"json": func(v any) string {
-		b, _ := json.MarshalIndent(v, "", "  ")
-		return string(b)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		enc.Encode(v)
+		return strings.TrimSuffix(b.String(), "\n")
 	},
 	// dict builds a map for passing several values to a partial.
 	"dict": func(kv ...any) map[string]any {
