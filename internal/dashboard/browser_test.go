@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -226,7 +227,10 @@ func (b *browser) mustSee(where string, want ...string) {
 // fill replaces the value of the input sel selects with value, as typing would.
 func (b *browser) fill(sel, value string) {
 	b.t.Helper()
-	b.run("fill "+sel, chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), value))
+	// chromedp v0.23.0's SetValue(sel, "") fails ("could not set value on
+	// node"), so the field is emptied by script.
+	b.run("fill "+sel, chromedp.WaitReady(chromedp.CSS(sel)), jsDo(`document.querySelector(`+strconv.Quote(sel)+`).value = ""`),
+		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
 
 // screenshot saves the whole page as docs/screenshots/name.png when
