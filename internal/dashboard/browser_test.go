@@ -228,6 +228,8 @@ func (b *browser) mustSee(where string, want ...string) {
 func (b *browser) fill(sel, value string) {
 	b.t.Helper()
 	q, _ := json.Marshal(sel)
+	// chromedp v0.23.0's SetValue(sel, "") fails ("could not set value on
+	// node"), so the field is emptied by script.
 	b.run("fill "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), jsDo(`document.querySelector(`+string(q)+`).value = ""`),
 		chromedp.SendKeys(chromedp.CSS(sel), value))
 }
