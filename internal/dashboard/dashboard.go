@@ -99,6 +99,7 @@ func (d *Dashboard) routes(m *http.ServeMux) {
 	d.routesUpdates(m)
 	d.routesWebhooks(m)
 	d.routesAnalytics(m)
+	d.routesDetections(m)
 	d.routesProfile(m)
 	d.routesAudit(m)
 	d.page(m, "/dashboard/", func(c *Ctx) {
