@@ -306,6 +306,42 @@ func bulkFilterText(body map[string]any) []string {
 	return out
 }
 
+// keyHistoryLimit is how many audit entries a key page shows.
+const keyHistoryLimit = 100
+
+// keyHistory is the key's audit trail, newest first. The audit log names a
+// key by its string at the time, and a rotation (key.rotate, target the old
+// string, details.new_license_key the new one) changes it; so the entries of
+// the strings the key had before are joined in, following up to a few
+// rotations among the app's latest.
+func keyHistory(c *Ctx, lk string) ([]map[string]any, error) {
+	type entries struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	var rotations entries
+	if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("action", "key.rotate", "limit", "500"), nil, &rotations); err != nil {
+		return nil, err
+	}
+	previous := map[string]string{} // new string → old string
+	for _, e := range rotations.Entries {
+		if det, ok := e["details"].(map[string]any); ok {
+			if nk := str(det["new_license_key"]); nk != "" {
+				previous[nk] = str(e["target"])
+			}
+		}
+	}
+	var all []map[string]any
+	for names, at := 0, lk; at != "" && names < 5 && len(all) < keyHistoryLimit; names++ {
+		var h entries
+		if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("target", at, "limit", strconv.Itoa(keyHistoryLimit-len(all))), nil, &h); err != nil {
+			return nil, err
+		}
+		all = append(all, h.Entries...)
+		at = previous[at]
+	}
+	return all, nil
+}
+
 // keyPage shows one key: its facts, devices, sessions, features and history.
 func (d *Dashboard) keyPage(c *Ctx) {
 	lk := c.R.PathValue("key")
@@ -316,10 +352,8 @@ func (d *Dashboard) keyPage(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	var hist struct {
-		Entries []map[string]any `json:"entries"`
-	}
-	if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("target", lk, "limit", "100"), nil, &hist); err != nil {
+	history, err := keyHistory(c, lk)
+	if err != nil {
 		c.Fail(err)
 		return
 	}
@@ -329,7 +363,7 @@ func (d *Dashboard) keyPage(c *Ctx) {
 		features = string(b)
 	}
 	c.Render("key", Page{Title: "Key " + lk, Nav: "keys", Data: map[string]any{
-		"Key": out.Key, "LK": lk, "History": hist.Entries, "Features": features,
+		"Key": out.Key, "LK": lk, "History": history, "Features": features,
 		"Path": c.AppPath("keys/" + url.PathEscape(lk)),
 	}})
 }

@@ -356,6 +356,11 @@ func TestKeysActions(t *testing.T) {
 	if keysAPI(s, app, key) != nil || keysAPI(s, app, nk[1]) == nil {
 		t.Errorf("rotate: old key still there or new one missing")
 	}
+	// The new key's history goes on from the old string's: the rotation and
+	// what was done before it (under the old string) are listed.
+	if hist := p.Text()[strings.Index(p.Text(), "History"):]; !strings.Contains(hist, "key.rotate") || !strings.Contains(hist, "key.extend") {
+		t.Errorf("the rotated key's history lacks the entries under its old string: %s", hist)
+	}
 	if got := login(key, "H2"); got == "ok" {
 		t.Errorf("old key still logs in")
 	}
