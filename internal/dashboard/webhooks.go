@@ -24,8 +24,8 @@ func (d *Dashboard) routesWebhooks(m *http.ServeMux) {
 const webhooksAPI = "/api/admin/webhooks.php"
 
 // webhookEvents are the event types of docs/webhooks.md (a test keeps the
-// two lists equal), offered as
-// checkboxes (the API takes any well-formed name, "family.*" too).
+// two lists equal), offered as checkboxes; the API takes any well-formed
+// name, "family.*" too.
 var webhookEvents = []string{
 	"key.created", "key.activated", "key.banned", "key.unbanned", "key.deleted", "key.rotated", "key.redeemed",
 	"key.suspected_leak", "key_expiring", "key_expired", "hwid_reset.requested", "trial.created", "account.created",
