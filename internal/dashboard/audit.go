@@ -89,6 +89,9 @@ func (d *Dashboard) auditList(c *Ctx) {
 	c.Render("audit", Page{Title: title, Nav: nav, Data: p})
 }
 
+// resellersList shows the app's resellers and, below them, the activity of
+// every reseller's ledger (newest first, paged by cursor; limit as the API
+// takes it), each entry named by its reseller from the list.
 func (d *Dashboard) resellersList(c *Ctx) {
 	var out struct {
 		Resellers []map[string]any `json:"resellers"`
@@ -97,8 +100,46 @@ func (d *Dashboard) resellersList(c *Ctx) {
 		c.Fail(err)
 		return
 	}
-	c.Render("resellers", Page{Title: "Resellers", Nav: "resellers", Data: out.Resellers})
+	cursor := c.R.FormValue("cursor")
+	limit := strings.TrimSpace(c.R.FormValue("limit"))
+	p := &listPage{Filter: map[string]string{"limit": limit}}
+	var act struct {
+		Activity []map[string]any `json:"activity"`
+		Next     any              `json:"next_cursor"`
+	}
+	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery("action", "activity", "cursor", cursor, "limit", limit), nil, &act); err != nil {
+		if !refusedFilter(err, p) {
+			c.Fail(err)
+			return
+		}
+	}
+	names := map[string]string{}
+	for _, r := range out.Resellers {
+		names[str(r["id"])] = str(r["name"])
+	}
+	for _, e := range act.Activity {
+		id := str(e["reseller_id"])
+		if n, ok := names[id]; ok {
+			e["name"], e["listed"] = n, true
+		} else if n := str(e["reseller_name"]); n != "" {
+			e["name"] = n
+		} else {
+			e["name"] = id
+		}
+		what := ledgerReasons[str(e["reason"])]
+		if what == "" {
+			what = str(e["reason"])
+		}
+		e["what"] = what
+	}
+	p.Rows = act.Activity
+	p.pageQueries(act.Next, cursor)
+	p.Extra = map[string]any{"Resellers": out.Resellers}
+	c.Render("resellers", Page{Title: "Resellers", Nav: "resellers", Data: p})
 }
+
+// ledgerReasons say what a ledger entry's reason means.
+var ledgerReasons = map[string]string{"topup": "Top-up", "adjust": "Adjustment", "generate": "Keys generated"}
 
 // parseProductsField reads the products textarea: empty is no change
 // (nil), else a JSON list the API validates.

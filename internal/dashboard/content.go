@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -495,15 +496,28 @@ func (d *Dashboard) contentOrders(c *Ctx) {
 	d.renderOrders(c, "")
 }
 
+// orderLimits are the choices of the orders page's Show select: how many of
+// the newest orders it lists (the API answers at most 1000).
+var orderLimits = []string{"100", "500", "1000"}
+
+// renderOrders lists the newest orders, as many as the limit query chooses
+// (100 unless given; another value is refused on the page, which then shows
+// the newest 100).
 func (d *Dashboard) renderOrders(c *Ctx, secret string) {
+	limit, msg := strings.TrimSpace(c.R.URL.Query().Get("limit")), ""
+	if limit == "" {
+		limit = orderLimits[0]
+	} else if !slices.Contains(orderLimits, limit) {
+		limit, msg = orderLimits[0], "Show: choose 100, 500 or 1000 orders; the newest 100 are shown."
+	}
 	var out struct {
 		Orders []map[string]any `json:"orders"`
 	}
-	if err := c.Call("GET", "/api/admin/orders.php", c.AppQuery(), nil, &out); err != nil {
+	if err := c.Call("GET", "/api/admin/orders.php", c.AppQuery("limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.contentRender("orders", "Orders", map[string]any{"Orders": out.Orders, "Secret": secret})
+	c.contentRender("orders", "Orders", map[string]any{"Orders": out.Orders, "Secret": secret, "Limit": limit, "Limits": orderLimits, "Error": msg})
 }
 
 func (d *Dashboard) contentOrderAction(action string) func(*Ctx) {
