@@ -108,6 +108,7 @@ func (c *serveCmd) Run(e *env) error {
 	}
 	log.Info("keyward listening", "url", scheme+"://"+srv.Addr(), "database", engine, "version", Version)
 	fmt.Fprintf(e.stdout, "keyward %s listening on %s://%s (%s)\n", Version, scheme, srv.Addr(), engine)
+	fmt.Fprintf(e.stdout, "dashboard: %s://%s/dashboard/\n", scheme, srv.Addr())
 	<-e.ctx.Done()
 	log.Info("shutting down")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

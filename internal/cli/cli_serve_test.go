@@ -46,6 +46,9 @@ func TestServeBootstrapsAdminWithGeneratedPassword(t *testing.T) {
 	if code := first.stop(t); code != 0 {
 		t.Fatalf("first serve exit %d: %s", code, first.stderr)
 	}
+	if !strings.Contains(first.stdout.String(), "dashboard: http://"+first.addr+"/dashboard/\n") {
+		t.Fatalf("no line naming the dashboard's URL: %s", first.stdout)
+	}
 
 	second := serve(t, "--addr", "127.0.0.1:0", "--data", dir, "--bcrypt-cost", "4")
 	if out := second.stdout.String(); strings.Contains(out, "Created admin") || strings.Contains(out, m[2]) {
