@@ -20,9 +20,13 @@ import (
 // and sees the session end at the client's next heartbeat, publishes a
 // release to 25 % of devices with the rollout slider, and points a webhook
 // at a receiver and sees the delivery in its log. Every page on the way is
-// checked for console errors and CSP violations.
+// checked for console errors and CSP violations. It runs on both engines.
 func TestBrowserOwnersDay(t *testing.T) {
-	s := newSite(t)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) { browserOwnersDay(t, engine) })
+}
+
+func browserOwnersDay(t *testing.T, engine string) {
+	s := newSite(t, kwtest.Options{Engine: engine})
 	totpSecret := enableTOTP(t, s)
 
 	b := newBrowser(t, s, 1280, 900)

@@ -81,49 +81,52 @@ func secCheckPages(t *testing.T, pages []*secPage) {
 // Every page reachable from /dashboard/ (with data on every page) answers
 // 200; every POST form carries a CSRF token (hidden field, or ?csrf= in the
 // action of an upload form); every field has a label. The sign-in page and
-// the confirmation pages of destructive forms are checked too.
+// the confirmation pages of destructive forms are checked too. On both engines:
+// every page's queries run on PostgreSQL as on SQLite.
 func TestSecurityEveryFormCarriesCSRF(t *testing.T) {
-	s := newSite(t)
-	_, app, key := secSeed(t, s, secPlain)
-	login := &secPage{Path: "/dashboard/login", webPage: s.get("/dashboard/login")}
-	login.Doc, _ = html.Parse(strings.NewReader(login.Body))
-	s.signIn()
-	pages := append(secCrawl(t, s, secExtra(app, key)...), login)
-	results := secResultPages(t, s, app)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := newSite(t, kwtest.Options{Engine: engine})
+		_, app, key := secSeed(t, s, secPlain)
+		login := &secPage{Path: "/dashboard/login", webPage: s.get("/dashboard/login")}
+		login.Doc, _ = html.Parse(strings.NewReader(login.Body))
+		s.signIn()
+		pages := append(secCrawl(t, s, secExtra(app, key)...), login)
+		results := secResultPages(t, s, app)
 
-	// A form that asks first (data-confirm) shows, without JavaScript, a
-	// confirmation page of its own: that page's form is checked too, and
-	// asking must change nothing.
-	before, _ := secFingerprint(t, s)
-	asked := map[string]bool{}
-	for _, f := range secForms(pages) {
-		if _, confirm := secAttr(f.Node, "data-confirm"); !confirm || f.Method != "post" || asked[f.Action+" "+f.Values.Get("action")] {
-			continue
+		// A form that asks first (data-confirm) shows, without JavaScript, a
+		// confirmation page of its own: that page's form is checked too, and
+		// asking must change nothing.
+		before, _ := secFingerprint(t, s)
+		asked := map[string]bool{}
+		for _, f := range secForms(pages) {
+			if _, confirm := secAttr(f.Node, "data-confirm"); !confirm || f.Method != "post" || asked[f.Action+" "+f.Values.Get("action")] {
+				continue
+			}
+			asked[f.Action+" "+f.Values.Get("action")] = true
+			p := &secPage{Path: "POST " + f.Action + " (from " + f.Page + ")", webPage: secSubmit(t, s, f, s.csrf, nil)}
+			p.Doc, _ = html.Parse(strings.NewReader(p.Body))
+			if !strings.Contains(p.Body, `name="confirm" value="yes"`) {
+				t.Errorf("%s: no confirmation asked: %d %s", p.Path, p.Status, secShort(p.Text()))
+			}
+			pages = append(pages, p)
 		}
-		asked[f.Action+" "+f.Values.Get("action")] = true
-		p := &secPage{Path: "POST " + f.Action + " (from " + f.Page + ")", webPage: secSubmit(t, s, f, s.csrf, nil)}
-		p.Doc, _ = html.Parse(strings.NewReader(p.Body))
-		if !strings.Contains(p.Body, `name="confirm" value="yes"`) {
-			t.Errorf("%s: no confirmation asked: %d %s", p.Path, p.Status, secShort(p.Text()))
+		if after, _ := secFingerprint(t, s); after != before || len(asked) < 10 {
+			t.Errorf("%d forms asked for confirmation; data changed: %v", len(asked), after != before)
 		}
-		pages = append(pages, p)
-	}
-	if after, _ := secFingerprint(t, s); after != before || len(asked) < 10 {
-		t.Errorf("%d forms asked for confirmation; data changed: %v", len(asked), after != before)
-	}
-	secCheckPages(t, append(pages, results...))
+		secCheckPages(t, append(pages, results...))
 
-	// The crawl must have seen the panel, not just the app list.
-	posts := 0
-	for _, f := range secForms(pages) {
-		if f.Method == "post" {
-			posts++
+		// The crawl must have seen the panel, not just the app list.
+		posts := 0
+		for _, f := range secForms(pages) {
+			if f.Method == "post" {
+				posts++
+			}
 		}
-	}
-	if len(pages) < 40 || posts < 60 {
-		t.Errorf("the crawl saw only %d pages with %d POST forms", len(pages), posts)
-	}
-	t.Logf("crawled %d pages, %d POST forms", len(pages), posts)
+		if len(pages) < 40 || posts < 60 {
+			t.Errorf("the crawl saw only %d pages with %d POST forms", len(pages), posts)
+		}
+		t.Logf("crawled %d pages, %d POST forms", len(pages), posts)
+	})
 }
 
 // secFingerprint hashes what the admin API says about everything the
