@@ -449,9 +449,11 @@ func TestBrowserConfirmDialogIsKeyboardUsable(t *testing.T) {
 	b.clean("confirm dialog")
 }
 
-// shot saves the page as docs/screenshots/name.png like b.screenshot, but
-// at most maxHeight CSS pixels of it (from the top), so long pages stay
-// small files.
+// shot saves a screenshot of the page, width CSS pixels wide and at most
+// maxHeight high (from the top, so long pages stay small files), as
+// docs/screenshots/name.png when KEYWARD_SCREENSHOTS=1 (the README links
+// these pictures), and into $KEYWARD_ARTIFACTS/screenshots when that is set,
+// so a CI run keeps what the pages looked like.
 func shot(b *browser, name string, width, maxHeight int) {
 	b.t.Helper()
 	var dirs []string

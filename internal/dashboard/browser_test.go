@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -232,33 +231,6 @@ func (b *browser) fill(sel, value string) {
 	// node"), so the field is emptied by script.
 	b.run("fill "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), jsDo(`document.querySelector(`+string(q)+`).value = ""`),
 		chromedp.SendKeys(chromedp.CSS(sel), value))
-}
-
-// screenshot saves the whole page as docs/screenshots/name.png when
-// KEYWARD_SCREENSHOTS=1 (the README links these pictures), and into the
-// test's artifacts directory ($KEYWARD_ARTIFACTS) when that is set, so a CI
-// run keeps what the pages looked like.
-func (b *browser) screenshot(name string) {
-	b.t.Helper()
-	var dirs []string
-	if os.Getenv("KEYWARD_SCREENSHOTS") == "1" {
-		dirs = append(dirs, filepath.Join("..", "..", "docs", "screenshots"))
-	}
-	if d := os.Getenv("KEYWARD_ARTIFACTS"); d != "" {
-		dirs = append(dirs, filepath.Join(d, "screenshots"))
-	}
-	if len(dirs) == 0 {
-		return
-	}
-	png := value(b, "screenshot "+name, chromedp.FullScreenshot(100))
-	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, name+".png"), png, 0o644); err != nil {
-			b.t.Fatal(err)
-		}
-	}
 }
 
 // TestBrowserHarnessCatchesCSPViolations proves the watcher above works: a

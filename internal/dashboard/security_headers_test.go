@@ -5,7 +5,7 @@ package dashboard_test
 // no 'unsafe-inline'/'unsafe-eval' in the Content-Security-Policy.
 
 import (
-	"bytes"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -31,32 +31,7 @@ const secCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src
 // SameSite=Strict, scoped to /dashboard/ (not Secure over plain HTTP).
 func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	s := newSite(t)
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	do := func(method, path string, form url.Values, header http.Header) (*http.Response, string) {
-		t.Helper()
-		var body *strings.Reader
-		if form != nil {
-			body = strings.NewReader(form.Encode())
-		} else {
-			body = strings.NewReader("")
-		}
-		req, _ := http.NewRequest(method, s.URL+path, body)
-		if form != nil {
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		}
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return resp, b.String()
-	}
+	do := secClient(t, s.Server)
 	check := func(what string, resp *http.Response, status int, asset bool) {
 		t.Helper()
 		h := resp.Header
@@ -159,14 +134,14 @@ func TestSecurityHeadersOnEveryAnswer(t *testing.T) {
 	}
 }
 
-// secSessionCookie signs in on a fresh client sending header with every
-// request (and next, when not "", as the page to go to) and returns the
-// kw_session cookie the sign-in sets and its answer.
-func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next string) (*http.Cookie, *http.Response) {
-	t.Helper()
+// secClient is a client of s with its own cookie jar that does not follow
+// redirects: do sends a request (form-encoded when form is not nil, with
+// extra header fields) and returns the answer and its body.
+func secClient(t *testing.T, s *kwtest.Server) func(method, path string, form url.Values, header http.Header) (*http.Response, string) {
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	send := func(method, path string, form url.Values) (*http.Response, string) {
+	return func(method, path string, form url.Values, header http.Header) (*http.Response, string) {
+		t.Helper()
 		req, _ := http.NewRequest(method, s.URL+path, strings.NewReader(form.Encode()))
 		if form != nil {
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -179,9 +154,19 @@ func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next s
 			t.Fatalf("%s %s: %v", method, path, err)
 		}
 		defer resp.Body.Close()
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		return resp, b.String()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+}
+
+// secSessionCookie signs in on a fresh client sending header with every
+// request (and next, when not "", as the page to go to) and returns the
+// kw_session cookie the sign-in sets and its answer.
+func secSessionCookie(t *testing.T, s *kwtest.Server, header http.Header, next string) (*http.Cookie, *http.Response) {
+	t.Helper()
+	do := secClient(t, s)
+	send := func(method, path string, form url.Values) (*http.Response, string) {
+		return do(method, path, form, header)
 	}
 	_, body := send("GET", "/dashboard/login", nil)
 	m := csrfRE.FindStringSubmatch(body)
