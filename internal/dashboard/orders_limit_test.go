@@ -17,6 +17,9 @@ func ordersShown(p *webPage) []string {
 	return out
 }
 
+// The orders page shows the newest 100 by default and 500 or 1000 when
+// chosen; any other length is refused with a message (the API would quietly
+// answer 100) and the newest 100 are shown.
 func TestContentOrdersLimit(t *testing.T) {
 	s, app, base := contentSite(t)
 	plan := s.MustAdmin("POST", "/api/admin/pricing.php", map[string]any{"app_id": app.ID, "type": "plan", "name": "Basic", "price": 10, "currency": "USD",

@@ -46,6 +46,9 @@ func activityLink(section, label string) string {
 	return strings.ReplaceAll(m[1], "&amp;", "&")
 }
 
+// The resellers page lists every reseller's ledger entries together, newest
+// first, each naming (and linking) its reseller with the amount and the
+// balance after; another app's resellers are not shown.
 func TestResellersActivityAcrossResellers(t *testing.T) {
 	s := newSite(t)
 	s.signIn()
@@ -92,6 +95,8 @@ func TestResellersActivityAcrossResellers(t *testing.T) {
 	}
 }
 
+// The activity section pages by the API's cursor, keeping the page length;
+// a cursor or length the API refuses is shown in the section, not as a 500.
 func TestResellersActivityPaging(t *testing.T) {
 	s := newSite(t)
 	s.signIn()
@@ -139,6 +144,8 @@ func TestResellersActivityPaging(t *testing.T) {
 	}
 }
 
+// Reading resellers needs the admin role on the app: a viewer or support
+// member gets the API's refusal and no activity; an admin member sees it.
 func TestResellersActivityNeedsAdminRole(t *testing.T) {
 	s := newSite(t)
 	s.signIn()
