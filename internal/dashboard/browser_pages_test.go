@@ -347,7 +347,7 @@ func TestBrowserEveryPageRunsCleanly(t *testing.T) {
 	ap := "/dashboard/apps/" + d.app.ID
 	for _, want := range []string{ap, ap + "/keys", ap + "/keys/" + url.PathEscape(d.live), ap + "/sessions", ap + "/resets", ap + "/accounts",
 		ap + "/accounts/" + d.account, ap + "/trials", ap + "/content", ap + "/content/texts", ap + "/content/changelog", ap + "/updates",
-		ap + "/updates/" + d.release, ap + "/webhooks", ap + "/webhooks/" + d.webhook, ap + "/analytics", ap + "/audit", ap + "/resellers",
+		ap + "/updates/" + d.release, ap + "/webhooks", ap + "/webhooks/" + d.webhook, ap + "/analytics", ap + "/detections", ap + "/audit", ap + "/resellers",
 		ap + "/resellers/" + d.reseller, "/dashboard/audit", "/dashboard/profile", "/dashboard/apps/" + second.ID} {
 		if !seen[want] {
 			t.Errorf("the crawl never reached %s", want)
