@@ -13,13 +13,7 @@ import (
 )
 
 // auditOlder returns the href of the page's "Older" link ("" when none).
-func auditOlder(p *webPage) string {
-	m := regexp.MustCompile(`<a href="([^"]+)" rel="next">Older</a>`).FindStringSubmatch(p.Body)
-	if m == nil {
-		return ""
-	}
-	return strings.ReplaceAll(m[1], "&amp;", "&")
-}
+func auditOlder(p *webPage) string { return linkHref(p.Body, "Older") }
 
 func TestAuditFiltersAndPaging(t *testing.T) {
 	s := newSite(t)

@@ -37,15 +37,6 @@ func activitySection(t *testing.T, p *webPage) string {
 	return p.Body[i:j]
 }
 
-// activityLink is the href of the section's pager link named label ("" when none).
-func activityLink(section, label string) string {
-	m := regexp.MustCompile(`<a href="([^"]+)"[^>]*>` + label + `</a>`).FindStringSubmatch(section)
-	if m == nil {
-		return ""
-	}
-	return strings.ReplaceAll(m[1], "&amp;", "&")
-}
-
 // The resellers page lists every reseller's ledger entries together, newest
 // first, each naming (and linking) its reseller with the amount and the
 // balance after; another app's resellers are not shown.
@@ -90,7 +81,7 @@ func TestResellersActivityAcrossResellers(t *testing.T) {
 	if strings.Contains(sec, "Gamma Shop") || strings.Contains(sec, "wire gamma") {
 		t.Fatalf("another app's activity shown: %s", sec)
 	}
-	if activityLink(sec, "Next page") != "" || activityLink(sec, "First page") != "" {
+	if linkHref(sec, "Next page") != "" || linkHref(sec, "First page") != "" {
 		t.Fatalf("a pager on a single page: %s", sec)
 	}
 }
@@ -113,8 +104,8 @@ func TestResellersActivityPaging(t *testing.T) {
 	if !strings.Contains(first, "entry three") || !strings.Contains(first, "entry two") || strings.Contains(first, "entry one") {
 		t.Fatalf("first page: %s", first)
 	}
-	next := activityLink(first, "Next page")
-	if next == "" || !strings.Contains(next, "limit=2") || !strings.Contains(next, "cursor=") || activityLink(first, "First page") != "" {
+	next := linkHref(first, "Next page")
+	if next == "" || !strings.Contains(next, "limit=2") || !strings.Contains(next, "cursor=") || linkHref(first, "First page") != "" {
 		t.Fatalf("first page's pager: %q: %s", next, first)
 	}
 	p := s.get(next).must(t)
@@ -126,8 +117,8 @@ func TestResellersActivityPaging(t *testing.T) {
 	if !p.Has("Alpha Shop") || !p.Has("Beta Shop") {
 		t.Fatalf("resellers list on the second page: %s", p.Text())
 	}
-	back := activityLink(second, "First page")
-	if activityLink(second, "Next page") != "" || back == "" || strings.Contains(back, "cursor=") {
+	back := linkHref(second, "First page")
+	if linkHref(second, "Next page") != "" || back == "" || strings.Contains(back, "cursor=") {
 		t.Fatalf("second page's pager: %q: %s", back, second)
 	}
 	if again := activitySection(t, s.get(back).must(t)); !strings.Contains(again, "entry three") || strings.Contains(again, "entry one") {

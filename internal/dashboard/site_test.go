@@ -172,5 +172,15 @@ func enableTOTP(t testing.TB, s *site) string {
 	return secret
 }
 
+// linkHref is the href of the first link in markup whose text is label
+// ("" when there is none), unescaped so that it can be fetched.
+func linkHref(markup, label string) string {
+	m := regexp.MustCompile(`<a href="([^"]+)"[^>]*>` + regexp.QuoteMeta(label) + `</a>`).FindStringSubmatch(markup)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
+
 // htmlUnescape undoes the template's escaping of an attribute value.
 func htmlUnescape(s string) string { return html.UnescapeString(s) }
