@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/text/cases"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
@@ -123,8 +124,18 @@ func accountStatusError(st Status) *apperr.Error {
 // letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{2,31}$`)
 
-// UsernameKey is the case-insensitive form usernames are unique by.
-func UsernameKey(username string) string { return strings.ToLower(username) }
+// UsernameKey is the form usernames are unique and looked up by: the Unicode
+// case folding of username (cases.Fold: "Alice", "ALICE" and "alice" are one
+// name, and so are "STRASSE" and "straße"). Every surface that takes a
+// username — register, login, change-password, redeem, reset requests, the
+// customer portal and the sign-in lockout — goes through it; the stored
+// username keeps the spelling given at sign-up for display. On the names
+// usernameRE admits (ASCII) it equals strings.ToLower, which computed the
+// stored keys before, so those need no backfill (TestUsernameKeyASCII).
+func UsernameKey(username string) string {
+	// A Caser keeps state between calls: one per call, never shared.
+	return cases.Fold().String(username)
+}
 
 func checkUsername(u string) error {
 	if !usernameRE.MatchString(u) {
