@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/text/cases"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
@@ -123,8 +124,18 @@ func accountStatusError(st Status) *apperr.Error {
 // letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{2,31}$`)
 
-// UsernameKey is the case-insensitive form usernames are unique by.
-func UsernameKey(username string) string { return strings.ToLower(username) }
+// UsernameKey is the form usernames are unique and looked up by: the Unicode
+// case folding of username (cases.Fold: "Alice", "ALICE" and "alice" are one
+// name, and so are "STRASSE" and "straße"). Every surface that takes a
+// username — register, login, change-password, redeem, reset requests, the
+// customer portal and the sign-in lockout — goes through it; the stored
+// username keeps the spelling given at sign-up for display. On the names
+// usernameRE admits (ASCII) it equals strings.ToLower, which computed the
+// stored keys before, so those need no backfill (TestUsernameKeyASCII).
+func UsernameKey(username string) string {
+	// A Caser keeps state between calls: one per call, never shared.
+	return cases.Fold().String(username)
+}
 
 func checkUsername(u string) error {
 	if !usernameRE.MatchString(u) {
@@ -220,59 +231,90 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 	noTime := now.Add(time.Duration(st.AccountSignupDays) * 24 * time.Hour)
 	a := &Account{AppID: app.ID, Username: req.Username, Email: req.Email, PasswordHash: hash, Status: StatusActive,
 		MaxDevices: st.AccountMaxDevices, Features: json.RawMessage("{}"), ExpiresAt: &noTime, CreatedAt: now, UpdatedAt: now}
-	grant := &Grant{Mode: st.AccountRedeemMode}
-	err = s.store.InTx(ctx, func(tx Tx) error {
-		prior, err := tx.AccountForUpdate(ctx, app.ID, UsernameKey(req.Username))
-		if err == nil {
-			// A client's retry of a sign-up that went through gets the same answer.
-			g, err := duplicateRegister(ctx, tx, app, prior, req, now)
-			if err != nil {
-				return err
-			}
-			if g == nil {
-				return errUsernameExists
-			}
-			a, grant = prior, g
-			return nil
-		} else if !errors.Is(err, apperr.ErrNotFound) {
-			return err
+	// Identical sign-ups sent at once (a client retrying before the first
+	// answer) must all get the first one's answer. The username is free when
+	// each transaction looks, so on PostgreSQL all but one lose a race: their
+	// insert hits the unique index, or their key turns out redeemed once the
+	// winner commits. A lost race runs the transaction once more, which then
+	// sees the winner's account and answers through duplicateRegister: the
+	// same success for the same request, USERNAME_EXISTS or KEY_ALREADY_USED
+	// for any other. (SQLite's single writer never races.)
+	for attempt := 0; ; attempt++ {
+		acct := *a
+		grant := &Grant{Mode: st.AccountRedeemMode}
+		raced := false
+		err = s.store.InTx(ctx, func(tx Tx) error {
+			return register(ctx, tx, app, &acct, grant, req, now, &raced)
+		})
+		if err != nil && raced && attempt == 0 {
+			continue
 		}
-		var k *Key
-		if req.LicenseKey != "" {
-			var err error
-			if k, err = redeemableKey(ctx, tx, app.ID, req.LicenseKey, now); err != nil {
-				return err
-			}
+		if err != nil {
+			return nil, nil, err
 		}
-		if err := tx.InsertAccount(ctx, a); errors.Is(err, apperr.ErrConflict) {
-			return errUsernameExists
-		} else if err != nil {
-			return err
-		}
-		if k != nil {
-			g, err := redeem(ctx, tx, app, a, k, now)
-			if err != nil {
-				return err
-			}
-			grant = g
-			if err := tx.UpdateAccount(ctx, a); err != nil {
-				return err
-			}
-		}
-		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now,
-			Data: map[string]any{"app_id": app.ID, "username": a.Username, "license_key": a.LicenseKey}})
-	})
-	if err != nil {
-		return nil, nil, err
+		return &acct, grant, nil
 	}
-	return a, grant, nil
+}
+
+// register is one attempt of Register in tx: a is the account to create
+// (replaced by the prior account when req repeats its sign-up) and grant is
+// filled with what a redeemed key gave. It sets *raced when the username
+// was free at first but a concurrent sign-up took it (or the key) before
+// this transaction could.
+func register(ctx context.Context, tx Tx, app *App, a *Account, grant *Grant, req RegisterRequest, now time.Time, raced *bool) error {
+	prior, err := tx.AccountForUpdate(ctx, app.ID, UsernameKey(req.Username))
+	if err == nil {
+		// A client's retry of a sign-up that went through gets the same answer.
+		g, err := duplicateRegister(ctx, tx, app, prior, req, now)
+		if err != nil {
+			return err
+		}
+		if g == nil {
+			return errUsernameExists
+		}
+		*a, *grant = *prior, *g
+		return nil
+	} else if !errors.Is(err, apperr.ErrNotFound) {
+		return err
+	}
+	var k *Key
+	if req.LicenseKey != "" {
+		var err error
+		if k, err = redeemableKey(ctx, tx, app.ID, req.LicenseKey, now); err != nil {
+			// KEY_ALREADY_USED may be a concurrent identical sign-up that
+			// redeemed the key first: worth one look at its account.
+			*raced = apperr.CodeOf(err) == CodeKeyAlreadyUsed
+			return err
+		}
+	}
+	if err := tx.InsertAccount(ctx, a); errors.Is(err, apperr.ErrConflict) {
+		*raced = true
+		return errUsernameExists
+	} else if err != nil {
+		return err
+	}
+	if k != nil {
+		g, err := redeem(ctx, tx, app, a, k, now)
+		if err != nil {
+			return err
+		}
+		*grant = *g
+		if err := tx.UpdateAccount(ctx, a); err != nil {
+			return err
+		}
+	}
+	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now,
+		Data: map[string]any{"app_id": app.ID, "username": a.Username, "license_key": a.LicenseKey}})
 }
 
 // duplicateRegister returns the grant of prior when req repeats the sign-up
-// that created it less than duplicateGrace ago (same password, same key),
-// and nil when req is someone else's attempt at a taken username.
+// that created it less than duplicateGrace ago (the same spelling of the
+// username, same password, same key), and nil when req is someone else's
+// attempt at a taken username — another spelling of it too, which must not
+// pass for a new account.
 func duplicateRegister(ctx context.Context, tx Tx, app *App, prior *Account, req RegisterRequest, now time.Time) (*Grant, error) {
-	if now.Sub(prior.CreatedAt) >= duplicateGrace || bcrypt.CompareHashAndPassword([]byte(prior.PasswordHash), []byte(req.Password)) != nil {
+	if prior.Username != req.Username || now.Sub(prior.CreatedAt) >= duplicateGrace ||
+		bcrypt.CompareHashAndPassword([]byte(prior.PasswordHash), []byte(req.Password)) != nil {
 		return nil, nil
 	}
 	g := &Grant{Mode: app.Settings.AccountRedeemMode}

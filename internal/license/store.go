@@ -47,7 +47,7 @@ type Store interface {
 	// before is the cursor (a trial's ID; 0 for the first page).
 	Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, error)
 
-	// AccountByUsername reads an account by its lower-cased username.
+	// AccountByUsername reads an account by its username key (UsernameKey).
 	AccountByUsername(ctx context.Context, appID, usernameKey string) (*Account, error)
 	Accounts(ctx context.Context, f AccountFilter) ([]Account, error)
 	AccountDevices(ctx context.Context, accountID int64) ([]Device, error)
@@ -113,7 +113,7 @@ type Tx interface {
 
 	// InsertAccount stores a new account (ErrConflict when the username is taken).
 	InsertAccount(ctx context.Context, a *Account) error
-	// AccountForUpdate reads an account by lower-cased username, locking the row.
+	// AccountForUpdate reads an account by username key (UsernameKey), locking the row.
 	AccountForUpdate(ctx context.Context, appID, usernameKey string) (*Account, error)
 	// AccountByIDForUpdate reads an account of the app by ID, locking the row.
 	AccountByIDForUpdate(ctx context.Context, appID string, id int64) (*Account, error)

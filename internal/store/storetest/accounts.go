@@ -235,6 +235,49 @@ func testAccountConflictsAndMissing(t *testing.T, db *store.DB) {
 	}
 }
 
+// Usernames are unique and found by their Unicode case folding
+// (license.UsernameKey), beyond ASCII too, and an account keeps the spelling
+// it was stored with.
+func testAccountFoldedUsernames(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	ls := db.LicenseStore()
+	addApp(t, db, "app")
+	strasse, kim := newAccount("app", "Straße"), newAccount("app", "Kim")
+	addAccounts(t, db, strasse, kim)
+
+	for _, name := range []string{"STRASSE", "strasse", "straße", "\u017Ftraße", "kim", "KIM", "\u212Aim"} {
+		wantErr(t, "InsertAccount of "+name, txErr(db, func(ctx context.Context, tx license.Tx) error {
+			return tx.InsertAccount(ctx, newAccount("app", name))
+		}), apperr.ErrConflict)
+	}
+	for _, c := range []struct {
+		spelling string
+		want     *license.Account
+	}{{"STRASSE", strasse}, {"\u017Ftrasse", strasse}, {"kIM", kim}, {"\u212AIM", kim}} {
+		key := license.UsernameKey(c.spelling)
+		got, err := ls.AccountByUsername(ctx, "app", key)
+		if err != nil {
+			t.Fatalf("AccountByUsername(%q): %v", key, err)
+		}
+		checkAccount(t, "AccountByUsername of "+c.spelling, got, c.want)
+		inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+			got, err := tx.AccountForUpdate(ctx, "app", key)
+			if err != nil {
+				return err
+			}
+			checkAccount(t, "AccountForUpdate of "+c.spelling, got, c.want)
+			return nil
+		})
+		got, err = db.CustomerStore().Account(ctx, "app", key)
+		if err != nil {
+			t.Fatalf("customer Account(%q): %v", key, err)
+		}
+		checkAccount(t, "customer Account of "+c.spelling, got, c.want)
+	}
+	// Another name stays another account.
+	addAccounts(t, db, newAccount("app", "Strasse2"))
+}
+
 // Accounts lists by ID with a cursor and a limit; Query is a literal,
 // case-insensitive substring of the username or the e-mail.
 func testAccountListing(t *testing.T, db *store.DB) {

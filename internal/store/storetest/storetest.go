@@ -54,6 +54,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"Trials", testTrials},
 		{"AccountRoundTrip", testAccountRoundTrip},
 		{"AccountConflictsAndMissing", testAccountConflictsAndMissing},
+		{"AccountFoldedUsernames", testAccountFoldedUsernames},
 		{"AccountListing", testAccountListing},
 		{"AccountDevices", testAccountDevices},
 		{"AccountSessions", testAccountSessions},
