@@ -224,8 +224,11 @@ func (a *API) Handler() http.Handler {
 
 	// The dashboard: pages that call the admin API above in process, so they
 	// obey exactly its validation, authorization and audit.
+	// The dashboard's own calls pass the same query check as requests from
+	// outside (a page may put what it was given into an API query string).
+	var ui http.Handler
 	if a.ui != nil {
-		ui := a.ui(a.recoverer(mux), a.isHTTPS)
+		ui = a.ui(a.recoverer(a.checkQuery(mux, nil)), a.isHTTPS)
 		mux.Handle("/dashboard/", ui)
 		mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusSeeOther))
 	}
@@ -234,7 +237,7 @@ func (a *API) Handler() http.Handler {
 		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(mux))))))
+	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
 }
 
 // Route is one registered path and the methods it answers.
