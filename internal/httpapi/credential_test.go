@@ -110,9 +110,9 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 			"/api/admin/webhooks.php POST action=rotate_secret": {{"/api/admin/webhooks.php" + q + "&action=rotate_secret", map[string]any{"id": 1}},
 				{"/api/admin/webhooks.php" + q, map[string]any{"action": "rotate-secret", "id": 1}}},
 			"/api/admin/accounts.php POST action=reset-password": {{"/api/admin/accounts.php" + q + "&action=reset-password", map[string]any{"username": "bob"}}},
-			"/api/admin/resellers.php POST action=create":       {{"/api/admin/resellers.php" + q + "&action=create", map[string]any{"name": "Shop"}}},
-			"/api/admin/resellers.php POST without action":      {{"/api/admin/resellers.php" + q, map[string]any{"name": "Shop"}}},
-			"/api/admin/resellers.php POST action=rotate_token": {{"/api/admin/resellers.php" + q, map[string]any{"action": "rotate_token", "id": "x"}}},
+			"/api/admin/resellers.php POST action=create":        {{"/api/admin/resellers.php" + q + "&action=create", map[string]any{"name": "Shop"}}},
+			"/api/admin/resellers.php POST without action":       {{"/api/admin/resellers.php" + q, map[string]any{"name": "Shop"}}},
+			"/api/admin/resellers.php POST action=rotate_token":  {{"/api/admin/resellers.php" + q, map[string]any{"action": "rotate_token", "id": "x"}}},
 		}
 		secretBefore := admApp(t, s, app.ID)["secret"]
 		auditBefore := azAuditCount(t, s, "")
