@@ -114,6 +114,10 @@ var (
 	errUnauthorized = apperr.New(apperr.Unauthenticated, CodeUnauthorized, "Missing or invalid customer token.")
 	errNoSession    = apperr.NotFoundOf("Session")
 	errNoSub        = apperr.NotFoundOf("Subscription")
+	// errBannedKey and errBannedAccount close the portal to a banned holder,
+	// at sign-in and to tokens it got before the ban.
+	errBannedKey     = apperr.New(apperr.Forbidden, license.CodeBanned, "This license key has been banned; the customer portal is closed to it.")
+	errBannedAccount = apperr.New(apperr.Forbidden, license.CodeBanned, "This account has been banned; the customer portal is closed to it.")
 )
 
 // New returns a Service whose token key is the installation's
@@ -183,10 +187,14 @@ type Token struct {
 // Login signs a customer in with a license key or an account. Every failed
 // check of the credentials — unknown app, unknown key, unknown username,
 // wrong password — is INVALID_CREDENTIALS, counted per client IP and per
-// key or username (TOO_MANY_ATTEMPTS once locked). A key signs in whatever
-// its status (a banned or expired key's holder may see why, and cancel a
-// subscription). It returns MISSING_FIELDS, INVALID_CREDENTIALS,
-// TOO_MANY_ATTEMPTS, APP_REVOKED, ACCOUNTS_DISABLED or PASSWORD_RESET_REQUIRED.
+// key or username (TOO_MANY_ATTEMPTS once locked). A banned key or account
+// does not sign in (BANNED, once the credentials are right): banning is how
+// an owner cuts off a leaked or abused key, and its holder must not keep
+// reading the customer's orders or cancelling the subscription. An expired
+// or paused one signs in as any other, so its customer sees why and can
+// find the orders and subscription to renew or cancel. It returns
+// MISSING_FIELDS, INVALID_CREDENTIALS, TOO_MANY_ATTEMPTS, APP_REVOKED,
+// BANNED, ACCOUNTS_DISABLED or PASSWORD_RESET_REQUIRED.
 func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 	switch {
 	case in.AppID == "":
@@ -235,6 +243,9 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		if k == nil {
 			return nil, fail()
 		}
+		if k.Status == license.StatusBanned {
+			return nil, errBannedKey
+		}
 		cl = claims{kind: KindKey, subject: k.LicenseKey, app: app.ID, id: k.ID}
 	} else {
 		if !app.Settings.AccountsEnabled {
@@ -249,6 +260,9 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 			return nil, errInvalid
 		} else if err != nil {
 			return nil, err
+		}
+		if a.Status == license.StatusBanned {
+			return nil, errBannedAccount
 		}
 		if a.PasswordResetRequired {
 			return nil, apperr.New(apperr.Forbidden, license.CodePasswordResetRequired,
@@ -290,7 +304,8 @@ func (s *Service) subjects(in LoginInput) []lockout.Subject {
 
 // Authenticate verifies a customer token and reads its holder afresh: a
 // token stops working when its key is deleted or rotated, its account
-// deleted or its password changed. It returns UNAUTHORIZED or APP_REVOKED.
+// deleted or its password changed, and answers BANNED once its key or
+// account is banned. It returns UNAUTHORIZED, APP_REVOKED or BANNED.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, error) {
 	cl, err := s.parse(token)
 	if err != nil {
@@ -314,6 +329,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		} else if err != nil {
 			return nil, err
 		}
+		if k.Status == license.StatusBanned {
+			return nil, errBannedKey
+		}
 		p.Key, p.Holder = k, Holder{AppID: app.ID, KeyID: k.ID}
 	default:
 		a, err := s.store.Account(ctx, app.ID, license.UsernameKey(cl.subject))
@@ -321,6 +339,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 			return nil, errUnauthorized
 		} else if err != nil {
 			return nil, err
+		}
+		if a.Status == license.StatusBanned {
+			return nil, errBannedAccount
 		}
 		p.Account, p.Holder = a, Holder{AppID: app.ID, AccountID: a.ID}
 	}

@@ -76,6 +76,20 @@ func Mount(log *slog.Logger, now func() time.Time) func(api http.Handler, https 
 // state-changing requests must come from this origin (CrossOriginProtection)
 // and, past sign-in, carry the session's CSRF token.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d.headers(w, r)
+	d.cop.Handler(d.mux).ServeHTTP(w, r)
+}
+
+// RefusePage shows a refusal the server made before the dashboard's own
+// routing (httpapi's check of the query string) as the dashboard's error
+// page, with the refusal's status and code (httpapi.PageRefuser).
+func (d *Dashboard) RefusePage(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	d.headers(w, r)
+	d.render(w, r, status, "error", Page{Title: "Not possible", Data: map[string]any{"Message": message, "Code": code}})
+}
+
+// headers sets the panel's security and caching headers.
+func (d *Dashboard) headers(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
 		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -84,7 +98,6 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/dashboard/assets/") {
 		h.Set("Cache-Control", "no-store")
 	}
-	d.cop.Handler(d.mux).ServeHTTP(w, r)
 }
 
 // routes registers every page. Each group of pages lives in its own file.

@@ -43,7 +43,11 @@ type op struct {
 	optional bool
 	// csv routes take a text/csv body, which their handler streams.
 	csv bool
-	h   adminHandler
+	// cred, when set, says which requests of this method create or change a
+	// credential (a password, token, secret or two-factor state of anyone);
+	// those are refused to personal access tokens (credential.go).
+	cred *credRule
+	h    adminHandler
 }
 
 // The permission an admin route method needs on its app.
@@ -97,6 +101,10 @@ func (a *API) bearer(m methods) http.Handler {
 				a.writeError(w, r, err)
 				return
 			}
+		}
+		if p.ViaToken() && o.cred.matches(c) {
+			a.writeError(w, r, admin.ErrNeedsSignIn)
+			return
 		}
 		if err := a.authorize(r.Context(), c, o); err != nil {
 			a.writeError(w, r, err)

@@ -129,6 +129,9 @@ func (a *API) updateApp(ctx context.Context, c *adminCall) (map[string]any, erro
 		if err := json.Unmarshal(raw, &patch); err != nil {
 			return nil, apperr.InvalidField("settings", "must be an object")
 		}
+		if patch == nil { // "settings": null is no settings object, not a nil map to fill
+			patch = map[string]json.RawMessage{}
+		}
 	}
 	for k, v := range c.f {
 		switch k {

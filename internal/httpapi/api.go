@@ -179,13 +179,13 @@ func (a *API) Handler() http.Handler {
 	// routes are about the caller. Handlers ask for more with c.need.
 	a.handle(mux, "/api/admin/totp.php", []string{"POST"}, only("POST", http.HandlerFunc(a.adminTOTP)))
 	a.bearerRoute(mux, "/api/admin/logout.php", methods{"POST": self(a.adminLogout)})
-	a.bearerRoute(mux, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": self(a.putProfile)})
+	a.bearerRoute(mux, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": credential(self(a.putProfile))})
 	a.bearerRoute(mux, "/api/admin/signing.php", methods{"GET": self(a.signingKeys)})
-	a.bearerRoute(mux, "/api/admin/2fa.php", methods{"POST": self(a.twoFactor)})
-	a.bearerRoute(mux, "/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": self(a.mintToken), "DELETE": self(a.revokeToken)})
-	a.bearerRoute(mux, "/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": owner(a.putMember),
-		"PUT": owner(a.putMember), "DELETE": owner(a.deleteMember)})
-	a.bearerRoute(mux, "/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": optionalApp(manage(a.postApps)),
+	a.bearerRoute(mux, "/api/admin/2fa.php", methods{"POST": credential(self(a.twoFactor))})
+	a.bearerRoute(mux, "/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": credential(self(a.mintToken)), "DELETE": self(a.revokeToken)})
+	a.bearerRoute(mux, "/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": credentialWith("password", owner(a.putMember)),
+		"PUT": credentialWith("password", owner(a.putMember)), "DELETE": owner(a.deleteMember)})
+	a.bearerRoute(mux, "/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret"),
 		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})
 	a.bearerRoute(mux, "/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
 		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})
@@ -196,7 +196,7 @@ func (a *API) Handler() http.Handler {
 	a.bearerRoute(mux, "/api/admin/audit.php", methods{"GET": self(a.listAudit)})
 	a.bearerRoute(mux, "/api/admin/trials.php", methods{"GET": read(a.listTrials)})
 	a.bearerRoute(mux, "/api/admin/subscriptions.php", methods{"GET": read(a.listSubscriptions), "POST": manage(a.cancelSubscription)})
-	a.bearerRoute(mux, "/api/admin/orders.php", methods{"GET": read(a.listOrders), "POST": manage(a.orderAction)})
+	a.bearerRoute(mux, "/api/admin/orders.php", methods{"GET": read(a.listOrders), "POST": credentialOn(manage(a.orderAction), "fulfillment-secret")})
 	a.bearerRoute(mux, "/api/admin/pricing.php", methods{"GET": read(a.listPlans), "POST": manage(a.createPlan), "PUT": manage(a.updatePlan),
 		"DELETE": manage(a.deleter(a.commerce.DeletePlan, "Plan"))})
 	a.bearerRoute(mux, "/api/admin/feature-flags.php", methods{"GET": read(a.listFlags), "PUT": manage(a.putFlag), "DELETE": manage(a.deleteFlag)})
@@ -209,12 +209,12 @@ func (a *API) Handler() http.Handler {
 		"DELETE": manage(a.deleter(a.content.DeleteEntry, "Entry"))})
 	a.bearerRoute(mux, "/api/admin/updates.php", methods{"GET": read(a.getUpdates), "POST": manage(a.postUpdates), "PUT": manage(a.putUpdates),
 		"DELETE": manage(a.deleter(a.updates.DeleteDraft, "Draft release"))})
-	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": optionalApp(read(a.getWebhooks)), "POST": optionalApp(manage(a.postWebhooks)),
+	a.bearerRoute(mux, "/api/admin/webhooks.php", methods{"GET": optionalApp(read(a.getWebhooks)), "POST": credentialOn(optionalApp(manage(a.postWebhooks)), "rotate_secret"),
 		"PUT": optionalApp(manage(a.putWebhook)), "DELETE": optionalApp(manage(a.deleteWebhook))})
 	a.bearerRoute(mux, "/api/admin/analytics.php", methods{"GET": read(a.getAnalytics)})
 	a.bearerRoute(mux, "/api/admin/detections.php", methods{"GET": read(a.listDetections)})
-	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": support(a.accountAction), "DELETE": manage(a.deleteAccount)})
-	a.bearerRoute(mux, "/api/admin/resellers.php", methods{"GET": manage(a.getResellers), "POST": owner(a.postResellers),
+	a.bearerRoute(mux, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": credentialOn(support(a.accountAction), "reset-password"), "DELETE": manage(a.deleteAccount)})
+	a.bearerRoute(mux, "/api/admin/resellers.php", methods{"GET": manage(a.getResellers), "POST": credentialOn(owner(a.postResellers), "", "create", "rotate_token"),
 		"PUT": owner(a.putReseller), "DELETE": owner(a.deleteReseller)})
 
 	// Reseller API: the reseller's own bearer token (kwr_…).
@@ -224,8 +224,11 @@ func (a *API) Handler() http.Handler {
 
 	// The dashboard: pages that call the admin API above in process, so they
 	// obey exactly its validation, authorization and audit.
+	// The dashboard's own calls pass the same query check as requests from
+	// outside (a page may put what it was given into an API query string).
+	var ui http.Handler
 	if a.ui != nil {
-		ui := a.ui(a.recoverer(mux), a.isHTTPS)
+		ui = a.ui(a.recoverer(a.checkQuery(mux, nil)), a.isHTTPS)
 		mux.Handle("/dashboard/", ui)
 		mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusSeeOther))
 	}
@@ -234,13 +237,17 @@ func (a *API) Handler() http.Handler {
 		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})
-	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(mux))))))
+	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
 }
 
 // Route is one registered path and the methods it answers.
 type Route struct {
 	Path    string
 	Methods []string
+	// TokenRefused lists the requests of an admin route that create or
+	// change a credential and are refused to personal access tokens, as
+	// "METHOD", "METHOD action=x" or "METHOD with field" (credential.go).
+	TokenRefused []string
 }
 
 // Routes lists every registered route (after Handler has been called), so
@@ -256,6 +263,7 @@ func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.H
 // bearerRoute registers an admin path dispatched by method.
 func (a *API) bearerRoute(mux *http.ServeMux, path string, m methods) {
 	a.handle(mux, path, strings.Split(m.allow(), ", "), a.bearer(m))
+	a.routes[len(a.routes)-1].TokenRefused = m.tokenRefused()
 }
 
 // only refuses every method but m with a JSON 405.

@@ -84,11 +84,21 @@ func TestCustomerLoginWithKey(t *testing.T) {
 		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"license_key": key}), 400, "MISSING_FIELDS")
 		kwtest.ExpectCode(t, cuDo(s, tok, "PUT", cuKey, nil), 405, "METHOD_NOT_ALLOWED")
 
-		// A banned key still signs in, to see why.
+		// A banned key does not sign in, and its earlier token stops
+		// working; unbanned, both work again. An expired key signs in.
 		clAction(t, a, "ban", key, map[string]any{"reason": "chargeback"})
-		if st := cuDo(s, cuToken(t, s, a.ID, key), "GET", cuKey, nil).Obj("key")["status"]; st != "banned" {
-			t.Fatalf("banned key's status = %v", st)
+		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "BANNED")
+		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 403, "BANNED")
+		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuOrd, nil), 403, "BANNED")
+		clAction(t, a, "unban", key, nil)
+		clOK(t, cuDo(s, tok, "GET", cuKey, nil))
+		short := a.GenerateKeys(1, "days", 1, 1)[0]
+		a.Login(short, "pc")
+		s.Clock.Advance(49 * time.Hour)
+		if st := cuDo(s, cuToken(t, s, a.ID, short), "GET", cuKey, nil).Obj("key")["status"]; st != "expired" {
+			t.Fatalf("expired key's status in the portal = %v", st)
 		}
+		tok = cuToken(t, s, a.ID, key)
 
 		s.MustAdmin("POST", "/api/admin/apps.php?action=revoke&app_id="+a.ID, nil)
 		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "APP_REVOKED")
@@ -122,6 +132,13 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 		clOK(t, a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
 			"new_password": "another password 2"}))
 		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 401, "UNAUTHORIZED")
+
+		// A banned account does not sign in, and its token stops working.
+		r = cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"})
+		clOK(t, r)
+		s.MustAdmin("POST", "/api/admin/accounts.php?action=ban&app_id="+a.ID, map[string]any{"username": "alice"})
+		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"}), 403, "BANNED")
+		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 403, "BANNED")
 	})
 }
 

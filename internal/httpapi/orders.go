@@ -193,7 +193,9 @@ func subscriptionView(s *commerce.Subscription) map[string]any {
 
 // subscriptionCheck: GET app/pricing.php?action=check&app_id= with
 // license_key= or username= (public) → the newest subscription of the key,
-// or of the keys the account redeemed; null when there is none.
+// or of the keys the account redeemed; null when there is none. Being
+// public, the reply carries no credential: not the key (which signs in to
+// the customer portal; a username is no secret) and not the e-mail.
 func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID, lk, user := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key")), strings.TrimSpace(q.Get("username"))
@@ -232,6 +234,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	if sub != nil {
 		v := subscriptionView(sub)
 		delete(v, "email")
+		delete(v, "license_key")
 		res["subscription"], res["active"] = v, sub.Status == commerce.SubActive
 	}
 	writeJSON(w, http.StatusOK, res)
