@@ -259,7 +259,7 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 				return err
 			}
 		}
-		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now,
+		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now, Subject: event.AccountSubject(a.ID),
 			Data: map[string]any{"app_id": app.ID, "username": a.Username, "license_key": a.LicenseKey}})
 	})
 	if err != nil {
@@ -369,7 +369,7 @@ func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.T
 	if err := tx.InsertRedemption(ctx, r); err != nil {
 		return nil, err
 	}
-	err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyRedeemed, CreatedAt: now, Data: map[string]any{
+	err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyRedeemed, CreatedAt: now, Subject: event.KeySubject(k.ID), Data: map[string]any{
 		"app_id": app.ID, "license_key": k.LicenseKey, "username": a.Username, "days_added": r.DaysAdded, "lifetime": r.Lifetime}})
 	if err != nil {
 		return nil, err
