@@ -89,14 +89,15 @@ func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reade
 func (d *Dispatcher) clock() time.Time { return d.now().UTC() }
 
 // Run fans out new events and sends due deliveries until none is left due;
-// the sweep job calls it every second.
+// the sweep job calls it every second. It goes on after a part batch too:
+// a delivery that succeeded may have let the next one of its subject go.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.FanOut(ctx); err != nil {
 		return err
 	}
 	for {
 		n, err := d.SendDue(ctx)
-		if err != nil || n < d.cfg.Batch {
+		if err != nil || n == 0 {
 			return err
 		}
 	}
