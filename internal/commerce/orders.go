@@ -157,7 +157,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, em
 			return err
 		}
 		out = ord
-		return tx.License().AddEvent(ctx, event.Event{AppID: appID, Type: event.NewOrder, CreatedAt: now, Data: map[string]any{
+		return tx.License().AddEvent(ctx, event.Event{AppID: appID, Type: event.NewOrder, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
 			"app_id": appID, "order_id": ord.ID, "plan_id": p.ID, "plan": p.Name, "amount_cents": p.PriceCents,
 			"currency": p.Currency, "email": email}})
 	})
@@ -255,7 +255,7 @@ func (o *Orders) complete(ctx context.Context, tx OrderTx, ord *Order, paymentRe
 	if err := tx.UpdateOrder(ctx, ord); err != nil {
 		return err
 	}
-	if err := lt.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: event.OrderApproved, CreatedAt: now, Data: map[string]any{
+	if err := lt.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: event.OrderApproved, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
 		"app_id": ord.AppID, "order_id": ord.ID, "license_keys": ord.Keys, "payment_ref": paymentRef, "email": ord.Email}}); err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@
 // webhook dispatcher delivers what is recorded here.
 package event
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Event is one outbox row.
 type Event struct {
@@ -12,7 +15,21 @@ type Event struct {
 	Type      string
 	Data      map[string]any
 	CreatedAt time.Time
+	// Subject names the one thing the event is about ("key:42", see the
+	// helpers below); "" for events about no single thing (several keys,
+	// an address, a test). Deliveries of one subject to one endpoint go
+	// out in the events' order; the emit site sets it, knowing the row it
+	// changed (a key's id outlives a rotation of its string).
+	Subject string
 }
+
+// Subjects of events. Ids are the rows' own, so a subject stays one while
+// the thing's visible name changes (a rotated key string).
+func KeySubject(id int64) string          { return "key:" + strconv.FormatInt(id, 10) }
+func AccountSubject(id int64) string      { return "account:" + strconv.FormatInt(id, 10) }
+func OrderSubject(id string) string       { return "order:" + id }
+func SubscriptionSubject(id int64) string { return "subscription:" + strconv.FormatInt(id, 10) }
+func ReleaseSubject(id int64) string      { return "release:" + strconv.FormatInt(id, 10) }
 
 // Event types of the API reference.
 const (

@@ -211,16 +211,21 @@ func whVerify(t testing.TB, req whReq, secret string, attempt int, ts int64) str
 }
 
 // whEvent decodes a delivery body, failing unless it is exactly
-// {event, timestamp, data}.
+// {id, sequence, event, timestamp, data} with an evt_ id and a positive
+// integer sequence.
 func whEvent(t testing.TB, req whReq) (typ string, at time.Time, data map[string]any) {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(req.Body, &m); err != nil {
 		t.Fatalf("delivery body is not a JSON object: %v: %s", err, req.Body)
 	}
-	if len(m) != 3 {
-		t.Fatalf("delivery body has fields %v, want event, timestamp, data: %s", slices.Sorted(maps.Keys(m)), req.Body)
+	if len(m) != 5 {
+		t.Fatalf("delivery body has fields %v, want id, sequence, event, timestamp, data: %s", slices.Sorted(maps.Keys(m)), req.Body)
 	}
+	if id, _ := m["id"].(string); !regexp.MustCompile(`^evt_[1-9][0-9]*$`).MatchString(id) {
+		t.Fatalf("delivery body id %#v, want evt_<n>: %s", m["id"], req.Body)
+	}
+	whID(t, m["sequence"])
 	typ, _ = m["event"].(string)
 	data, ok := m["data"].(map[string]any)
 	if typ == "" || !ok {

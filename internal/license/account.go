@@ -303,7 +303,7 @@ func register(ctx context.Context, tx Tx, app *App, a *Account, grant *Grant, re
 			return err
 		}
 	}
-	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now,
+	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.AccountCreated, CreatedAt: now, Subject: event.AccountSubject(a.ID),
 		Data: map[string]any{"app_id": app.ID, "username": a.Username, "license_key": a.LicenseKey}})
 }
 
@@ -411,7 +411,7 @@ func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.T
 	if err := tx.InsertRedemption(ctx, r); err != nil {
 		return nil, err
 	}
-	err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyRedeemed, CreatedAt: now, Data: map[string]any{
+	err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyRedeemed, CreatedAt: now, Subject: event.KeySubject(k.ID), Data: map[string]any{
 		"app_id": app.ID, "license_key": k.LicenseKey, "username": a.Username, "days_added": r.DaysAdded, "lifetime": r.Lifetime}})
 	if err != nil {
 		return nil, err

@@ -329,7 +329,11 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 		if err := tx.InsertKeys(ctx, keys); err != nil {
 			return err
 		}
-		if err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyCreated, CreatedAt: now, Data: map[string]any{
+		subject := "" // several keys: no one subject
+		if len(keys) == 1 {
+			subject = event.KeySubject(keys[0].ID)
+		}
+		if err := tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyCreated, CreatedAt: now, Subject: subject, Data: map[string]any{
 			"app_id": app.ID, "count": in.Count, "key_type": in.Type, "duration": in.Duration, "license_keys": strs}}); err != nil {
 			return err
 		}
@@ -553,7 +557,7 @@ func transition(ctx context.Context, appID, action string, days int, details map
 	return func(tx Tx, k *Key, now time.Time) error {
 		ev := func(typ string, data map[string]any) error {
 			data["app_id"], data["license_key"] = appID, k.LicenseKey
-			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: typ, CreatedAt: now, Data: data})
+			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: typ, CreatedAt: now, Subject: event.KeySubject(k.ID), Data: data})
 		}
 		restored := StatusUnused
 		if k.ActivatedAt != nil {
@@ -621,7 +625,7 @@ func transition(ctx context.Context, appID, action string, days int, details map
 			}
 			k.LicenseKey = newString
 			details["new_license_key"] = newString
-			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyRotated, CreatedAt: now,
+			return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyRotated, CreatedAt: now, Subject: event.KeySubject(k.ID),
 				Data: map[string]any{"app_id": appID, "old_license_key": old, "license_key": newString}})
 		}
 		return nil
@@ -713,7 +717,7 @@ func BanInTx(ctx context.Context, tx Tx, appID, licenseKey, reason string, now t
 	if err := tx.UpdateKey(ctx, k); err != nil {
 		return err
 	}
-	return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyBanned, CreatedAt: now,
+	return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyBanned, CreatedAt: now, Subject: event.KeySubject(k.ID),
 		Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey, "reason": reason}})
 }
 

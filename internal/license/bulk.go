@@ -148,7 +148,7 @@ func deleteInTx(ctx context.Context, tx Tx, appID string, k *Key, now time.Time)
 	if err := tx.DeleteKey(ctx, k.ID); err != nil {
 		return err
 	}
-	return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyDeleted, CreatedAt: now,
+	return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyDeleted, CreatedAt: now, Subject: event.KeySubject(k.ID),
 		Data: map[string]any{"app_id": appID, "license_key": k.LicenseKey}})
 }
 

@@ -72,7 +72,7 @@ func (s *Service) ExpireKeys(ctx context.Context) (int, error) {
 			evs := make([]event.Event, n)
 			for i, k := range keys {
 				ids[i] = k.ID
-				evs[i] = event.Event{AppID: k.AppID, Type: event.KeyExpired, CreatedAt: now,
+				evs[i] = event.Event{AppID: k.AppID, Type: event.KeyExpired, CreatedAt: now, Subject: event.KeySubject(k.ID),
 					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(*k.ExpiresAt)}}
 			}
 			if err := tx.MarkExpired(ctx, ids, CodeExpired, now); err != nil {
@@ -123,7 +123,7 @@ func (s *Service) WarnExpiring(ctx context.Context, windows []time.Duration) (in
 					return err
 				}
 				days := int(math.Ceil(left.Hours() / 24))
-				evs = append(evs, event.Event{AppID: k.AppID, Type: event.KeyExpiring, CreatedAt: now,
+				evs = append(evs, event.Event{AppID: k.AppID, Type: event.KeyExpiring, CreatedAt: now, Subject: event.KeySubject(k.ID),
 					Data: map[string]any{"app_id": k.AppID, "license_key": k.LicenseKey, "expires_at": Timestamp(k.ExpiresAt),
 						"days_left": days, "window": w.String()}})
 			}

@@ -67,7 +67,7 @@ func activate(ctx context.Context, tx Tx, app *App, k *Key, hwid string, now tim
 	if err := tx.UpdateKey(ctx, k); err != nil {
 		return err
 	}
-	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyActivated, CreatedAt: now,
+	return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.KeyActivated, CreatedAt: now, Subject: event.KeySubject(k.ID),
 		Data: map[string]any{"app_id": app.ID, "license_key": k.LicenseKey, "hwid": hwid}})
 }
 

@@ -86,7 +86,7 @@ func (s *Service) RotateForLeak(ctx context.Context, actor audit.Actor, appID, l
 			}
 		}
 		out = k
-		if err := tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyRotated, CreatedAt: now, Data: map[string]any{
+		if err := tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.KeyRotated, CreatedAt: now, Subject: event.KeySubject(k.ID), Data: map[string]any{
 			"app_id": appID, "old_license_key": old, "license_key": fresh, "reason": "suspected leak", "kept_hwid": kept}}); err != nil {
 			return err
 		}

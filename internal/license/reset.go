@@ -80,7 +80,11 @@ func (s *Service) RequestHWIDReset(ctx context.Context, app *App, in ResetReques
 				return err
 			}
 		}
-		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.HWIDResetRequested, CreatedAt: now,
+		subject := event.AccountSubject(r.AccountID)
+		if r.KeyID != 0 {
+			subject = event.KeySubject(r.KeyID)
+		}
+		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.HWIDResetRequested, CreatedAt: now, Subject: subject,
 			Data: map[string]any{"app_id": app.ID, "license_key": r.LicenseKey, "username": r.Username, "hwid": r.HWID,
 				"reason": r.Reason, "status": statusOr(r.Status)}})
 	})

@@ -150,7 +150,7 @@ func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialReques
 	if err := tx.InsertTrial(ctx, &Trial{AppID: app.ID, HWID: req.HWID, KeyID: &k.ID, IP: req.IP, CreatedAt: now}); err != nil {
 		return nil, false, err
 	}
-	err = tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.TrialCreated, CreatedAt: now,
+	err = tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.TrialCreated, CreatedAt: now, Subject: event.KeySubject(k.ID),
 		Data: map[string]any{"app_id": app.ID, "license_key": lk, "hwid": req.HWID, "expires_at": Timestamp(exp)}})
 	return k, true, err
 }

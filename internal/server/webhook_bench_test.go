@@ -25,10 +25,20 @@ func benchReceiver(b *testing.B, arrived func(id string)) string {
 }
 
 func benchEvents(b *testing.B, s *kwtest.Server, appID string, n int) {
+	benchSubjectEvents(b, s, appID, n, 0)
+}
+
+// benchSubjectEvents writes n events about subjects key:0 … key:subjects-1
+// in turn (subjects 0: none).
+func benchSubjectEvents(b *testing.B, s *kwtest.Server, appID string, n, subjects int) {
 	err := s.DB.WebhookStore().InTx(context.Background(), func(tx webhook.Tx) error {
 		for i := range n {
+			subject := ""
+			if subjects > 0 {
+				subject = event.KeySubject(int64(i % subjects))
+			}
 			if _, err := tx.AddEvent(context.Background(), event.Event{AppID: appID, Type: event.KeyCreated, CreatedAt: s.Clock.Now(),
-				Data: map[string]any{"app_id": appID, "n": i}}); err != nil {
+				Data: map[string]any{"app_id": appID, "n": i}, Subject: subject}); err != nil {
 				return err
 			}
 		}
@@ -55,6 +65,29 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+}
+
+// BenchmarkWebhookSubjects measures the same with every event about one of
+// 1000 keys (5 events a key at -benchtime=5000x), on each engine: the cost
+// of per-subject order (a later event of a key waits for the earlier one)
+// to throughput across subjects. See docs/performance.md.
+func BenchmarkWebhookSubjects(b *testing.B) {
+	for _, engine := range kwtest.Engines() {
+		b.Run(engine, func(b *testing.B) {
+			var got atomic.Int64
+			s := kwtest.Start(b, kwtest.Options{Engine: engine})
+			a := s.CreateApp("bench")
+			s.MustAdmin("POST", "/api/admin/webhooks.php", map[string]any{"app_id": a.ID, "url": benchReceiver(b, func(string) { got.Add(1) })})
+			benchSubjectEvents(b, s, a.ID, b.N, 1000)
+			b.ResetTimer()
+			for got.Load() < int64(b.N) {
+				if err := s.Dispatcher.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		})
+	}
 }
 
 // BenchmarkWebhookLatency measures the time from an event's commit to its

@@ -24,8 +24,8 @@ func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error 
 		return nil
 	}
 	var b strings.Builder
-	b.WriteString(`INSERT INTO events (app_id, type, data, created_at) VALUES `)
-	args := make([]any, 0, 4*len(evs))
+	b.WriteString(`INSERT INTO events (app_id, type, data, created_at, subject) VALUES `)
+	args := make([]any, 0, 5*len(evs))
 	for i, e := range evs {
 		data, err := json.Marshal(e.Data)
 		if err != nil {
@@ -34,8 +34,8 @@ func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error 
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("(?, ?, ?, ?)")
-		args = append(args, nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt))
+		b.WriteString("(?, ?, ?, ?, ?)")
+		args = append(args, nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt), nullable(e.Subject))
 	}
 	if _, err := q.ExecContext(ctx, db.rebind(b.String()), args...); err != nil {
 		return translate(err)
@@ -82,11 +82,14 @@ func addAudit(ctx context.Context, db *DB, q queryer, e audit.Entry) error {
 // Events returns outbox rows after id, oldest first (for tests and the
 // webhook dispatcher).
 func (db *DB) Events(ctx context.Context, afterID int64, limit int) ([]event.Event, error) {
-	return scanEvents(db.read.QueryContext(ctx, db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
+	return scanEvents(db.read.QueryContext(ctx, db.rebind(`SELECT `+eventCols+` FROM events
 		WHERE id > ? ORDER BY id LIMIT ?`), afterID, limit))
 }
 
-// scanEvents reads outbox rows (id, app_id, type, data, created_at).
+// eventCols are the outbox columns scanEvents reads.
+const eventCols = `id, COALESCE(app_id, ''), type, data, created_at, COALESCE(subject, '')`
+
+// scanEvents reads outbox rows (eventCols).
 func scanEvents(rows *sql.Rows, err error) ([]event.Event, error) {
 	if err != nil {
 		return nil, translate(err)
@@ -97,7 +100,7 @@ func scanEvents(rows *sql.Rows, err error) ([]event.Event, error) {
 		var e event.Event
 		var data string
 		var at int64
-		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &at); err != nil {
+		if err := rows.Scan(&e.ID, &e.AppID, &e.Type, &data, &at, &e.Subject); err != nil {
 			return nil, translate(err)
 		}
 		if err := json.Unmarshal([]byte(data), &e.Data); err != nil {

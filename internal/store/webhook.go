@@ -89,14 +89,14 @@ func (s webhookStore) Destination(ctx context.Context, id int64) (*webhook.Desti
 }
 
 const deliveryCols = `d.id, d.destination_id, d.event_id, COALESCE(d.app_id, ''), d.event, d.body, d.status, d.attempts,
-	d.next_attempt_at, d.locked_until, d.created_at, d.updated_at`
+	d.next_attempt_at, d.locked_until, d.created_at, d.updated_at, COALESCE(d.subject, ''), d.sequence`
 
 func scanDelivery(row interface{ Scan(...any) error }, extra ...any) (*webhook.Delivery, error) {
 	var d webhook.Delivery
 	var body string
 	var next, locked, created, updated int64
 	dst := append([]any{&d.ID, &d.DestinationID, &d.EventID, &d.AppID, &d.Event, &body, &d.Status, &d.Attempts, &next, &locked,
-		&created, &updated}, extra...)
+		&created, &updated, &d.Subject, &d.Sequence}, extra...)
 	if err := row.Scan(dst...); err != nil {
 		return nil, translate(err)
 	}
@@ -188,8 +188,17 @@ func (t webhookTx) DeleteDestination(ctx context.Context, id int64) error {
 }
 
 func (t webhookTx) UndispatchedEvents(ctx context.Context, limit int) ([]event.Event, error) {
-	return scanEvents(t.tx.QueryContext(ctx, t.db.rebind(`SELECT id, COALESCE(app_id, ''), type, data, created_at FROM events
+	return scanEvents(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+eventCols+` FROM events
 		WHERE dispatched_at IS NULL ORDER BY id LIMIT ?`+t.db.skipLocked("")), limit))
+}
+
+func (t webhookTx) HasUndispatched(ctx context.Context) (bool, error) {
+	var one int
+	err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM events WHERE dispatched_at IS NULL LIMIT 1`).Scan(&one)
+	if err == sql.ErrNoRows {
+		return false, nil
+	}
+	return err == nil, translate(err)
 }
 
 func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Time) error {
@@ -202,15 +211,23 @@ func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Tim
 }
 
 func (t webhookTx) EnabledDestinations(ctx context.Context) ([]webhook.Destination, error) {
-	return dests(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE enabled = ? ORDER BY id`), true))
+	return dests(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE enabled = ? ORDER BY id`+
+		t.db.forUpdate()), true))
+}
+
+func (t webhookTx) AdvanceSequence(ctx context.Context, destinationID int64, n int) (int64, error) {
+	var last int64
+	err := t.tx.QueryRowContext(ctx, t.db.rebind(`UPDATE webhook_destinations SET sequence = sequence + ? WHERE id = ? RETURNING sequence`),
+		n, destinationID).Scan(&last)
+	return last, translate(err)
 }
 
 func (t webhookTx) InsertDelivery(ctx context.Context, d *webhook.Delivery) error {
 	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO webhook_deliveries (id, destination_id, event_id, app_id, event, body, status,
-		attempts, next_attempt_at, locked_until, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		attempts, next_attempt_at, locked_until, created_at, updated_at, subject, sequence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (event_id, destination_id) DO NOTHING`),
 		d.ID, d.DestinationID, d.EventID, nullable(d.AppID), d.Event, string(d.Body), d.Status, d.Attempts, ms(d.NextAttemptAt),
-		lockedMS(d.LockedUntil), ms(d.CreatedAt), ms(d.UpdatedAt))
+		lockedMS(d.LockedUntil), ms(d.CreatedAt), ms(d.UpdatedAt), nullable(d.Subject), d.Sequence)
 	return translate(err)
 }
 
@@ -221,10 +238,19 @@ func lockedMS(t time.Time) int64 {
 	return ms(t)
 }
 
+// DueDeliveries claims only the first pending delivery of each subject at
+// each destination: a later one (larger event_id) waits while an earlier
+// one is pending — due, leased or waiting to retry — and goes once that
+// one succeeded or failed (webhook_deliveries_subject_pending serves the
+// NOT EXISTS). A claimed delivery stays pending under its lease, so a
+// second process's claim skips its row and still sees it holding the
+// subject back.
 func (t webhookTx) DueDeliveries(ctx context.Context, now time.Time, limit int) ([]webhook.Delivery, error) {
 	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+deliveryCols+`, w.url, w.secret FROM webhook_deliveries d
 		JOIN webhook_destinations w ON w.id = d.destination_id
 		WHERE d.status = ? AND d.next_attempt_at <= ? AND d.locked_until <= ? AND w.enabled = ? AND w.paused_at IS NULL
+		AND (d.subject IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+			WHERE e.destination_id = d.destination_id AND e.subject = d.subject AND e.status = 'pending' AND e.event_id < d.event_id))
 		ORDER BY d.next_attempt_at LIMIT ?`+t.db.skipLocked(" OF d")), webhook.Pending, ms(now), ms(now), true, limit)
 	if err != nil {
 		return nil, translate(err)
@@ -290,8 +316,8 @@ func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
 		return 0, err
 	}
 	var id int64
-	err = t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO events (app_id, type, data, created_at) VALUES (?, ?, ?, ?) RETURNING id`),
-		nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt)).Scan(&id)
+	err = t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO events (app_id, type, data, created_at, subject) VALUES (?, ?, ?, ?, ?) RETURNING id`),
+		nullable(e.AppID), e.Type, string(data), ms(e.CreatedAt), nullable(e.Subject)).Scan(&id)
 	if err == nil {
 		t.db.noteEvent(t.tx)
 	}

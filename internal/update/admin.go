@@ -213,7 +213,7 @@ func (s *Service) Publish(ctx context.Context, actor audit.Actor, appID string, 
 		r.Published, r.PublishedAt = true, &now
 		return nil
 	}, func(r *Release) *event.Event {
-		return &event.Event{AppID: appID, Type: event.UpdatePublished, Data: map[string]any{"app_id": appID, "id": r.ID, "version": r.Version.String(),
+		return &event.Event{AppID: appID, Type: event.UpdatePublished, Subject: event.ReleaseSubject(r.ID), Data: map[string]any{"app_id": appID, "id": r.ID, "version": r.Version.String(),
 			"channel": r.Channel, "is_mandatory": r.Mandatory, "rollout": r.Rollout, "changelog": r.Changelog}}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -88,64 +89,100 @@ func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reade
 func (d *Dispatcher) clock() time.Time { return d.now().UTC() }
 
 // Run fans out new events and sends due deliveries until none is left due;
-// the sweep job calls it every second.
+// the sweep job calls it every second. It goes on after a part batch too:
+// a delivery that succeeded may have let the next one of its subject go.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.FanOut(ctx); err != nil {
 		return err
 	}
 	for {
 		n, err := d.SendDue(ctx)
-		if err != nil || n < d.cfg.Batch {
+		if err != nil || n == 0 {
 			return err
 		}
 	}
 }
 
-// body is the JSON every destination of an event receives, bytes signed
-// exactly as sent.
-func body(ev event.Event) []byte {
+// EventID is the body's "id" of outbox event id: the same for every
+// destination, retry and redelivery of the event.
+func EventID(id int64) string { return "evt_" + strconv.FormatInt(id, 10) }
+
+// body is the JSON a destination receives for an event as its seq-th
+// delivery, bytes signed exactly as sent.
+func body(ev event.Event, seq int64) []byte {
 	data := ev.Data
 	if data == nil {
 		data = map[string]any{}
 	}
-	b, _ := json.Marshal(map[string]any{"event": ev.Type, "timestamp": ev.CreatedAt.UTC().Format(time.RFC3339), "data": data})
+	b, _ := json.Marshal(map[string]any{"id": EventID(ev.ID), "sequence": seq, "event": ev.Type,
+		"timestamp": ev.CreatedAt.UTC().Format(time.RFC3339), "data": data})
 	return b
 }
 
-func newDelivery(id string, dest *Destination, ev event.Event, now time.Time) *Delivery {
-	return &Delivery{ID: id, DestinationID: dest.ID, EventID: ev.ID, AppID: ev.AppID, Event: ev.Type, Body: body(ev),
-		Status: Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now}
+func newDelivery(id string, dest *Destination, ev event.Event, seq int64, now time.Time) *Delivery {
+	return &Delivery{ID: id, DestinationID: dest.ID, EventID: ev.ID, AppID: ev.AppID, Event: ev.Type, Body: body(ev, seq),
+		Status: Pending, NextAttemptAt: now, CreatedAt: now, UpdatedAt: now, Subject: ev.Subject, Sequence: seq}
 }
 
 // FanOut turns events not yet dispatched into one delivery per enabled
-// destination that wants them, in the events' own transaction order.
+// destination that wants them, numbered per destination in event order.
+//
+// Order per subject rests on two things. Event ids follow the order of the
+// changes of one subject: every change locks the subject's row (the key,
+// order, …) before writing its event, so of two transactions touching one
+// key the later one inserts its event — and on PostgreSQL draws its id,
+// assigned at insert, not at commit — only after the earlier one
+// committed. And fan-outs take turns: each locks the enabled destinations
+// before reading events, so no fan-out in another process can insert a
+// later event's delivery before an earlier event's, and each destination's
+// sequence (advanced in the same transaction) follows event order.
 func (d *Dispatcher) FanOut(ctx context.Context) error {
 	for {
 		var n int
 		err := d.store.InTx(ctx, func(tx Tx) error {
+			// Idle rounds lock nothing.
+			if waiting, err := tx.HasUndispatched(ctx); err != nil || !waiting {
+				return err
+			}
+			dests, err := tx.EnabledDestinations(ctx) // taken before the events: see above
+			if err != nil {
+				return err
+			}
 			evs, err := tx.UndispatchedEvents(ctx, 500)
 			if err != nil || len(evs) == 0 {
 				return err
 			}
 			n = len(evs)
-			dests, err := tx.EnabledDestinations(ctx)
-			if err != nil {
-				return err
-			}
-			now := d.clock()
+			// Who gets what, then one counter update per destination.
+			wants := make([][]int, len(dests)) // event indexes per destination
 			ids := make([]int64, 0, len(evs))
-			for _, ev := range evs {
+			for j, ev := range evs {
 				ids = append(ids, ev.ID)
 				for i := range dests {
 					dest := &dests[i]
 					if (dest.AppID != "" && dest.AppID != ev.AppID) || !dest.Wants(ev.Type) {
 						continue
 					}
+					wants[i] = append(wants[i], j)
+				}
+			}
+			now := d.clock()
+			for i, js := range wants {
+				if len(js) == 0 {
+					continue
+				}
+				last, err := tx.AdvanceSequence(ctx, dests[i].ID, len(js))
+				if err != nil {
+					return err
+				}
+				seq := last - int64(len(js))
+				for _, j := range js {
+					seq++
 					id, err := NewDeliveryID(d.rand)
 					if err != nil {
 						return err
 					}
-					if err := tx.InsertDelivery(ctx, newDelivery(id, dest, ev, now)); err != nil {
+					if err := tx.InsertDelivery(ctx, newDelivery(id, &dests[i], evs[j], seq, now)); err != nil {
 						return err
 					}
 				}

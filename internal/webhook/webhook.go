@@ -71,6 +71,14 @@ type Delivery struct {
 	LockedUntil   time.Time
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// Subject is the event's (event.Event.Subject): while a delivery with
+	// the same destination and subject and a smaller EventID is pending,
+	// this one is not claimed. "" takes no part in the order.
+	Subject string
+	// Sequence numbers the deliveries fanned out to one destination, 1, 2,
+	// … in event order; the body carries it. 0 for deliveries made before
+	// bodies carried it.
+	Sequence int64
 
 	// URL and Secret of the destination, filled when claimed for sending.
 	URL, Secret string
@@ -112,16 +120,30 @@ type Tx interface {
 	UpdateDestination(ctx context.Context, d *Destination) error
 	DeleteDestination(ctx context.Context, id int64) error
 
+	// HasUndispatched reports whether any event waits to be fanned out,
+	// without locking anything.
+	HasUndispatched(ctx context.Context) (bool, error)
 	// UndispatchedEvents returns up to limit events not yet fanned out,
-	// oldest first, locked (skipping rows another process holds).
+	// oldest first, locked (skipping rows another process holds; under the
+	// destinations' locks of EnabledDestinations no other fan-out holds
+	// any).
 	UndispatchedEvents(ctx context.Context, limit int) ([]event.Event, error)
 	MarkDispatched(ctx context.Context, ids []int64, now time.Time) error
-	// EnabledDestinations returns every enabled destination, paused or not.
+	// EnabledDestinations returns every enabled destination, paused or not,
+	// locked until the transaction ends: fan-outs in several processes take
+	// turns on these rows, so events are fanned out in id order and each
+	// destination's sequence follows it.
 	EnabledDestinations(ctx context.Context) ([]Destination, error)
+	// AdvanceSequence adds n to a destination's delivery counter and
+	// returns the new value: the deliveries numbered last-n+1 … last are
+	// the caller's.
+	AdvanceSequence(ctx context.Context, destinationID int64, n int) (last int64, err error)
 	InsertDelivery(ctx context.Context, d *Delivery) error
 	// DueDeliveries returns up to limit pending deliveries due at now whose
-	// lease is free and whose destination is enabled and not paused, with
-	// URL and Secret, locked (skipping rows another process holds).
+	// lease is free, whose destination is enabled and not paused and that
+	// no earlier pending delivery of the same subject to the same
+	// destination holds back, with URL and Secret, locked (skipping rows
+	// another process holds).
 	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
 	DeliveryForUpdate(ctx context.Context, id string) (*Delivery, error)
 	UpdateDelivery(ctx context.Context, d *Delivery) error
@@ -329,7 +351,11 @@ func (s *Service) SendTest(ctx context.Context, actor audit.Actor, id int64) (st
 			return err
 		}
 		ev.ID = evID
-		del := newDelivery(did, d, ev, now)
+		seq, err := tx.AdvanceSequence(ctx, d.ID, 1)
+		if err != nil {
+			return err
+		}
+		del := newDelivery(did, d, ev, seq, now)
 		if err := tx.InsertDelivery(ctx, del); err != nil {
 			return err
 		}
@@ -357,7 +383,11 @@ func (s *Service) Delivery(ctx context.Context, id string) (*Delivery, []Attempt
 }
 
 // Redeliver makes one delivery due now, whatever its status; its id (and so
-// X-Webhook-Id) stays, and its attempts count on.
+// X-Webhook-Id), body (event id and sequence) stay, and its attempts count
+// on. A redelivery by hand is outside the per-subject order: an old event
+// sent again arrives after the newer ones already delivered. While it is
+// pending it holds back later pending deliveries of its subject, as any
+// earlier delivery does, so those still keep their order behind it.
 func (s *Service) Redeliver(ctx context.Context, actor audit.Actor, id string) (*Delivery, error) {
 	now := s.clock()
 	var out *Delivery

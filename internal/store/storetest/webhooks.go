@@ -131,6 +131,8 @@ func checkDelivery(t *testing.T, what string, got, want *webhook.Delivery) {
 	}
 	d.time("CreatedAt", got.CreatedAt, want.CreatedAt)
 	d.time("UpdatedAt", got.UpdatedAt, want.UpdatedAt)
+	d.eq("Subject", got.Subject, want.Subject)
+	d.eq("Sequence", got.Sequence, want.Sequence)
 	d.report(t, what)
 }
 
@@ -379,10 +381,12 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 	})
 
 	in := []event.Event{
-		{AppID: "a", Type: event.KeyCreated, CreatedAt: t0, Data: map[string]any{"count": float64(2), "keys": []any{"A", "B"}}},
+		{AppID: "a", Type: event.KeyCreated, CreatedAt: t0, Data: map[string]any{"count": float64(2), "keys": []any{"A", "B"}},
+			Subject: event.OrderSubject("ord_1")},
 		{Type: event.AppRevoked, CreatedAt: t0.Add(time.Second), Data: map[string]any{"app_id": "gone"}},
-		{AppID: "a", Type: event.KeyBanned, CreatedAt: t0.Add(2 * time.Second), Data: map[string]any{"reason": "résumé ✓"}},
-		{AppID: "a", Type: event.Test, CreatedAt: t0.Add(3 * time.Second), Data: map[string]any{}},
+		{AppID: "a", Type: event.KeyBanned, CreatedAt: t0.Add(2 * time.Second), Data: map[string]any{"reason": "résumé ✓"},
+			Subject: event.KeySubject(42)},
+		{AppID: "a", Type: event.Test, CreatedAt: t0.Add(3 * time.Second), Data: map[string]any{}, Subject: "account:7"},
 	}
 	contentTx(t, db, func(ctx context.Context, tx content.Tx) error {
 		if err := tx.AddEvent(ctx, in[0]); err != nil {
@@ -412,6 +416,7 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 		d.eq("AppID", got[i].AppID, in[i].AppID)
 		d.eq("Type", got[i].Type, in[i].Type)
 		d.eq("Data", got[i].Data, in[i].Data)
+		d.eq("Subject", got[i].Subject, in[i].Subject)
 		d.time("CreatedAt", got[i].CreatedAt, in[i].CreatedAt)
 		if i > 0 && got[i].ID <= got[i-1].ID {
 			d = append(d, fmt.Sprintf("ID %d not after %d", got[i].ID, got[i-1].ID))
@@ -547,6 +552,7 @@ func testWebhookInsertDelivery(t *testing.T, db *store.DB) {
 	other := whDelivery("whd_other", d2, evID, "a", t0)
 	wide := whDelivery("whd_wide", d2, evID+1000, "", t0)
 	wide.Body = []byte{}
+	other.Subject, other.Sequence = event.KeySubject(9), 7
 	addDeliveries(t, db, other, wide)
 	checkDelivery(t, "same event, other destination", readDelivery(t, db, "whd_other"), other)
 	checkDelivery(t, "installation-wide delivery", readDelivery(t, db, "whd_wide"), wide)
