@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -173,6 +174,7 @@ func (s *Server) init(ctx context.Context) error {
 	s.Analytics = analytics.NewService(s.DB.AnalyticsStore())
 	s.Usage = analytics.NewRecorder(s.DB.AnalyticsStore())
 	allow, _ := s.cfg.AllowNetworks() // validated
+	s.Webhooks.GuardAddresses(func(ip netip.Addr) bool { return outbound.Allowed(ip, allow) })
 	retries, _ := s.cfg.Retries()
 	timeout := s.cfg.WebhookTimeout
 	if timeout <= 0 {
