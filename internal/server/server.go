@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
-	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL})
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -307,11 +307,13 @@ func (s *Server) init(ctx context.Context) error {
 	return nil
 }
 
-// readiness lists the checks of /readyz: the database answers, its schema
-// is the one this binary knows, and the background jobs run.
+// readiness lists the checks of /readyz: the database answers, it takes
+// writes (no failed write stands, see store.DB.Writable), its schema is the
+// one this binary knows, and the background jobs run.
 func (s *Server) readiness() []httpapi.Check {
 	return []httpapi.Check{
 		{Name: "database", Run: s.DB.Ping},
+		{Name: "writes", Run: s.DB.Writable},
 		{Name: "migrations", Run: s.DB.SchemaCurrent},
 		{Name: "jobs", Run: func(context.Context) error {
 			if s.jobs == nil || !s.jobs.Running() {
