@@ -346,3 +346,40 @@ func TestSendBadURL(t *testing.T) {
 		t.Errorf("ErrBlocked = %q", ErrBlocked)
 	}
 }
+
+// FuzzAllowedForms holds the guard to one answer per IPv4 address whatever
+// the form it is dialled in: plain, IPv4-mapped, NAT64 (64:ff9b::/96) or
+// zoned; IPv4-compatible (::/96) and 6to4 (2002::/16) forms are always
+// refused, and the allow list opens the NAT64 form with the IPv4 network.
+func FuzzAllowedForms(f *testing.F) {
+	for _, s := range [][]byte{{127, 0, 0, 1}, {8, 8, 8, 8}, {169, 254, 169, 254}, {10, 0, 0, 1}, {100, 64, 0, 1}, {192, 88, 99, 1}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) != 4 {
+			return
+		}
+		v4 := netip.AddrFrom4([4]byte(b))
+		want := Allowed(v4, nil)
+		var nat64, compat, sixToFour [16]byte
+		copy(nat64[:], []byte{0, 0x64, 0xff, 0x9b})
+		copy(nat64[12:], b)
+		copy(compat[12:], b)
+		sixToFour[0], sixToFour[1] = 0x20, 0x02
+		copy(sixToFour[2:], b)
+		for _, form := range []netip.Addr{netip.AddrFrom16(v4.As16()), netip.AddrFrom16(nat64), netip.AddrFrom16(v4.As16()).WithZone("eth0")} {
+			if got := Allowed(form, nil); got != want {
+				t.Fatalf("Allowed(%s) = %v, but Allowed(%s) = %v", form, got, v4, want)
+			}
+		}
+		for _, form := range []netip.Addr{netip.AddrFrom16(compat), netip.AddrFrom16(sixToFour)} {
+			if Allowed(form, nil) {
+				t.Fatalf("Allowed(%s) = true, want refused", form)
+			}
+		}
+		allow := []netip.Prefix{netip.PrefixFrom(v4, 32)}
+		if !Allowed(netip.AddrFrom16(nat64), allow) {
+			t.Fatalf("Allowed(%s, %v) = false, want allowed", netip.AddrFrom16(nat64), allow)
+		}
+	})
+}
