@@ -548,7 +548,7 @@ func (s *Server) Close(ctx context.Context) error {
 			s.opts.Log.Warn("shutdown: job cut", "job", j, "shutdown_timeout", s.cfg.StopTimeout().String())
 		}
 	}
-	if cutReqs > 0 || len(cutJobs) > 0 {
+	if forced || len(cutJobs) > 0 {
 		errs = append(errs, fmt.Errorf("forced stop after %s (--shutdown-timeout): cut %d requests and %d job runs",
 			s.cfg.StopTimeout(), cutReqs, len(cutJobs)))
 	}
