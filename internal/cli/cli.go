@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -110,10 +109,8 @@ func (c *serveCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "keyward %s listening on %s://%s (%s)\n", Version, scheme, srv.Addr(), engine)
 	fmt.Fprintf(e.stdout, "dashboard: %s://%s/dashboard/\n", scheme, srv.Addr())
 	<-e.ctx.Done()
-	log.Info("shutting down")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return srv.Close(ctx)
+	log.Info("shutting down", "shutdown_timeout", c.StopTimeout().String())
+	return srv.Close(context.Background()) // within --shutdown-timeout
 }
 
 func newLogger(w io.Writer, format, level string) *slog.Logger {

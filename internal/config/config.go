@@ -158,6 +158,8 @@ type Config struct {
 	BcryptCost     int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
 	TokenTTL       time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
 
+	ShutdownTimeout time.Duration `name:"shutdown-timeout" default:"30s" env:"KEYWARD_SHUTDOWN_TIMEOUT" help:"On stop, how long requests and background jobs under way may take to finish before they are cut (and named in the log)."`
+
 	Limits   `embed:""`
 	Blobs    `embed:""`
 	Webhooks `embed:""`
@@ -232,6 +234,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %g with burst %d: the rate must not be negative and the burst must be at least 1", r.name, r.rate, r.burst))
 		}
 	}
+	if c.ShutdownTimeout < 0 || c.ShutdownTimeout > time.Hour {
+		errs = append(errs, fmt.Errorf("--shutdown-timeout (KEYWARD_SHUTDOWN_TIMEOUT) %s: must be 0 (the default, 30s) to 1h", c.ShutdownTimeout))
+	}
 	if c.TokenTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("--token-ttl (KEYWARD_TOKEN_TTL) %s: must be at least 1m", c.TokenTTL))
 	}
@@ -254,6 +259,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("--s3-bucket needs --s3-endpoint (KEYWARD_S3_ENDPOINT)"))
 	}
 	return errors.Join(errs...)
+}
+
+// DefaultShutdownTimeout is the --shutdown-timeout of a Config built in
+// code that leaves it zero.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// StopTimeout is ShutdownTimeout, or DefaultShutdownTimeout when zero.
+func (c *Config) StopTimeout() time.Duration {
+	if c.ShutdownTimeout <= 0 {
+		return DefaultShutdownTimeout
+	}
+	return c.ShutdownTimeout
 }
 
 // ArtifactLimit is the largest artifact upload in bytes.

@@ -69,3 +69,28 @@ func TestValidateLimits(t *testing.T) {
 		t.Fatalf("limiters off: %v", err)
 	}
 }
+
+// --shutdown-timeout defaults to 30s, is read from its flag or environment
+// variable, and must be 0 (the default) to 1h.
+func TestShutdownTimeout(t *testing.T) {
+	if c := parse(t); c.ShutdownTimeout != 30*time.Second || c.StopTimeout() != 30*time.Second {
+		t.Errorf("default --shutdown-timeout = %s (StopTimeout %s), want 30s", c.ShutdownTimeout, c.StopTimeout())
+	}
+	if c := parse(t, "--shutdown-timeout", "2s"); c.ShutdownTimeout != 2*time.Second || c.Validate() != nil {
+		t.Errorf("--shutdown-timeout 2s: %s, %v", c.ShutdownTimeout, c.Validate())
+	}
+	t.Setenv("KEYWARD_SHUTDOWN_TIMEOUT", "45s")
+	if c := parse(t); c.ShutdownTimeout != 45*time.Second {
+		t.Errorf("KEYWARD_SHUTDOWN_TIMEOUT=45s: %s", c.ShutdownTimeout)
+	}
+	if c := (Config{}); c.StopTimeout() != DefaultShutdownTimeout {
+		t.Errorf("a zero ShutdownTimeout stops within %s, want %s", c.StopTimeout(), DefaultShutdownTimeout)
+	}
+	for _, bad := range []time.Duration{-time.Second, 2 * time.Hour} {
+		c := parse(t)
+		c.ShutdownTimeout = bad
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--shutdown-timeout") {
+			t.Errorf("--shutdown-timeout %s: Validate() = %v, want an error naming it", bad, err)
+		}
+	}
+}

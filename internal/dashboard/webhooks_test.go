@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
 )
 
 // webhooksReceiver is a webhook endpoint on loopback (allowed for test
@@ -257,5 +260,39 @@ func TestWebhooksOtherAppsDestination(t *testing.T) {
 	p = s.get(fmt.Sprintf("/dashboard/apps/%s/webhooks/%v", b.ID, w["id"])).must(t)
 	if !p.Has("https://example.com/b") {
 		t.Fatalf("webhook page: %s", p.Text())
+	}
+}
+
+// A URL whose host is a private IP literal is refused on the form with the
+// API's message, which tells the owner about --webhook-allow-networks, and
+// nothing is created; the same URL is taken once the network is allowed.
+func TestWebhooksPrivateLiteralRefusedOnTheForm(t *testing.T) {
+	for _, c := range []struct {
+		allow   string
+		refused bool
+	}{{"", true}, {"127.0.0.0/8,::/96", false}} {
+		s := newSite(t, kwtest.Options{Configure: func(cfg *config.Config) { cfg.WebhookAllowNetworks = c.allow }})
+		s.signIn()
+		app := s.CreateApp("Literal")
+		base := "/dashboard/apps/" + app.ID + "/webhooks"
+		for _, target := range []string{"http://127.0.0.1:9000/hook", "http://[::127.0.0.1]/hook"} {
+			s.get(base)
+			p := s.post(base, url.Values{"url": {target}, "events": {"key.banned"}}).must(t)
+			f := p.flash()
+			if c.refused {
+				if !strings.Contains(f, "--webhook-allow-networks") || !strings.Contains(f, "private, loopback") || p.URL != base {
+					t.Errorf("allow %q, %s: flash %q at %s; want the refusal naming --webhook-allow-networks", c.allow, target, f, p.URL)
+				}
+			} else if webhooksShownSecret(p) == "" {
+				t.Errorf("allow %q, %s: not created: flash %q", c.allow, target, f)
+			}
+		}
+		want := 2
+		if c.refused {
+			want = 0
+		}
+		if n := len(webhooksList(t, s, app.ID)); n != want {
+			t.Errorf("allow %q: %d webhooks, want %d", c.allow, n, want)
+		}
 	}
 }

@@ -55,6 +55,8 @@ type Config struct {
 
 // API serves every HTTP route.
 type API struct {
+	// flights are the requests being served (inflight.go).
+	flights  flights
 	lic      *license.Service
 	admins   *admin.Service
 	content  *content.Service
@@ -229,15 +231,15 @@ func (a *API) Handler() http.Handler {
 	var ui http.Handler
 	if a.ui != nil {
 		ui = a.ui(a.recoverer(a.checkQuery(mux, nil)), a.isHTTPS)
-		mux.Handle("/dashboard/", ui)
+		mux.Handle("/dashboard/", routed(ui))
 		mux.Handle("GET /{$}", http.RedirectHandler("/dashboard/", http.StatusSeeOther))
 	}
 
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", routed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
-	})
-	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
+	})))
+	return a.requestID(a.track(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui))))))))
 }
 
 // Route is one registered path and the methods it answers.
@@ -257,7 +259,7 @@ func (a *API) Routes() []Route { return a.routes }
 // handle registers h at path, answering methods.
 func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler) {
 	a.routes = append(a.routes, Route{Path: path, Methods: methods})
-	mux.Handle(path, h)
+	mux.Handle(path, routed(h))
 }
 
 // bearerRoute registers an admin path dispatched by method.

@@ -1016,6 +1016,9 @@ func TestWebhookRotateSecret(t *testing.T) {
 	})
 }
 
+// A host name is checked when connecting, after DNS resolution: a name
+// that resolves to loopback is registered, and every delivery to it is
+// refused and logged as such.
 func TestWebhookSSRF(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
@@ -1027,10 +1030,7 @@ func TestWebhookSSRF(t *testing.T) {
 			t.Fatal(err)
 		}
 		urls := []string{
-			rx.URL + "/literal",                             // 127.0.0.1
-			"http://localhost:" + u.Port() + "/by-name",     // a DNS name resolving to loopback
-			"http://0.0.0.0:" + u.Port() + "/this-network",  // reaches the local host on Linux
-			"http://127.9.9.9:" + u.Port() + "/other-loop/", // all of 127/8
+			"http://localhost:" + u.Port() + "/by-name", // a DNS name resolving to loopback
 		}
 		ids := map[int64]string{}
 		for _, target := range urls {
@@ -1056,6 +1056,59 @@ func TestWebhookSSRF(t *testing.T) {
 			if w := whGet(t, s, id); w["failures"] != float64(1) {
 				t.Errorf("%s: failures %v, want 1", target, w["failures"])
 			}
+		}
+	})
+}
+
+// A URL whose host is an IP literal in a refused range is refused when it
+// is registered or changed — 400 naming --webhook-allow-networks, nothing
+// stored, nothing queued — unless --webhook-allow-networks covers it.
+func TestWebhookRegistrationRefusesPrivateLiterals(t *testing.T) {
+	t.Parallel()
+	refused := []string{
+		"http://127.0.0.1:8080/hook", "http://127.9.9.9/", "http://0.0.0.0:9/", "http://10.1.2.3/", "http://169.254.169.254/latest/",
+		"https://192.168.1.10/x", "http://[::1]:8080/", "http://[::127.0.0.1]/", "http://[fec0::1]/", "http://[fe80::1%25eth0]/",
+		"http://[fd00::1]/", "http://[::ffff:127.0.0.1]/", "http://[::ffff:a9fe:a9fe]/", "http://[64:ff9b::a9fe:a9fe]/",
+		"http://[2001:db8::1]/", "http://[2002:7f00:1::1]/", "http://198.51.100.7/", "http://255.255.255.255/",
+	}
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := clStart(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "" })
+		a := s.CreateApp("Literal")
+		for _, target := range refused {
+			r := s.Admin("POST", whPath, map[string]any{"app_id": a.ID, "url": target})
+			msg, _ := r.Body["message"].(string)
+			if r.Status != http.StatusBadRequest || r.Body["success"] != false || r.Body["error_code"] != "MISSING_FIELDS" ||
+				!strings.Contains(msg, "--webhook-allow-networks") || !strings.Contains(msg, "url") {
+				t.Errorf("POST url %s: %d %s; want 400 MISSING_FIELDS naming url and --webhook-allow-networks", target, r.Status, r.Raw)
+			}
+		}
+		if got := admList(t, s.MustAdmin("GET", whPath+"?app_id="+a.ID, nil), "webhooks"); len(got) != 0 {
+			t.Errorf("refused registrations stored %d destinations", len(got))
+		}
+		// Public literals and host names are registered; changing one to a
+		// refused literal is refused and leaves it as it was, while other
+		// edits of it still work.
+		pub, _ := whCreate(t, s, map[string]any{"app_id": a.ID, "url": "https://93.184.215.14/hook"})
+		named, _ := whCreate(t, s, map[string]any{"app_id": a.ID, "url": "https://hooks.example.com/in"})
+		for _, target := range []string{"http://[::127.0.0.1]/", "http://[fec0::1]/", "http://127.0.0.1/"} {
+			r := s.Admin("PUT", whPath, map[string]any{"app_id": a.ID, "id": named, "url": target})
+			if msg, _ := r.Body["message"].(string); r.Status != http.StatusBadRequest || !strings.Contains(msg, "--webhook-allow-networks") {
+				t.Errorf("PUT url %s: %d %s; want 400 naming --webhook-allow-networks", target, r.Status, r.Raw)
+			}
+		}
+		if w := whGet(t, s, named); w["url"] != "https://hooks.example.com/in" {
+			t.Errorf("after refused edits the url is %v", w["url"])
+		}
+		s.MustAdmin("PUT", whPath, map[string]any{"app_id": a.ID, "id": pub, "description": "public literal"})
+
+		s = clStart(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "127.0.0.0/8, ::/96, fec0::/10" })
+		a = s.CreateApp("Allowed")
+		for _, target := range []string{"http://127.0.0.1:8080/hook", "http://[::127.0.0.1]/", "http://[fec0::1]/", "http://[::ffff:127.0.0.1]/"} {
+			whCreate(t, s, map[string]any{"app_id": a.ID, "url": target})
+		}
+		r := s.Admin("POST", whPath, map[string]any{"app_id": a.ID, "url": "http://10.0.0.1/"})
+		if r.Status != http.StatusBadRequest {
+			t.Errorf("10.0.0.1 outside the allow list: %d %s, want 400", r.Status, r.Raw)
 		}
 	})
 }

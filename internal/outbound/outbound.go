@@ -19,22 +19,46 @@ import (
 	"github.com/keyward/keyward/internal/webhook"
 )
 
-// blocked are the networks refused unless allowed explicitly: loopback,
-// RFC 1918, link-local (cloud metadata at 169.254.169.254), CGNAT, "this
-// network", multicast and reserved space, and their IPv6 counterparts
-// (unique-local, link-local, NAT64 and 6to4 prefixes that embed IPv4).
-var blocked = func() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range []string{
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
-		"224.0.0.0/4", "240.0.0.0/4",
-		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
-	} {
-		out = append(out, netip.MustParsePrefix(s))
+// The IANA special-purpose address registries decide what is refused
+// (https://www.iana.org/assignments/iana-ipv4-special-registry,
+// iana-ipv6-special-registry), range by range:
+//
+// IPv4 — refused: 0/8 "this network", 10/8, 172.16/12, 192.168/16 (RFC
+// 1918), 100.64/10 (CGNAT), 127/8 (loopback), 169.254/16 (link-local, cloud
+// metadata at 169.254.169.254), 192.0.0/24 (IETF protocol assignments),
+// 192.0.2/24, 198.51.100/24, 203.0.113/24 (documentation), 192.88.99/24
+// (6to4 relay anycast, deprecated), 198.18/15 (benchmarking), 224/4
+// (multicast), 240/4 (reserved, with 255.255.255.255 broadcast).
+//
+// IPv6 — only global unicast (2000::/3) can be public, so everything outside
+// it is refused: ::/128, ::1, ::/96 (IPv4-compatible, deprecated: [::127.0.0.1]),
+// 100::/64 (discard), 64:ff9b:1::/48 (local-use NAT64), fc00::/7
+// (unique-local), fe80::/10 (link-local), fec0::/10 (site-local,
+// deprecated), ff00::/8 (multicast) and the reserved rest of the space.
+// ::ffff:0:0/96 (IPv4-mapped) is its IPv4 address, and 64:ff9b::/96 (the
+// well-known NAT64 prefix, RFC 6052) is checked as the IPv4 address it
+// embeds, so an IPv6-only host behind DNS64 still reaches public IPv4
+// receivers while 64:ff9b::a9fe:a9fe (169.254.169.254) is refused. Inside
+// 2000::/3 these are refused: 2001::/23 (IETF protocol assignments, Teredo
+// 2001::/32 with its embedded addresses included — no webhook receiver
+// lives there), 2001:db8::/32 and 3fff::/20 (documentation), 2002::/16
+// (6to4, deprecated: it embeds any IPv4 address) and 5f00::/16 (SRv6 SIDs).
+var (
+	blocked4 = prefixes("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4")
+	globalUnicast = netip.MustParsePrefix("2000::/3")
+	blocked6      = prefixes("2001::/23", "2001:db8::/32", "2002::/16", "3fff::/20", "5f00::/16")
+	nat64         = netip.MustParsePrefix("64:ff9b::/96")
+)
+
+func prefixes(list ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(list))
+	for i, s := range list {
+		out[i] = netip.MustParsePrefix(s)
 	}
 	return out
-}()
+}
 
 // ErrBlocked is the refusal of a connection to a non-public address.
 var ErrBlocked = errors.New("address not allowed (private, loopback, link-local or reserved); see --webhook-allow-networks")
@@ -53,7 +77,22 @@ func Allowed(ip netip.Addr, allow []netip.Prefix) bool {
 	if !ip.IsValid() {
 		return false
 	}
-	for _, p := range blocked {
+	if ip.Is4() {
+		for _, p := range blocked4 {
+			if p.Contains(ip) {
+				return false
+			}
+		}
+		return true
+	}
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		return Allowed(netip.AddrFrom4([4]byte(b[12:])), allow)
+	}
+	if !globalUnicast.Contains(ip) {
+		return false
+	}
+	for _, p := range blocked6 {
 		if p.Contains(ip) {
 			return false
 		}

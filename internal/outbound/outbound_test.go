@@ -81,6 +81,81 @@ func TestAllowed(t *testing.T) {
 	}
 }
 
+// TestAllowedSpecialPurposeRanges walks the IANA IPv4 and IPv6
+// special-purpose registries range by range: an address inside each range
+// (the first, the last or a telling one) is refused without an allow list,
+// and a neighbour just outside it, or the public address a translating
+// prefix embeds, is allowed.
+func TestAllowedSpecialPurposeRanges(t *testing.T) {
+	for _, c := range []struct {
+		rng     string
+		refused []string
+		allowed []string
+	}{
+		{"0.0.0.0/8", []string{"0.0.0.0", "0.255.255.255"}, []string{"1.0.0.1"}},
+		{"10.0.0.0/8", []string{"10.0.0.0", "10.255.255.255"}, []string{"11.0.0.1", "9.255.255.255"}},
+		{"100.64.0.0/10", []string{"100.64.0.0", "100.127.255.255"}, []string{"100.63.255.255", "100.128.0.0"}},
+		{"127.0.0.0/8", []string{"127.0.0.1", "127.255.255.255"}, []string{"128.0.0.1"}},
+		{"169.254.0.0/16", []string{"169.254.169.254", "169.254.0.1"}, []string{"169.253.255.255", "169.255.0.1"}},
+		{"172.16.0.0/12", []string{"172.16.0.0", "172.31.255.255"}, []string{"172.15.255.255", "172.32.0.0"}},
+		{"192.0.0.0/24", []string{"192.0.0.8", "192.0.0.170"}, []string{"192.0.1.1"}},
+		{"192.0.2.0/24", []string{"192.0.2.1"}, []string{"192.0.3.1"}},
+		{"192.88.99.0/24", []string{"192.88.99.1"}, []string{"192.88.98.1", "192.88.100.1"}},
+		{"192.168.0.0/16", []string{"192.168.0.1", "192.168.255.255"}, []string{"192.169.0.1"}},
+		{"198.18.0.0/15", []string{"198.18.0.1", "198.19.255.255"}, []string{"198.17.255.255", "198.20.0.1"}},
+		{"198.51.100.0/24", []string{"198.51.100.7"}, []string{"198.51.101.1"}},
+		{"203.0.113.0/24", []string{"203.0.113.9"}, []string{"203.0.114.1"}},
+		{"224.0.0.0/4", []string{"224.0.0.1", "239.255.255.255"}, []string{"223.255.255.255"}},
+		{"240.0.0.0/4", []string{"240.0.0.1", "255.255.255.254", "255.255.255.255"}, []string{"223.1.1.1"}},
+
+		{"::/128", []string{"::"}, nil},
+		{"::1/128", []string{"::1"}, nil},
+		{"::/96 IPv4-compatible", []string{"::127.0.0.1", "::8.8.8.8", "::a9fe:a9fe"}, nil},
+		{"::ffff:0:0/96 IPv4-mapped", []string{"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::ffff:0.0.0.0"},
+			[]string{"::ffff:8.8.8.8", "::ffff:1.1.1.1"}},
+		{"::ffff:0:0:0/96 IPv4-translated", []string{"::ffff:0:7f00:1", "::ffff:0:808:808"}, nil},
+		{"64:ff9b::/96 NAT64 (embedded IPv4 checked)", []string{"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::a00:1", "64:ff9b::"},
+			[]string{"64:ff9b::808:808", "64:ff9b::1.1.1.1"}},
+		{"64:ff9b:1::/48 local-use NAT64", []string{"64:ff9b:1::808:808", "64:ff9b:1:ffff::1"}, nil},
+		{"100::/64 discard-only", []string{"100::", "100::ffff:ffff:ffff:ffff"}, nil},
+		{"2001::/23 IETF protocol assignments", []string{"2001:1::1", "2001:2::1", "2001:10::1", "2001:20::1", "2001:1ff:ffff::1"},
+			[]string{"2001:200::1"}},
+		{"2001::/32 Teredo (embedded addresses)", []string{"2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:0:7f00:1::"}, nil},
+		{"2001:db8::/32 documentation", []string{"2001:db8::1", "2001:db8:ffff::1"}, []string{"2001:db9::1"}},
+		{"2002::/16 6to4", []string{"2002:7f00:1::1", "2002:a9fe:a9fe::1", "2002:808:808::1"}, []string{"2003::1"}},
+		{"3fff::/20 documentation", []string{"3fff::1", "3fff:fff::1"}, []string{"3fff:1000::1"}},
+		{"5f00::/16 SRv6 SIDs", []string{"5f00::1"}, nil},
+		{"fc00::/7 unique-local", []string{"fc00::1", "fd12:3456::1", "fdff:ffff::1"}, nil},
+		{"fe80::/10 link-local", []string{"fe80::1", "febf::1"}, nil},
+		{"fec0::/10 site-local", []string{"fec0::1", "feff::1"}, nil},
+		{"ff00::/8 multicast", []string{"ff02::1", "ff0e::1"}, nil},
+		{"outside 2000::/3", []string{"1000::1", "4000::1", "e000::1", "200::1"}, nil},
+		{"global unicast", nil, []string{"2606:4700::1111", "2001:4860:4860::8888", "2a00:1450::1", "3ffe::1"}},
+	} {
+		for _, ip := range c.refused {
+			if Allowed(netip.MustParseAddr(ip), nil) {
+				t.Errorf("%s: Allowed(%s) = true, want refused", c.rng, ip)
+			}
+		}
+		for _, ip := range c.allowed {
+			if !Allowed(netip.MustParseAddr(ip), nil) {
+				t.Errorf("%s: Allowed(%s) = false, want allowed", c.rng, ip)
+			}
+		}
+	}
+	// --webhook-allow-networks opens each refused range it names, and an
+	// allowed IPv4 network covers its NAT64 form.
+	for _, c := range []struct{ ip, allow string }{
+		{"::127.0.0.1", "::/96"}, {"fec0::1", "fec0::/10"}, {"fd00::5", "fc00::/7"}, {"2001:db8::1", "2001:db8::/32"},
+		{"10.1.2.3", "10.0.0.0/8"}, {"64:ff9b::a00:1", "10.0.0.0/8"}, {"::ffff:10.0.0.1", "10.0.0.0/8"},
+	} {
+		allow := []netip.Prefix{netip.MustParsePrefix(c.allow)}
+		if !Allowed(netip.MustParseAddr(c.ip), allow) {
+			t.Errorf("Allowed(%s, %s) = false, want allowed by the allow list", c.ip, c.allow)
+		}
+	}
+}
+
 // An IPv6 zone must not hide the address: netip.Prefix.Contains is false
 // for any address with a zone, so Allowed, which only asks Contains, takes
 // a zoned loopback or link-local address for a public one.
@@ -270,4 +345,41 @@ func TestSendBadURL(t *testing.T) {
 	if !strings.Contains(ErrBlocked.Error(), "not allowed") {
 		t.Errorf("ErrBlocked = %q", ErrBlocked)
 	}
+}
+
+// FuzzAllowedForms holds the guard to one answer per IPv4 address whatever
+// the form it is dialled in: plain, IPv4-mapped, NAT64 (64:ff9b::/96) or
+// zoned; IPv4-compatible (::/96) and 6to4 (2002::/16) forms are always
+// refused, and the allow list opens the NAT64 form with the IPv4 network.
+func FuzzAllowedForms(f *testing.F) {
+	for _, s := range [][]byte{{127, 0, 0, 1}, {8, 8, 8, 8}, {169, 254, 169, 254}, {10, 0, 0, 1}, {100, 64, 0, 1}, {192, 88, 99, 1}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) != 4 {
+			return
+		}
+		v4 := netip.AddrFrom4([4]byte(b))
+		want := Allowed(v4, nil)
+		var nat64, compat, sixToFour [16]byte
+		copy(nat64[:], []byte{0, 0x64, 0xff, 0x9b})
+		copy(nat64[12:], b)
+		copy(compat[12:], b)
+		sixToFour[0], sixToFour[1] = 0x20, 0x02
+		copy(sixToFour[2:], b)
+		for _, form := range []netip.Addr{netip.AddrFrom16(v4.As16()), netip.AddrFrom16(nat64), netip.AddrFrom16(v4.As16()).WithZone("eth0")} {
+			if got := Allowed(form, nil); got != want {
+				t.Fatalf("Allowed(%s) = %v, but Allowed(%s) = %v", form, got, v4, want)
+			}
+		}
+		for _, form := range []netip.Addr{netip.AddrFrom16(compat), netip.AddrFrom16(sixToFour)} {
+			if Allowed(form, nil) {
+				t.Fatalf("Allowed(%s) = true, want refused", form)
+			}
+		}
+		allow := []netip.Prefix{netip.PrefixFrom(v4, 32)}
+		if !Allowed(netip.AddrFrom16(nat64), allow) {
+			t.Fatalf("Allowed(%s, %v) = false, want allowed", netip.AddrFrom16(nat64), allow)
+		}
+	})
 }

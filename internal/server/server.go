@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"time"
@@ -89,6 +90,10 @@ type Server struct {
 	addr    net.Addr
 	// metricsAddr is the --metrics-addr listener's address (nil: none).
 	metricsAddr net.Addr
+	// requests is the base context of every request; cutRequests cancels it
+	// when a stop is forced.
+	requests    context.Context
+	cutRequests context.CancelFunc
 }
 
 // New opens the database, migrates it (or checks it with NoMigrate), builds
@@ -108,11 +113,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
-	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL})
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, opts: opts, DB: db}
+	s.requests, s.cutRequests = context.WithCancel(context.Background())
 	if err := s.init(ctx); err != nil {
 		if c, ok := s.blobs.(io.Closer); ok {
 			c.Close()
@@ -173,6 +179,7 @@ func (s *Server) init(ctx context.Context) error {
 	s.Analytics = analytics.NewService(s.DB.AnalyticsStore())
 	s.Usage = analytics.NewRecorder(s.DB.AnalyticsStore())
 	allow, _ := s.cfg.AllowNetworks() // validated
+	s.Webhooks.GuardAddresses(func(ip netip.Addr) bool { return outbound.Allowed(ip, allow) })
 	retries, _ := s.cfg.Retries()
 	timeout := s.cfg.WebhookTimeout
 	if timeout <= 0 {
@@ -305,11 +312,13 @@ func (s *Server) init(ctx context.Context) error {
 	return nil
 }
 
-// readiness lists the checks of /readyz: the database answers, its schema
-// is the one this binary knows, and the background jobs run.
+// readiness lists the checks of /readyz: the database answers, it takes
+// writes (no failed write stands, see store.DB.Writable), its schema is the
+// one this binary knows, and the background jobs run.
 func (s *Server) readiness() []httpapi.Check {
 	return []httpapi.Check{
 		{Name: "database", Run: s.DB.Ping},
+		{Name: "writes", Run: s.DB.Writable},
 		{Name: "migrations", Run: s.DB.SchemaCurrent},
 		{Name: "jobs", Run: func(context.Context) error {
 			if s.jobs == nil || !s.jobs.Running() {
@@ -426,6 +435,7 @@ func (s *Server) newHTTPServer(h http.Handler) *http.Server {
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.opts.Log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return s.requests },
 	}
 }
 
@@ -502,24 +512,78 @@ func (s *Server) MetricsAddr() string {
 	return s.metricsAddr.String()
 }
 
-// Close shuts down in order: stop accepting and finish in-flight requests
-// (until ctx ends), stop the background jobs (flushing buffered heartbeats),
-// then close the database.
+// cutGrace is how long a forced stop waits for the requests it cut to
+// unwind (an upload removing its temp file) before closing what they use.
+const cutGrace = 5 * time.Second
+
+// Close shuts down in order: stop accepting and let in-flight requests
+// finish, stop the background jobs letting runs under way finish (then
+// flushing buffered heartbeats), then close the blob store and the
+// database. Requests and runs share one limit, --shutdown-timeout (or ctx,
+// when it ends first): when it is hit, the stop is forced — the requests
+// still running are cancelled and their connections closed, the job runs
+// cancelled, each one named in the log — and Close returns an error
+// saying what it cut.
 func (s *Server) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StopTimeout())
+	defer cancel()
 	var errs []error
+	forced := false
 	for _, srv := range s.servers {
 		if err := srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
+			if ctx.Err() == nil {
+				errs = append(errs, err)
+			}
+			forced = forced || ctx.Err() != nil
 		}
 	}
+	var cutReqs int
+	if forced && s.api != nil {
+		cutReqs = s.cut()
+	}
+	var cutJobs []string
 	if s.jobs != nil {
-		s.jobs.Stop()
+		cutJobs = s.jobs.Shutdown(ctx)
+		for _, j := range cutJobs {
+			s.opts.Log.Warn("shutdown: job cut", "job", j, "shutdown_timeout", s.cfg.StopTimeout().String())
+		}
+	}
+	if forced || len(cutJobs) > 0 {
+		errs = append(errs, fmt.Errorf("forced stop after %s (--shutdown-timeout): cut %d requests and %d job runs",
+			s.cfg.StopTimeout(), cutReqs, len(cutJobs)))
 	}
 	if c, ok := s.blobs.(io.Closer); ok {
 		errs = append(errs, c.Close())
 	}
 	errs = append(errs, s.DB.Close())
 	return errors.Join(errs...)
+}
+
+// cut forces the HTTP stop: it names every request still running in the
+// log (method, route pattern and request id — never the path or a body),
+// cancels their contexts, closes every connection, and waits up to
+// cutGrace for the handlers to return, so that nothing they hold (an
+// upload's temp file) is left behind. It returns how many were cut.
+func (s *Server) cut() int {
+	running := s.api.InFlight()
+	for _, r := range running {
+		route := r.Route
+		if route == "" {
+			route = "unmatched"
+		}
+		s.opts.Log.Warn("shutdown: request cut", "method", r.Method, "route", route, "request_id", r.RequestID,
+			"running_for", time.Since(r.Since).Round(time.Millisecond).String(), "shutdown_timeout", s.cfg.StopTimeout().String())
+	}
+	s.cutRequests()
+	for _, srv := range s.servers {
+		srv.Close()
+	}
+	grace, cancel := context.WithTimeout(context.Background(), cutGrace)
+	defer cancel()
+	if !s.api.WaitIdle(grace) {
+		s.opts.Log.Error("shutdown: cut requests still running", "count", len(s.api.InFlight()))
+	}
+	return len(running)
 }
 
 // openBlobs opens the store of update artifacts: the S3-compatible bucket

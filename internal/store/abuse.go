@@ -27,9 +27,9 @@ func (s abuseStore) InTx(ctx context.Context, fn func(abuse.Tx) error) error {
 func (s abuseStore) Sight(ctx context.Context, appID, licenseKey, kind, value string, now, since time.Time) (int, error) {
 	// A key not of this app (INVALID_KEY) is not recorded: the foreign key
 	// on app_id holds, and sightings of unknown strings would only grow.
-	if _, err := s.db.write.ExecContext(ctx, s.db.rebind(`INSERT INTO key_sightings (app_id, license_key, kind, value, last_seen)
+	if _, err := s.db.exec(ctx, `INSERT INTO key_sightings (app_id, license_key, kind, value, last_seen)
 		SELECT ?, ?, ?, ?, CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM license_keys WHERE app_id = ? AND license_key = ?)
-		ON CONFLICT (app_id, license_key, kind, value) DO UPDATE SET last_seen = excluded.last_seen`),
+		ON CONFLICT (app_id, license_key, kind, value) DO UPDATE SET last_seen = excluded.last_seen`,
 		appID, licenseKey, kind, value, ms(now), appID, licenseKey); err != nil {
 		return 0, translate(err)
 	}
@@ -91,7 +91,7 @@ func (t abuseTx) AddEvent(ctx context.Context, e event.Event) error {
 
 // PurgeSightings deletes key sightings last seen before cutoff.
 func (db *DB) PurgeSightings(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM key_sightings WHERE last_seen < ?`), ms(cutoff))
+	res, err := db.exec(ctx, `DELETE FROM key_sightings WHERE last_seen < ?`, ms(cutoff))
 	if err != nil {
 		return 0, translate(err)
 	}

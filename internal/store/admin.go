@@ -123,7 +123,7 @@ func (s adminStore) RevokeJWT(ctx context.Context, jti string, expires time.Time
 
 // PurgeRevokedJWTs forgets signed-out JWTs that have expired anyway.
 func (db *DB) PurgeRevokedJWTs(ctx context.Context, now time.Time) (int64, error) {
-	res, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM admin_revoked_jwts WHERE expires_at < ?`), ms(now))
+	res, err := db.exec(ctx, `DELETE FROM admin_revoked_jwts WHERE expires_at < ?`, ms(now))
 	if err != nil {
 		return 0, translate(err)
 	}

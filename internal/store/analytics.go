@@ -73,9 +73,9 @@ func (s analyticsStore) AddUsage(ctx context.Context, counts []analytics.Count) 
 // sessions_app_live, in one statement. A second sample at the same
 // millisecond replaces the first.
 func (s analyticsStore) SampleSessions(ctx context.Context, at time.Time) error {
-	_, err := s.db.write.ExecContext(ctx, s.db.rebind(`INSERT INTO session_samples (app_id, at, live)
+	_, err := s.db.exec(ctx, `INSERT INTO session_samples (app_id, at, live)
 		SELECT app_id, CAST(? AS BIGINT), COUNT(*) FROM sessions WHERE ended_at IS NULL GROUP BY app_id
-		ON CONFLICT (app_id, at) DO UPDATE SET live = excluded.live`), ms(at))
+		ON CONFLICT (app_id, at) DO UPDATE SET live = excluded.live`, ms(at))
 	return translate(err)
 }
 

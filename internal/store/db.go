@@ -7,11 +7,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +63,20 @@ type DB struct {
 	// the open transactions that did (see OnEvents).
 	onEvents atomic.Pointer[func()]
 	eventTx  sync.Map
+
+	// writeFail is the last write the database could not take (full,
+	// read-only, I/O error, unreachable), kept until a write commits; the
+	// readiness check reads it (see Writable). probeMu serialises the write
+	// probes, probedAt is the last one's time.
+	writeFail atomic.Pointer[writeFailure]
+	probeMu   sync.Mutex
+	probedAt  time.Time
+}
+
+// writeFailure is a failed write and when it failed.
+type writeFailure struct {
+	err error
+	at  time.Time
 }
 
 // Options configure Open.
@@ -71,17 +87,28 @@ type Options struct {
 	URL string
 	// ReadConns is the SQLite reader pool size (default 8).
 	ReadConns int
+	// Now is the clock of the write-failure bookkeeping (default time.Now).
+	Now func() time.Time
 }
 
 // Open connects to the database Options select. It does not migrate.
 func Open(ctx context.Context, o Options) (*DB, error) {
-	if strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://") {
-		return openPostgres(ctx, o.URL)
-	}
-	if o.URL != "" {
+	var (
+		db  *DB
+		err error
+	)
+	switch {
+	case strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://"):
+		db, err = openPostgres(ctx, o.URL)
+	case o.URL != "":
 		return nil, fmt.Errorf("database url: only postgres:// URLs are supported (leave it empty for SQLite under the data directory)")
+	default:
+		db, err = openSQLite(ctx, o)
 	}
-	return openSQLite(ctx, o)
+	if err == nil && o.Now != nil {
+		db.now = o.Now
+	}
+	return db, err
 }
 
 func openSQLite(ctx context.Context, o Options) (*DB, error) {
@@ -200,6 +227,111 @@ func (db *DB) WebhookBacklog(ctx context.Context) (pending, paused int64, err er
 
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
+
+// writeProbeEvery is how often Writable retries the database with a write
+// while a failed write stands.
+const writeProbeEvery = 5 * time.Second
+
+// probeLease is the job_leases row the write probe upserts: a name no job
+// has (job names have no colon), so no lease is ever taken by it.
+const probeLease = "keyward:write-probe"
+
+// probeFill is the probe's transient value: 12 KiB, three SQLite pages.
+var probeFill = strings.Repeat("write-probe ", 1024)
+
+// Writable is the readiness check of the write path. It costs nothing
+// while writes succeed: it fails only while the last write the database
+// could not take (noteWrite) stands. Then, at most once per
+// writeProbeEvery, it tries a real write — an upsert of one row committed —
+// and a success (or any other write committing) clears the failure, so
+// readiness recovers by itself once the disk has room again, the file
+// system is writable or the primary accepts writes.
+func (db *DB) Writable(ctx context.Context) error {
+	if db.writeFail.Load() == nil {
+		return nil
+	}
+	db.probeMu.Lock()
+	defer db.probeMu.Unlock()
+	f := db.writeFail.Load()
+	if f == nil {
+		return nil // a write committed meanwhile
+	}
+	now := db.now()
+	last := f.at
+	if db.probedAt.After(last) {
+		last = db.probedAt
+	}
+	if now.Sub(last) < writeProbeEvery {
+		return fmt.Errorf("the last write failed at %s: %w", f.at.UTC().Format(time.RFC3339), f.err)
+	}
+	db.probedAt = now
+	err := db.tx(ctx, func(t *sql.Tx) error {
+		// The row is written with a value of a few pages first, so the
+		// probe needs room to grow, not only a page to rewrite: a database
+		// that is full (SQLite at its size limit with no free page) fails
+		// it. It is left small.
+		_, err := t.ExecContext(ctx, db.rebind(`INSERT INTO job_leases (name, holder, until) VALUES (?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until = excluded.until`), probeLease, probeFill, ms(now))
+		if err == nil {
+			_, err = t.ExecContext(ctx, db.rebind(`UPDATE job_leases SET holder = ? WHERE name = ?`), "readiness", probeLease)
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write probe (the last write failed at %s): %w", f.at.UTC().Format(time.RFC3339), err)
+	}
+	return nil
+}
+
+// noteWrite records the outcome of a write: a failure of the database
+// itself is remembered (with db.now), a success clears what was. Refusals
+// that are about the data (a conflict, a missing row), a cancelled request
+// or a domain error are not failures of the database and change nothing.
+// The success path is one atomic load.
+func (db *DB) noteWrite(err error) {
+	if err == nil {
+		if db.writeFail.Load() != nil {
+			db.writeFail.Store(nil)
+		}
+		return
+	}
+	if storageFailure(err) {
+		db.writeFail.Store(&writeFailure{err: err, at: db.now()})
+	}
+}
+
+// storageFailure reports whether err says the database cannot take writes:
+// SQLite's full, read-only, I/O, cannot-open and corruption errors;
+// PostgreSQL's insufficient resources (disk full, out of memory or
+// connections), system and internal errors, a read-only transaction (a
+// standby or default_transaction_read_only), a revoked privilege, an
+// administrator shutdown and connection failures.
+func storageFailure(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN,
+			sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return true
+		}
+		return false
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case strings.HasPrefix(pg.Code, "53"), strings.HasPrefix(pg.Code, "58"), strings.HasPrefix(pg.Code, "XX"),
+			strings.HasPrefix(pg.Code, "08"), strings.HasPrefix(pg.Code, "57P"):
+			return true
+		}
+		return pg.Code == "25006" || pg.Code == "42501"
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone)
+}
 
 func (db *DB) provider() (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations, "migrations/"+string(db.engine))
@@ -346,10 +478,12 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// tx runs fn in a write transaction, committing when fn returns nil.
+// tx runs fn in a write transaction, committing when fn returns nil. A
+// failure of the database itself is remembered for readiness (noteWrite).
 func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 	t, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
+		db.noteWrite(err)
 		return translate(err)
 	}
 	defer func() {
@@ -361,12 +495,23 @@ func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
 		if err != nil {
 			t.Rollback()
 			db.committed(t, false)
+			db.noteWrite(err)
 			return
 		}
-		err = translate(t.Commit())
+		cerr := t.Commit()
+		db.noteWrite(cerr)
+		err = translate(cerr)
 		db.committed(t, err == nil)
 	}()
 	return fn(t)
+}
+
+// exec runs one write statement (q with ? placeholders) outside a
+// transaction, remembering a failure of the database for readiness.
+func (db *DB) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := db.write.ExecContext(ctx, db.rebind(q), args...)
+	db.noteWrite(err)
+	return res, err
 }
 
 // translate maps driver errors to apperr sentinels; others pass unchanged.

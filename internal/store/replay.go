@@ -40,7 +40,7 @@ func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.T
 
 // CompleteReplay stores the reply given to a claimed envelope.
 func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byte) error {
-	_, err := db.write.ExecContext(ctx, db.rebind(`UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`), string(reply), appID, mac)
+	_, err := db.exec(ctx, `UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`, string(reply), appID, mac)
 	return translate(err)
 }
 
@@ -62,6 +62,6 @@ func (db *DB) ReplayReply(ctx context.Context, appID, mac string) ([]byte, error
 // ReleaseReplay forgets a claim whose request failed internally, so that the
 // client's retry is processed afresh.
 func (db *DB) ReleaseReplay(ctx context.Context, appID, mac string) error {
-	_, err := db.write.ExecContext(ctx, db.rebind(`DELETE FROM envelope_replays WHERE app_id = ? AND mac = ? AND reply IS NULL`), appID, mac)
+	_, err := db.exec(ctx, `DELETE FROM envelope_replays WHERE app_id = ? AND mac = ? AND reply IS NULL`, appID, mac)
 	return translate(err)
 }

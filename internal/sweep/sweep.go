@@ -1,11 +1,13 @@
 // Package sweep runs keyward's periodic background work with an explicit
-// lifecycle: Start launches the loops, Stop ends them and waits, and stopping
-// twice is safe.
+// lifecycle: Start launches the loops, Shutdown lets the runs under way
+// finish until its context ends and then cuts them, naming them, Stop cuts
+// at once; both wait, and stopping twice is safe.
 package sweep
 
 import (
 	"context"
 	"log/slog"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,11 @@ type Runner struct {
 	// running is true from Start until Stop begins.
 	running atomic.Bool
 	observe func(job string, took time.Duration, err error)
+	// stop is closed when stopping begins: loops start no new run.
+	stop chan struct{}
+	// busy counts the runs under way by job name.
+	busyMu sync.Mutex
+	busy   map[string]int
 }
 
 // Observe sets fn to be told of every run of a job (its duration and
@@ -45,6 +52,8 @@ func New(log *slog.Logger, jobs ...Job) *Runner { return &Runner{jobs: jobs, log
 // Start launches every job's loop.
 func (r *Runner) Start(ctx context.Context) {
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.stop = make(chan struct{})
+	r.busy = map[string]int{}
 	for _, j := range r.jobs {
 		r.wg.Add(1)
 		go r.loop(ctx, j)
@@ -60,15 +69,16 @@ func (r *Runner) loop(ctx context.Context, j Job) {
 	t := time.NewTicker(j.Interval)
 	defer t.Stop()
 	for {
+		// Stopping wins over a tick that is also due.
 		select {
-		case <-ctx.Done():
-			if j.Final != nil {
-				fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				if err := j.Final(fctx); err != nil {
-					r.log.Error("job final run failed", "job", j.Name, "err", err)
-				}
-				cancel()
-			}
+		case <-r.stop:
+			r.final(j)
+			return
+		default:
+		}
+		select {
+		case <-r.stop:
+			r.final(j)
 			return
 		case <-t.C:
 			r.run(ctx, j)
@@ -78,7 +88,30 @@ func (r *Runner) loop(ctx context.Context, j Job) {
 	}
 }
 
+// final runs j's final step, bounded on its own: it flushes buffers, which
+// must happen even when the runs were cut.
+func (r *Runner) final(j Job) {
+	if j.Final == nil {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := j.Final(fctx); err != nil {
+		r.log.Error("job final run failed", "job", j.Name, "err", err)
+	}
+}
+
 func (r *Runner) run(ctx context.Context, j Job) {
+	r.busyMu.Lock()
+	r.busy[j.Name]++
+	r.busyMu.Unlock()
+	defer func() {
+		r.busyMu.Lock()
+		if r.busy[j.Name]--; r.busy[j.Name] == 0 {
+			delete(r.busy, j.Name)
+		}
+		r.busyMu.Unlock()
+	}()
 	start := time.Now()
 	err := j.Run(ctx)
 	if ctx.Err() != nil {
@@ -92,13 +125,47 @@ func (r *Runner) run(ctx context.Context, j Job) {
 	}
 }
 
-// Stop ends every loop, runs final steps and waits for them.
+// Busy names the jobs with a run under way, sorted.
+func (r *Runner) Busy() []string {
+	r.busyMu.Lock()
+	defer r.busyMu.Unlock()
+	out := make([]string, 0, len(r.busy))
+	for name := range r.busy {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Stop ends every loop at once — a run under way is cancelled — runs the
+// final steps and waits for them.
 func (r *Runner) Stop() {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.Shutdown(ctx)
+}
+
+// Shutdown ends every loop: no new run starts, the runs under way may
+// finish until ctx ends, and then they are cancelled. It runs the final
+// steps, waits for them, and returns the names of the jobs whose runs it
+// cut (nil when all finished in time, or when stopped before).
+func (r *Runner) Shutdown(ctx context.Context) (cut []string) {
 	r.once.Do(func() {
 		r.running.Store(false)
-		if r.cancel != nil {
-			r.cancel()
+		if r.cancel == nil {
+			return // never started
 		}
-		r.wg.Wait()
+		close(r.stop)
+		done := make(chan struct{})
+		go func() { r.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			cut = r.Busy()
+			r.cancel()
+			<-done
+		}
+		r.cancel()
 	})
+	return cut
 }

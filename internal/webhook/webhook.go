@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"io"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -162,6 +163,37 @@ type Service struct {
 	store Store
 	now   func() time.Time
 	rand  io.Reader
+	// allowed, when set, says whether deliveries may connect to an address
+	// (the SSRF guard's rule, with --webhook-allow-networks).
+	allowed func(netip.Addr) bool
+}
+
+// GuardAddresses makes registration refuse a URL whose host is an IP
+// literal that allowed refuses, so the owner learns at once rather than
+// from the delivery log. Host names are left to the check at connect time
+// (after DNS resolution): what a name resolves to may change between
+// registration and delivery, so only that check is authoritative, and
+// resolving here would let admins probe the server's internal DNS.
+func (s *Service) GuardAddresses(allowed func(netip.Addr) bool) { s.allowed = allowed }
+
+// checkAddress refuses a URL whose host is an IP literal the guard refuses.
+func (s *Service) checkAddress(raw string) error {
+	if s.allowed == nil {
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil // CheckDestination refuses it
+	}
+	ip, err := netip.ParseAddr(u.Hostname())
+	if err != nil {
+		return nil // a host name: checked when connecting
+	}
+	if !s.allowed(ip) {
+		return apperr.InvalidField("url", ip.String()+" is a private, loopback, link-local or reserved address, "+
+			"which webhooks may not reach; the server operator can allow its network with --webhook-allow-networks")
+	}
+	return nil
 }
 
 // NewService returns a Service over store.
@@ -217,6 +249,9 @@ func (s *Service) CreateDestination(ctx context.Context, actor audit.Actor, d *D
 	if err := CheckDestination(d); err != nil {
 		return err
 	}
+	if err := s.checkAddress(d.URL); err != nil {
+		return err
+	}
 	secret, err := NewSecret(s.rand)
 	if err != nil {
 		return err
@@ -252,11 +287,19 @@ func (s *Service) UpdateDestination(ctx context.Context, actor audit.Actor, id i
 		if err != nil {
 			return apperr.NotFoundAs(err, "Webhook")
 		}
+		old := d.URL
 		if err := change(d); err != nil {
 			return err
 		}
 		if err := CheckDestination(d); err != nil {
 			return err
+		}
+		// Only a changed URL is checked, so a destination registered
+		// before the check can still be paused, resumed or deleted.
+		if d.URL != old {
+			if err := s.checkAddress(d.URL); err != nil {
+				return err
+			}
 		}
 		d.UpdatedAt = now
 		if err := tx.UpdateDestination(ctx, d); err != nil {
