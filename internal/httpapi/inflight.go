@@ -29,12 +29,24 @@ type flight struct {
 
 type flightKey struct{}
 
+// flightShards is how many locks the in-flight registry is split over, so
+// concurrent requests (every heartbeat passes here) rarely share one.
+const flightShards = 32
+
 // flights are the requests being served, so that shutdown can name the ones
-// it cuts and wait for them to unwind (an upload removes its temp file).
+// it cuts and wait for them to unwind (an upload removes its temp file). A
+// request goes into the shard its arrival number picks: no process-wide lock
+// on the hot path.
 type flights struct {
+	next   atomic.Uint32
+	shards [flightShards]flightShard
+}
+
+type flightShard struct {
 	mu      sync.Mutex
 	m       map[*flight]struct{}
 	changed chan struct{} // closed on the next removal; made by a waiter
+	_       [40]byte      // keeps neighbouring shards' locks off one cache line
 }
 
 // track registers every request in a.flights for as long as it is served.
@@ -42,21 +54,21 @@ type flights struct {
 func (a *API) track(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f := &flight{method: knownMethod(r.Method), id: reqid.From(r.Context()), since: time.Now()}
-		fs := &a.flights
-		fs.mu.Lock()
-		if fs.m == nil {
-			fs.m = map[*flight]struct{}{}
+		sh := &a.flights.shards[a.flights.next.Add(1)%flightShards]
+		sh.mu.Lock()
+		if sh.m == nil {
+			sh.m = map[*flight]struct{}{}
 		}
-		fs.m[f] = struct{}{}
-		fs.mu.Unlock()
+		sh.m[f] = struct{}{}
+		sh.mu.Unlock()
 		defer func() {
-			fs.mu.Lock()
-			delete(fs.m, f)
-			if fs.changed != nil {
-				close(fs.changed)
-				fs.changed = nil
+			sh.mu.Lock()
+			delete(sh.m, f)
+			if sh.changed != nil {
+				close(sh.changed)
+				sh.changed = nil
 			}
-			fs.mu.Unlock()
+			sh.mu.Unlock()
 		}()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flightKey{}, f)))
 	})
@@ -76,39 +88,52 @@ func routed(h http.Handler) http.Handler {
 
 // InFlight lists the requests being served, oldest first.
 func (a *API) InFlight() []InFlight {
-	a.flights.mu.Lock()
-	out := make([]InFlight, 0, len(a.flights.m))
-	for f := range a.flights.m {
-		in := InFlight{Method: f.method, RequestID: f.id, Since: f.since}
-		if p := f.route.Load(); p != nil {
-			in.Route = *p
+	var out []InFlight
+	for i := range a.flights.shards {
+		sh := &a.flights.shards[i]
+		sh.mu.Lock()
+		for f := range sh.m {
+			in := InFlight{Method: f.method, RequestID: f.id, Since: f.since}
+			if p := f.route.Load(); p != nil {
+				in.Route = *p
+			}
+			out = append(out, in)
 		}
-		out = append(out, in)
+		sh.mu.Unlock()
 	}
-	a.flights.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Since.Before(out[j].Since) })
 	return out
 }
 
 // WaitIdle waits until no request is being served, or ctx ends; it reports
-// whether none is.
+// whether none is. It waits for each shard to empty in turn, then looks at
+// all of them once more, since a request may have arrived meanwhile.
 func (a *API) WaitIdle(ctx context.Context) bool {
-	fs := &a.flights
 	for {
-		fs.mu.Lock()
-		if len(fs.m) == 0 {
-			fs.mu.Unlock()
+		busy := false
+		for i := range a.flights.shards {
+			sh := &a.flights.shards[i]
+			for {
+				sh.mu.Lock()
+				if len(sh.m) == 0 {
+					sh.mu.Unlock()
+					break
+				}
+				busy = true
+				if sh.changed == nil {
+					sh.changed = make(chan struct{})
+				}
+				ch := sh.changed
+				sh.mu.Unlock()
+				select {
+				case <-ch:
+				case <-ctx.Done():
+					return false
+				}
+			}
+		}
+		if !busy {
 			return true
-		}
-		if fs.changed == nil {
-			fs.changed = make(chan struct{})
-		}
-		ch := fs.changed
-		fs.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return false
 		}
 	}
 }
