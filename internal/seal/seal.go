@@ -130,16 +130,25 @@ func (kr *Keyring) IDs() []string {
 	return out
 }
 
-// With returns a keyring whose primary is primary and which also opens with
-// every key of kr: the keyring of a rotation.
-func (kr *Keyring) With(primary []byte) (*Keyring, error) {
-	keys := [][]byte{primary}
-	if kr != nil {
-		for _, k := range kr.keys {
-			keys = append(keys, k.raw)
+// With returns a keyring whose keys are those of primary (its primary first)
+// followed by kr's: the keyring of a rotation, sealing with the new key and
+// opening with either.
+func (kr *Keyring) With(primary *Keyring) (*Keyring, error) {
+	var keys [][]byte
+	for _, r := range []*Keyring{primary, kr} {
+		if r != nil {
+			for _, k := range r.keys {
+				keys = append(keys, k.raw)
+			}
 		}
 	}
 	return New(keys...)
+}
+
+// Only returns a keyring of kr's primary key alone: the key file after a
+// rotation has re-sealed everything.
+func (kr *Keyring) Only() *Keyring {
+	return &Keyring{keys: kr.keys[:1:1]}
 }
 
 // ad is the associated data binding a sealed value to its place.

@@ -117,7 +117,8 @@ func TestRotationKeyring(t *testing.T) {
 	old := testRing(t)
 	v, _ := old.SealString("p", "1", "x")
 	nk, _ := Generate()
-	both, err := old.With(nk)
+	nkr, _ := New(nk)
+	both, err := old.With(nkr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +127,9 @@ func TestRotationKeyring(t *testing.T) {
 	}
 	if got, err := both.OpenString("p", "1", v); err != nil || got != "x" {
 		t.Fatalf("old value under the rotation keyring: %q, %v", got, err)
+	}
+	if only := both.Only(); only.PrimaryID() != KeyID(nk) || len(only.IDs()) != 1 {
+		t.Errorf("Only: %v", only.IDs())
 	}
 	v2, _ := both.SealString("p", "1", "x")
 	if !SealedWith(v2, KeyID(nk)) || SealedWith(v, KeyID(nk)) {
@@ -148,7 +152,8 @@ func TestKeyFile(t *testing.T) {
 		t.Fatalf("LoadOrCreate (existing) = %v, %v, %v", again.IDs(), created, err)
 	}
 	nk, _ := Generate()
-	both, _ := kr.With(nk)
+	nkr, _ := New(nk)
+	both, _ := kr.With(nkr)
 	if err := Write(path, both); err != nil {
 		t.Fatal(err)
 	}

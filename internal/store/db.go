@@ -28,6 +28,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/seal"
 )
 
 //go:embed migrations
@@ -61,6 +62,10 @@ type DB struct {
 	// the open transactions that did (see OnEvents).
 	onEvents atomic.Pointer[func()]
 	eventTx  sync.Map
+
+	// keys seal and open the secrets stored at rest (see secrets.go); nil
+	// refuses to write a secret and opens only legacy plaintext.
+	keys *seal.Keyring
 }
 
 // Options configure Open.
@@ -71,17 +76,29 @@ type Options struct {
 	URL string
 	// ReadConns is the SQLite reader pool size (default 8).
 	ReadConns int
+	// Keys seal and open the secrets stored at rest (the key file of
+	// --secret-key-file). Tools that only copy rows (move, backup) may
+	// leave it nil: sealed values travel as opaque text.
+	Keys *seal.Keyring
 }
 
 // Open connects to the database Options select. It does not migrate.
 func Open(ctx context.Context, o Options) (*DB, error) {
-	if strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://") {
-		return openPostgres(ctx, o.URL)
-	}
-	if o.URL != "" {
+	var db *DB
+	var err error
+	switch {
+	case strings.HasPrefix(o.URL, "postgres://") || strings.HasPrefix(o.URL, "postgresql://"):
+		db, err = openPostgres(ctx, o.URL)
+	case o.URL != "":
 		return nil, fmt.Errorf("database url: only postgres:// URLs are supported (leave it empty for SQLite under the data directory)")
+	default:
+		db, err = openSQLite(ctx, o)
 	}
-	return openSQLite(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	db.keys = o.Keys
+	return db, nil
 }
 
 func openSQLite(ctx context.Context, o Options) (*DB, error) {
