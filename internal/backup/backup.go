@@ -58,7 +58,9 @@ type Summary struct {
 
 // Create writes the backup archive of p to out, atomically (a temporary
 // file beside out, synced, then renamed) and readable by its owner only:
-// it holds the app secrets and, when present, the signing keys.
+// it holds the admin password hashes and, when present, the signing keys.
+// The secrets in the database are sealed, and the secret key file that
+// opens them (p.SecretKey) is never archived.
 func Create(ctx context.Context, p Paths, out string) (Summary, error) {
 	p = p.withDefaults()
 	var sum Summary
