@@ -125,6 +125,7 @@ func seedAnalytics(b *testing.B, engine string) *store.DB {
 	} else {
 		o.DataDir = b.TempDir()
 	}
+	o.Keys = kwtest.SecretKeys
 	db, err := store.Open(ctx, o)
 	if err != nil {
 		b.Fatal(err)

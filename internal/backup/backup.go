@@ -32,6 +32,10 @@ type Paths struct {
 	Data    string // data directory: keyward.db
 	Blobs   string // artifact directory (default <data>/blobs)
 	Signing string // signing key directory (default <data>/signing)
+	// SecretKey is the key file of the secrets sealed in the database
+	// (--secret-key-file): never archived, even when it lies under the blob
+	// or signing directory, or the archive would be as good as the database.
+	SecretKey string
 }
 
 func (p Paths) withDefaults() Paths {
@@ -54,7 +58,9 @@ type Summary struct {
 
 // Create writes the backup archive of p to out, atomically (a temporary
 // file beside out, synced, then renamed) and readable by its owner only:
-// it holds the app secrets and, when present, the signing keys.
+// it holds the admin password hashes and, when present, the signing keys.
+// The secrets in the database are sealed, and the secret key file that
+// opens them (p.SecretKey) is never archived.
 func Create(ctx context.Context, p Paths, out string) (Summary, error) {
 	p = p.withDefaults()
 	var sum Summary
@@ -87,10 +93,10 @@ func Create(ctx context.Context, p Paths, out string) (Summary, error) {
 	if sum.DBBytes, err = addFile(tw, snap, store.DBFile); err != nil {
 		return sum, err
 	}
-	if err := addDir(ctx, tw, p.Blobs, blobsPrefix, func(n int64) { sum.BlobFiles++; sum.BlobBytes += n }); err != nil {
+	if err := addDir(ctx, tw, p.Blobs, blobsPrefix, p.SecretKey, func(n int64) { sum.BlobFiles++; sum.BlobBytes += n }); err != nil {
 		return sum, fmt.Errorf("blob directory: %w", err)
 	}
-	if err := addDir(ctx, tw, p.Signing, signingPrefix, func(int64) { sum.SigningFiles++ }); err != nil {
+	if err := addDir(ctx, tw, p.Signing, signingPrefix, p.SecretKey, func(int64) { sum.SigningFiles++ }); err != nil {
 		return sum, fmt.Errorf("signing directory: %w", err)
 	}
 	if err := tw.Close(); err != nil {
@@ -134,12 +140,13 @@ func addFile(tw *tar.Writer, src, name string) (int64, error) {
 }
 
 // addDir archives the regular files under dir (absent: nothing) with
-// prefix, skipping the blob store's temporary files and anything that is
-// not a regular file or a directory.
-func addDir(ctx context.Context, tw *tar.Writer, dir, prefix string, added func(int64)) error {
+// prefix, skipping the blob store's temporary files, the file skip (the
+// secret key file) and anything that is not a regular file or a directory.
+func addDir(ctx context.Context, tw *tar.Writer, dir, prefix, skip string, added func(int64)) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	skipInfo, _ := os.Stat(skip)
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
@@ -158,7 +165,11 @@ func addDir(ctx context.Context, tw *tar.Writer, dir, prefix string, added func(
 		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".tmp-") {
 			return nil
 		}
-		n, err := addFile(tw, filepath.Join(dir, filepath.FromSlash(p)), prefix+p)
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if info, err := os.Stat(full); skipInfo != nil && err == nil && os.SameFile(info, skipInfo) {
+			return nil
+		}
+		n, err := addFile(tw, full, prefix+p)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil // deleted since it was listed (a replaced artifact)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/server"
+	"github.com/keyward/keyward/internal/store"
 )
 
 // Version is set at build time with -ldflags "-X .../cli.Version=…".
@@ -128,8 +129,8 @@ type migrateCmd struct {
 }
 
 func (c *migrateCmd) Run(e *env) error {
-	cfg := config.Config{Database: c.Database}
-	db, err := openDB(e.ctx, cfg)
+	// Schema only: no secret is read or written, so no key file is needed.
+	db, err := store.Open(e.ctx, store.Options{DataDir: c.Data, URL: c.DatabaseURL})
 	if err != nil {
 		return err
 	}

@@ -66,12 +66,18 @@ func clearEnv(t *testing.T) {
 	}
 }
 
-// dbArgs returns the database flags of a fresh database of engine.
+// dbArgs returns the database flags of a fresh database of engine: a data
+// directory holding the test secret key file (the one kwtest servers use),
+// and the database URL on PostgreSQL.
 func dbArgs(t *testing.T, engine string) []string {
-	if engine == "postgres" {
-		return []string{"--database-url", kwtest.PostgresURL(t)}
+	dir := t.TempDir()
+	if err := kwtest.WriteSecretKey(filepath.Join(dir, "secret.key")); err != nil {
+		t.Fatal(err)
 	}
-	return []string{"--data", t.TempDir()}
+	if engine == "postgres" {
+		return []string{"--database-url", kwtest.PostgresURL(t), "--data", dir}
+	}
+	return []string{"--data", dir}
 }
 
 // served is a `keyward serve` running in a goroutine.

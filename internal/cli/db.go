@@ -6,11 +6,18 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/seal"
 	"github.com/keyward/keyward/internal/store"
 )
 
+// openDB opens the database with the secret key file (generated when
+// absent, as serve does), for commands that read or write secrets.
 func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
-	return store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL})
+	keys, _, err := seal.LoadOrCreate(cfg.SecretKeyPath())
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Keys: keys})
 }
 
 // services is what one-shot commands need: a migrated database and the admin
@@ -26,6 +33,10 @@ func openServices(ctx context.Context, cfg config.Config, bcryptCost int) (*serv
 		return nil, err
 	}
 	if _, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if _, err := db.SealSecrets(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -20,7 +20,7 @@ func TestImportKeys(t *testing.T) {
 			args := []string{"--data", o.DataDir}
 			if engine == "postgres" {
 				o.DatabaseURL = kwtest.MigratedPostgresURL(t)
-				args = []string{"--database-url", o.DatabaseURL}
+				args = append(args, "--database-url", o.DatabaseURL) // the data directory holds the secret key file
 			}
 			s := kwtest.Start(t, o)
 			src, dst := s.CreateApp("Source"), s.CreateApp("Destination")

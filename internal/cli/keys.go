@@ -7,9 +7,11 @@ import (
 	"github.com/keyward/keyward/internal/signing"
 )
 
-// keysCmd manages keys keyward holds: today the reply-signing keys.
+// keysCmd manages keys keyward holds: the reply-signing keys and the key
+// file encrypting the secrets stored in the database.
 type keysCmd struct {
-	Signing signingCmd `cmd:"" help:"Reply-signing keys (PWF-REPLY-V1): init, public, list, activate, retire."`
+	Signing signingCmd   `cmd:"" help:"Reply-signing keys (PWF-REPLY-V1): init, public, list, activate, retire."`
+	Secret  secretKeyCmd `cmd:"" help:"The secret key file (--secret-key-file) encrypting the secrets stored in the database: rotate."`
 }
 
 type signingCmd struct {

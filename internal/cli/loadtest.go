@@ -72,7 +72,9 @@ func (c *loadtestCmd) Run(e *env) error {
 // temporary SQLite database (or --data / --database-url) and points o at it.
 func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options) (stop func(), err error) {
 	data, cleanup := c.Data, func() {}
-	if data == "" && c.DatabaseURL == "" {
+	// Without --data (also on PostgreSQL) a temporary directory holds the
+	// database or just the generated secret key file.
+	if data == "" {
 		if data, err = os.MkdirTemp("", "keyward-loadtest-"); err != nil {
 			return nil, err
 		}

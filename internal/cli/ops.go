@@ -16,7 +16,7 @@ type opsPaths struct {
 }
 
 func (p opsPaths) paths() backup.Paths {
-	return backup.Paths{Data: p.Data, Blobs: p.BlobDir, Signing: p.SigningPath(p.Data)}
+	return backup.Paths{Data: p.Data, Blobs: p.BlobDir, Signing: p.SigningPath(p.Data), SecretKey: p.SecretKeyPath()}
 }
 
 type backupCmd struct {

@@ -17,6 +17,18 @@ import (
 type Database struct {
 	Data        string `name:"data" default:"./keyward-data" env:"KEYWARD_DATA" help:"Data directory (SQLite database, certificates)."`
 	DatabaseURL string `name:"database-url" env:"KEYWARD_DATABASE_URL" help:"postgres:// URL; empty uses SQLite under --data."`
+	// SecretKeyFile is the key-encryption key of the secrets stored in the
+	// database (app, TOTP and webhook secrets, JWT keys, stored login
+	// replies). It must not be backed up with the database.
+	SecretKeyFile string `name:"secret-key-file" env:"KEYWARD_SECRET_KEY_FILE" help:"Key file encrypting the secrets stored in the database; default <data>/secret.key, generated (mode 0600) when absent. Keep it out of database backups; every process sharing a database needs the same file."`
+}
+
+// SecretKeyPath is SecretKeyFile, or secret.key under the data directory.
+func (d Database) SecretKeyPath() string {
+	if d.SecretKeyFile != "" {
+		return d.SecretKeyFile
+	}
+	return filepath.Join(d.Data, "secret.key")
 }
 
 // Signing locates the reply-signing keys (PWF-REPLY-V1).
@@ -205,6 +217,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DatabaseURL == "" && c.Data == "" {
 		errs = append(errs, errors.New("--data (KEYWARD_DATA) must not be empty when no --database-url is given"))
+	}
+	if c.DatabaseURL != "" && c.Data == "" && c.SecretKeyFile == "" {
+		errs = append(errs, errors.New("--secret-key-file (KEYWARD_SECRET_KEY_FILE) is needed when --data is empty: the secrets in the database are encrypted with it"))
 	}
 	if c.SessionTimeout < 30*time.Second {
 		errs = append(errs, fmt.Errorf("--session-timeout (KEYWARD_SESSION_TIMEOUT) %s: must be at least 30s", c.SessionTimeout))

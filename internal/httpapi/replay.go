@@ -17,6 +17,12 @@ import (
 // Every verified envelope of every client lands here, so an entry is kept
 // small: the 32-byte MAC as the key (it was verified under the app's key, so
 // it also tells apps apart) and the reply bytes, about 120 bytes in all.
+//
+// Replies of routes also claimed in the shared store (login, logout: a login
+// reply holds the new session's token) are not kept here: the entry only
+// says the envelope was answered, and a replay reads the reply, stored
+// sealed, from the shared store. So no session token sits in this cache for
+// five minutes, and a replayed login (rare) costs one indexed read.
 type replayCache struct {
 	mu      sync.Mutex
 	buckets map[int64]map[replayKey]replayEntry
@@ -32,7 +38,7 @@ type replayCache struct {
 type replayKey [32]byte
 
 type replayEntry struct {
-	reply   []byte // the first reply; nil while pending
+	reply   []byte // the first reply; nil while pending or when in the shared store
 	pending bool
 }
 
@@ -87,8 +93,9 @@ func (c *replayCache) claim(key replayKey, expires, now time.Time) bool {
 }
 
 // finish publishes the reply of a claimed envelope. A nil reply (internal
-// failure) removes the entry so a retry runs again.
-func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte) {
+// failure) removes the entry so a retry runs again. With shared, the reply is
+// in the shared store: the entry records only that there is one.
+func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte, shared bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m := c.buckets[expires.Unix()/bucketSeconds]; m != nil {
@@ -96,6 +103,8 @@ func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte) {
 			if reply == nil {
 				delete(m, key)
 				c.size--
+			} else if shared {
+				m[key] = replayEntry{}
 			} else {
 				m[key] = replayEntry{reply: reply}
 			}
@@ -107,7 +116,8 @@ func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte) {
 
 // wait blocks until the first request's reply is known. It returns false when
 // there is none to give: the first request failed internally, the entry was
-// evicted, or ctx ended.
+// evicted, or ctx ended. A nil reply with true means the reply is in the
+// shared store.
 func (c *replayCache) wait(ctx context.Context, key replayKey, expires time.Time) ([]byte, bool) {
 	for {
 		c.mu.Lock()

@@ -23,7 +23,7 @@ func TestReplayCacheAnswersARepeatWithTheFirstReply(t *testing.T) {
 	if !c.claim(macN(2), exp, replayT0) {
 		t.Fatal("claim of another MAC refused")
 	}
-	c.finish(macN(1), exp, []byte("first"))
+	c.finish(macN(1), exp, []byte("first"), false)
 	got, ok := c.wait(context.Background(), macN(1), exp)
 	if !ok || string(got) != "first" {
 		t.Fatalf("wait = %q, %v; want the first reply", got, ok)
@@ -48,8 +48,8 @@ func TestReplayCacheWaitersWakeWhenTheFirstFinishes(t *testing.T) {
 	}
 	// Finishing another entry wakes the waiters, which must go back to waiting.
 	c.claim(macN(2), exp, replayT0)
-	c.finish(macN(2), exp, []byte("other"))
-	c.finish(macN(1), exp, []byte("first"))
+	c.finish(macN(2), exp, []byte("other"), false)
+	c.finish(macN(1), exp, []byte("first"), false)
 	wg.Wait()
 	for i, r := range replies {
 		if r != "first" {
@@ -62,7 +62,7 @@ func TestReplayCacheFailedFirstLetsARetryRun(t *testing.T) {
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
-	c.finish(macN(1), exp, nil)
+	c.finish(macN(1), exp, nil, false)
 	if _, ok := c.wait(context.Background(), macN(1), exp); ok {
 		t.Fatal("wait found a reply for a request that failed")
 	}
@@ -86,7 +86,7 @@ func TestReplayCacheForgetsEntriesOnceTheWindowHasPassed(t *testing.T) {
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
-	c.finish(macN(1), exp, []byte("first"))
+	c.finish(macN(1), exp, []byte("first"), false)
 	// Still inside the window: remembered.
 	if c.claim(macN(1), exp, exp.Add(-time.Second)) {
 		t.Fatal("entry forgotten before its expiry")
@@ -116,5 +116,26 @@ func TestReplayCacheDropsTheOldestBucketWhenFull(t *testing.T) {
 	}
 	if !c.claim(macN(1), early, replayT0) {
 		t.Fatal("entry of the dropped bucket still present")
+	}
+}
+
+// A shared-scope reply (a login's, holding the session token) is not kept in
+// the process cache: the entry only says it was answered, so wait returns no
+// bytes and the caller reads the sealed reply from the shared store.
+func TestReplayCacheKeepsNoSharedReply(t *testing.T) {
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	c.finish(macN(1), exp, []byte(`{"session_id":"secret-token"}`), true)
+	got, ok := c.wait(context.Background(), macN(1), exp)
+	if !ok || got != nil {
+		t.Fatalf("wait = %q, %v; want answered with no reply kept", got, ok)
+	}
+	for _, m := range c.buckets {
+		for _, e := range m {
+			if e.reply != nil {
+				t.Fatalf("a shared reply is held in memory: %q", e.reply)
+			}
+		}
 	}
 }

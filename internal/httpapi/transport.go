@@ -192,7 +192,18 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 	expires := time.Unix(env.T, 0).Add(envelope.Window)
 	key := keyOf(mac)
 	if !a.cache.claim(key, expires, now) {
-		if reply, ok := a.cache.wait(ctx, key, expires); ok {
+		reply, ok := a.cache.wait(ctx, key, expires)
+		if ok && reply == nil {
+			// Answered by a shared-scope route: the reply is kept, sealed,
+			// in the shared store only.
+			var err error
+			if reply, err = a.replays.ReplayReply(ctx, app.ID, hex.EncodeToString(mac)); err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			ok = reply != nil
+		}
+		if ok {
 			a.writeSealed(w, r, keys, reply)
 		} else {
 			a.writeError(w, r, errBusy)
@@ -200,7 +211,7 @@ func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license
 		return
 	}
 	reply, err := a.runOnce(ctx, r, app, plain, mac, expires, h, scope)
-	a.cache.finish(key, expires, reply)
+	a.cache.finish(key, expires, reply, scope == replayShared)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

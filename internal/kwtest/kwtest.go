@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/seal"
 	"github.com/keyward/keyward/internal/server"
 	"github.com/keyward/keyward/internal/store"
 )
@@ -210,6 +212,28 @@ var Limits = func() config.Limits {
 	return l
 }()
 
+// SecretKeys is the keyring of the secret key every test server uses unless
+// its test sets SecretKeyFile (see WriteSecretKey).
+var SecretKeys = func() *seal.Keyring {
+	kr, err := seal.New([]byte("keyward test secret key 32 bytes"))
+	if err != nil {
+		panic(err)
+	}
+	return kr
+}()
+
+// WriteSecretKey writes the test secret key file at path unless a file is
+// there.
+func WriteSecretKey(path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return seal.Write(path, SecretKeys)
+}
+
 // AdminPassword is the password of the "admin" user every test server has.
 const AdminPassword = "correct horse battery staple"
 
@@ -250,6 +274,14 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
+	}
+	if cfg.SecretKeyFile == "" {
+		// Every test server gets the same secret key, so servers sharing a
+		// database (several processes) open each other's secrets; a test
+		// of a generated key file sets SecretKeyFile itself.
+		if err := WriteSecretKey(cfg.SecretKeyPath()); err != nil {
+			t.Fatalf("secret key file: %v", err)
+		}
 	}
 	ctx := context.Background()
 	manual := o.DispatchEvery <= 0

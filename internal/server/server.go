@@ -38,6 +38,7 @@ import (
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/reqid"
 	"github.com/keyward/keyward/internal/reseller"
+	"github.com/keyward/keyward/internal/seal"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
@@ -113,7 +114,20 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard
 	}
-	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Now: opts.Now})
+	// The key file of the secrets stored in the database: generated when
+	// absent. A generated key that does not match the database (another
+	// process's key on PostgreSQL, a restore without its key file) is
+	// refused by SealSecrets in init, naming the key the database needs.
+	keyPath := cfg.SecretKeyPath()
+	keys, created, err := seal.LoadOrCreate(keyPath)
+	if err != nil {
+		return nil, fmt.Errorf("secret key file: %w", err)
+	}
+	if created {
+		opts.Log.Warn("generated the secret key file: keep it out of database backups, and give every process sharing the database the same file",
+			"path", keyPath, "key_id", keys.PrimaryID())
+	}
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Keys: keys, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +153,11 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	if err := s.DB.CheckSchema(ctx); err != nil {
 		return err
+	}
+	if n, err := s.DB.SealSecrets(ctx); err != nil {
+		return err
+	} else if n > 0 {
+		s.opts.Log.Info("encrypted secrets stored in plaintext", "count", n)
 	}
 	lim := s.cfg.Limits
 	guard := lockout.New(s.DB.LockoutStore(), s.opts.Now)

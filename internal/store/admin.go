@@ -18,7 +18,8 @@ type adminStore struct{ db *DB }
 
 const adminCols = `id, username, email, password_hash, operator, token_gen, totp_secret, totp_pending, created_at`
 
-func scanAdmin(row interface{ Scan(...any) error }, extra ...any) (*admin.User, error) {
+// scanAdmin reads an admin, opening the sealed TOTP secrets.
+func (db *DB) scanAdmin(row interface{ Scan(...any) error }, extra ...any) (*admin.User, error) {
 	var u admin.User
 	var created int64
 	dest := append([]any{&u.ID, &u.Username, &u.Email, &u.PasswordHash, &u.Operator, &u.TokenGen, &u.TOTPSecret, &u.TOTPPending, &created}, extra...)
@@ -26,20 +27,27 @@ func scanAdmin(row interface{ Scan(...any) error }, extra ...any) (*admin.User, 
 		return nil, translate(err)
 	}
 	u.CreatedAt = fromMS(created)
+	var err error
+	if u.TOTPSecret, err = db.openString(purposeTOTPSecret, u.ID, u.TOTPSecret); err != nil {
+		return nil, err
+	}
+	if u.TOTPPending, err = db.openString(purposeTOTPPending, u.ID, u.TOTPPending); err != nil {
+		return nil, err
+	}
 	return &u, nil
 }
 
 func (s adminStore) AdminByUsername(ctx context.Context, username string) (*admin.User, error) {
-	return scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE username = ?`), username))
+	return s.db.scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE username = ?`), username))
 }
 
 func (s adminStore) AdminByID(ctx context.Context, id string) (*admin.User, error) {
-	return scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE id = ?`), id))
+	return s.db.scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE id = ?`), id))
 }
 
 func (s adminStore) AdminForJWT(ctx context.Context, id, jti string) (*admin.User, bool, error) {
 	var revoked bool
-	u, err := scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+`,
+	u, err := s.db.scanAdmin(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+adminCols+`,
 		EXISTS (SELECT 1 FROM admin_revoked_jwts WHERE jti = ?) FROM admin_users WHERE id = ?`), jti, id), &revoked)
 	return u, revoked, err
 }
@@ -66,9 +74,17 @@ func (s adminStore) InsertAdmin(ctx context.Context, u *admin.User, e audit.Entr
 }
 
 func (s adminStore) UpdateAdmin(ctx context.Context, u *admin.User, codes []string, e audit.Entry) error {
+	totp, err := s.db.sealString(purposeTOTPSecret, u.ID, u.TOTPSecret)
+	if err != nil {
+		return err
+	}
+	pending, err := s.db.sealString(purposeTOTPPending, u.ID, u.TOTPPending)
+	if err != nil {
+		return err
+	}
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_users SET email = ?, password_hash = ?, token_gen = ?, totp_secret = ?, totp_pending = ?
-			WHERE id = ?`), u.Email, u.PasswordHash, u.TokenGen, u.TOTPSecret, u.TOTPPending, u.ID)
+			WHERE id = ?`), u.Email, u.PasswordHash, u.TokenGen, totp, pending, u.ID)
 		if err := affected(res, err); err != nil {
 			return err
 		}
@@ -134,13 +150,16 @@ func (s adminStore) ServerSecret(ctx context.Context, name string, generate func
 	var v string
 	err := s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT value FROM server_secrets WHERE name = ?`), name).Scan(&v)
 	if err == nil {
-		return v, nil
+		return s.db.openString(purposeServerSecret, name, v)
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return "", translate(err)
 	}
 	fresh, err := generate()
 	if err != nil {
+		return "", err
+	}
+	if fresh, err = s.db.sealString(purposeServerSecret, name, fresh); err != nil {
 		return "", err
 	}
 	err = s.db.tx(ctx, func(tx *sql.Tx) error {
@@ -151,6 +170,8 @@ func (s adminStore) ServerSecret(ctx context.Context, name string, generate func
 	})
 	if errors.Is(err, apperr.ErrNotFound) {
 		return "", errors.New("server secret vanished after insert")
+	} else if err != nil {
+		return "", err
 	}
-	return v, err
+	return s.db.openString(purposeServerSecret, name, v)
 }

@@ -30,6 +30,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/seal"
 )
 
 //go:embed migrations
@@ -71,6 +72,10 @@ type DB struct {
 	writeFail atomic.Pointer[writeFailure]
 	probeMu   sync.Mutex
 	probedAt  time.Time
+
+	// keys seal and open the secrets stored at rest (see secrets.go); nil
+	// refuses to write a secret and opens only legacy plaintext.
+	keys *seal.Keyring
 }
 
 // writeFailure is a failed write and when it failed.
@@ -89,6 +94,10 @@ type Options struct {
 	ReadConns int
 	// Now is the clock of the write-failure bookkeeping (default time.Now).
 	Now func() time.Time
+	// Keys seal and open the secrets stored at rest (the key file of
+	// --secret-key-file). Tools that only copy rows (move, backup) may
+	// leave it nil: sealed values travel as opaque text.
+	Keys *seal.Keyring
 }
 
 // Open connects to the database Options select. It does not migrate.
@@ -105,10 +114,14 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	default:
 		db, err = openSQLite(ctx, o)
 	}
-	if err == nil && o.Now != nil {
+	if err != nil {
+		return nil, err
+	}
+	if o.Now != nil {
 		db.now = o.Now
 	}
-	return db, err
+	db.keys = o.Keys
+	return db, nil
 }
 
 func openSQLite(ctx context.Context, o Options) (*DB, error) {

@@ -31,13 +31,21 @@ func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error
 
 const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at`
 
-func scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
+// scanApp reads an app, opening its sealed secret: apps are kept in the
+// license service's app cache with the secret in the clear, so the hot path
+// (heartbeat, login) pays for the decryption once per cache fill, not per
+// request.
+func (db *DB) scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
 	var a license.App
 	var settings string
 	var created, updated int64
 	var revoked sql.NullInt64
 	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated, &revoked); err != nil {
 		return nil, translate(err)
+	}
+	var err error
+	if a.Secret, err = db.openString(purposeAppSecret, a.ID, a.Secret); err != nil {
+		return nil, err
 	}
 	a.Settings = license.DefaultSettings()
 	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
@@ -48,11 +56,11 @@ func scanApp(row interface{ Scan(...any) error }) (*license.App, error) {
 }
 
 func (s licenseStore) AppBySecretHash(ctx context.Context, hash string) (*license.App, error) {
-	return scanApp(s.db.hotRow(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
+	return s.db.scanApp(s.db.hotRow(ctx, `SELECT `+appCols+` FROM apps WHERE secret_hash = ?`, hash))
 }
 
 func (s licenseStore) App(ctx context.Context, id string) (*license.App, error) {
-	return scanApp(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+appCols+` FROM apps WHERE id = ?`), id))
+	return s.db.scanApp(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+appCols+` FROM apps WHERE id = ?`), id))
 }
 
 func (s licenseStore) Apps(ctx context.Context) ([]license.App, error) {
@@ -63,7 +71,7 @@ func (s licenseStore) Apps(ctx context.Context) ([]license.App, error) {
 	defer rows.Close()
 	var out []license.App
 	for rows.Next() {
-		a, err := scanApp(rows)
+		a, err := s.db.scanApp(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -74,8 +82,12 @@ func (s licenseStore) Apps(ctx context.Context) ([]license.App, error) {
 
 func (t licenseTx) InsertApp(ctx context.Context, a *license.App, secretHash string) error {
 	settings, _ := json.Marshal(a.Settings)
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO apps (id, name, version, secret, secret_hash, settings, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), a.ID, a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.CreatedAt), ms(a.UpdatedAt))
+	secret, err := t.db.sealString(purposeAppSecret, a.ID, a.Secret)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO apps (id, name, version, secret, secret_hash, settings, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), a.ID, a.Name, a.Version, secret, secretHash, string(settings), ms(a.CreatedAt), ms(a.UpdatedAt))
 	if err != nil || a.OwnerID == "" {
 		return translate(err)
 	}
@@ -86,8 +98,12 @@ func (t licenseTx) InsertApp(ctx context.Context, a *license.App, secretHash str
 
 func (t licenseTx) UpdateApp(ctx context.Context, a *license.App, secretHash string) error {
 	settings, _ := json.Marshal(a.Settings)
+	secret, err := t.db.sealString(purposeAppSecret, a.ID, a.Secret)
+	if err != nil {
+		return err
+	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET name = ?, version = ?, secret = ?, secret_hash = ?, settings = ?, updated_at = ?,
-		revoked_at = ? WHERE id = ?`), a.Name, a.Version, a.Secret, secretHash, string(settings), ms(a.UpdatedAt), optMS(a.RevokedAt), a.ID)
+		revoked_at = ? WHERE id = ?`), a.Name, a.Version, secret, secretHash, string(settings), ms(a.UpdatedAt), optMS(a.RevokedAt), a.ID)
 	return affected(res, err)
 }
 

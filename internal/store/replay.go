@@ -31,16 +31,21 @@ func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.T
 			return translate(err)
 		}
 		if r.Valid {
-			reply = []byte(r.String)
+			reply, err = db.keys.Open(purposeReplayReply, replayID(appID, mac), r.String)
 		}
-		return nil
+		return err
 	})
 	return claimed, reply, err
 }
 
-// CompleteReplay stores the reply given to a claimed envelope.
+// CompleteReplay stores the reply given to a claimed envelope, sealed: a
+// login reply holds the new session's token.
 func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byte) error {
-	_, err := db.exec(ctx, `UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`, string(reply), appID, mac)
+	sealed, err := db.keys.Seal(purposeReplayReply, replayID(appID, mac), reply)
+	if err != nil {
+		return err
+	}
+	_, err = db.exec(ctx, `UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`, sealed, appID, mac)
 	return translate(err)
 }
 
@@ -56,7 +61,7 @@ func (db *DB) ReplayReply(ctx context.Context, appID, mac string) ([]byte, error
 	if !r.Valid {
 		return nil, nil
 	}
-	return []byte(r.String), nil
+	return db.keys.Open(purposeReplayReply, replayID(appID, mac), r.String)
 }
 
 // ReleaseReplay forgets a claim whose request failed internally, so that the

@@ -59,6 +59,9 @@ func engines(t *testing.T) []engine {
 
 func open(t *testing.T, o store.Options) *store.DB {
 	t.Helper()
+	if o.Keys == nil {
+		o.Keys = kwtest.SecretKeys
+	}
 	db, err := store.Open(context.Background(), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

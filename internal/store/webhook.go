@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,8 @@ func (db *DB) skipLocked(of string) string {
 
 const destCols = `id, COALESCE(app_id, ''), url, secret, events, description, enabled, failures, paused_at, created_at, updated_at`
 
-func scanDest(row interface{ Scan(...any) error }) (*webhook.Destination, error) {
+// scanDest reads a destination, opening its sealed signing secret.
+func (db *DB) scanDest(row interface{ Scan(...any) error }) (*webhook.Destination, error) {
 	var d webhook.Destination
 	var events string
 	var paused sql.NullInt64
@@ -46,6 +48,10 @@ func scanDest(row interface{ Scan(...any) error }) (*webhook.Destination, error)
 		&created, &updated); err != nil {
 		return nil, translate(err)
 	}
+	var err error
+	if d.Secret, err = db.openString(purposeWebhookSecret, strconv.FormatInt(d.ID, 10), d.Secret); err != nil {
+		return nil, err
+	}
 	if events != "" {
 		d.Events = strings.Split(events, ",")
 	}
@@ -53,14 +59,14 @@ func scanDest(row interface{ Scan(...any) error }) (*webhook.Destination, error)
 	return &d, nil
 }
 
-func dests(rows *sql.Rows, err error) ([]webhook.Destination, error) {
+func (db *DB) dests(rows *sql.Rows, err error) ([]webhook.Destination, error) {
 	if err != nil {
 		return nil, translate(err)
 	}
 	defer rows.Close()
 	out := []webhook.Destination{}
 	for rows.Next() {
-		d, err := scanDest(rows)
+		d, err := db.scanDest(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -78,14 +84,14 @@ func nullable(s string) any {
 
 func (s webhookStore) Destinations(ctx context.Context, appID string) ([]webhook.Destination, error) {
 	if appID == "" {
-		return dests(s.db.read.QueryContext(ctx, `SELECT `+destCols+` FROM webhook_destinations ORDER BY id`))
+		return s.db.dests(s.db.read.QueryContext(ctx, `SELECT `+destCols+` FROM webhook_destinations ORDER BY id`))
 	}
-	return dests(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations
+	return s.db.dests(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations
 		WHERE app_id = ? OR app_id IS NULL ORDER BY id`), appID))
 }
 
 func (s webhookStore) Destination(ctx context.Context, id int64) (*webhook.Destination, error) {
-	return scanDest(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`), id))
+	return s.db.scanDest(s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`), id))
 }
 
 const deliveryCols = `d.id, d.destination_id, d.event_id, COALESCE(d.app_id, ''), d.event, d.body, d.status, d.attempts,
@@ -164,21 +170,35 @@ func (s webhookStore) Attempts(ctx context.Context, deliveryID string) ([]webhoo
 	return out, translate(rows.Err())
 }
 
+// InsertDestination inserts d with an empty secret to learn its id, then
+// stores the secret sealed to that id, in the same transaction.
 func (t webhookTx) InsertDestination(ctx context.Context, d *webhook.Destination) error {
-	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO webhook_destinations (app_id, url, secret, events, description,
-		enabled, failures, paused_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		nullable(d.AppID), d.URL, d.Secret, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt),
-		ms(d.CreatedAt), ms(d.UpdatedAt)).Scan(&d.ID))
+	if err := translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO webhook_destinations (app_id, url, secret, events, description,
+		enabled, failures, paused_at, created_at, updated_at) VALUES (?, ?, '', ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
+		nullable(d.AppID), d.URL, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt),
+		ms(d.CreatedAt), ms(d.UpdatedAt)).Scan(&d.ID)); err != nil {
+		return err
+	}
+	secret, err := t.db.sealString(purposeWebhookSecret, strconv.FormatInt(d.ID, 10), d.Secret)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(ctx, t.db.rebind(`UPDATE webhook_destinations SET secret = ? WHERE id = ?`), secret, d.ID)
+	return translate(err)
 }
 
 func (t webhookTx) DestinationForUpdate(ctx context.Context, id int64) (*webhook.Destination, error) {
-	return scanDest(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`+t.db.forUpdate()), id))
+	return t.db.scanDest(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE id = ?`+t.db.forUpdate()), id))
 }
 
 func (t webhookTx) UpdateDestination(ctx context.Context, d *webhook.Destination) error {
+	secret, err := t.db.sealString(purposeWebhookSecret, strconv.FormatInt(d.ID, 10), d.Secret)
+	if err != nil {
+		return err
+	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE webhook_destinations SET url = ?, secret = ?, events = ?, description = ?,
 		enabled = ?, failures = ?, paused_at = ?, updated_at = ? WHERE id = ?`),
-		d.URL, d.Secret, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt), ms(d.UpdatedAt), d.ID)
+		d.URL, secret, strings.Join(d.Events, ","), d.Description, d.Enabled, d.Failures, optMS(d.PausedAt), ms(d.UpdatedAt), d.ID)
 	return affected(res, err)
 }
 
@@ -211,7 +231,7 @@ func (t webhookTx) MarkDispatched(ctx context.Context, ids []int64, now time.Tim
 }
 
 func (t webhookTx) EnabledDestinations(ctx context.Context) ([]webhook.Destination, error) {
-	return dests(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE enabled = ? ORDER BY id`+
+	return t.db.dests(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+destCols+` FROM webhook_destinations WHERE enabled = ? ORDER BY id`+
 		t.db.forUpdate()), true))
 }
 
@@ -261,6 +281,9 @@ func (t webhookTx) DueDeliveries(ctx context.Context, now time.Time, limit int) 
 		var url, secret string
 		d, err := scanDelivery(rows, &url, &secret)
 		if err != nil {
+			return nil, err
+		}
+		if secret, err = t.db.openString(purposeWebhookSecret, strconv.FormatInt(d.DestinationID, 10), secret); err != nil {
 			return nil, err
 		}
 		d.URL, d.Secret = url, secret
