@@ -75,21 +75,28 @@ func (r Reserved) setLock() bool { return !r.After.LockedUntil.Equal(r.Before.Lo
 // is still running, the counter is what it was before r (while a lock runs no
 // attempt counts, so nothing came since); otherwise r's failure is taken off
 // the count if the window r counted in is still the current one (a lock set
-// since by others stays, and a new window never holds r's failure). With
-// forget, the failures are forgotten too, as after a successful sign-in; a
-// lock r did not set stays even then. It never under-counts: when in doubt
-// the attempt stays counted.
+// since by others stays, and a new window never holds r's failure).
+//
+// With forget — after a successful sign-in — the failures counted up to and
+// including r are forgotten too; those counted since r (attempts still being
+// compared) stay, so a success in the middle of a burst of guesses frees no
+// more than the budget the burst had used before it. A lock r did not set
+// stays even then.
 func GiveBack(c Counter, r Reserved, forget bool) Counter {
 	switch {
 	case r.setLock():
 		if c.LockedUntil.Equal(r.After.LockedUntil) {
 			c = r.Before
+			if forget {
+				c.Failures = 0
+			}
 		}
-	case c.WindowStart.Equal(r.After.WindowStart) && c.Failures > 0:
-		c.Failures--
-	}
-	if forget {
-		c.Failures = 0
+	case c.WindowStart.Equal(r.After.WindowStart):
+		n := 1
+		if forget {
+			n = r.After.Failures
+		}
+		c.Failures = max(c.Failures-n, 0)
 	}
 	return c
 }
@@ -206,8 +213,9 @@ func (g *Guard) Reserve(ctx context.Context, subjects ...Subject) (*Reservation,
 // GiveBack gives the attempt back, in one transaction (see the pure rule
 // GiveBack): after the right credential, or an outcome that is not a
 // credential failure. The failures of the subjects in forget (matched by
-// Scope and ID) are forgotten too, as a successful sign-in forgets its
-// username's; a running lock the reservation did not set stays. It runs even
+// Scope and ID) counted up to this attempt are forgotten too, as a
+// successful sign-in forgets its username's; a running lock the reservation
+// did not set stays. It runs even
 // when ctx is cancelled (the client hung up after its attempt was compared),
 // and only once per reservation.
 func (r *Reservation) GiveBack(ctx context.Context, forget ...Subject) error {

@@ -158,8 +158,12 @@ func TestGiveBack(t *testing.T) {
 			Counter{Failures: 1, WindowStart: t0}},
 		{"others' failures since stay", Counter{Failures: 5, WindowStart: t0}, counted, false,
 			Counter{Failures: 4, WindowStart: t0}},
-		{"forget: every failure goes", Counter{Failures: 5, WindowStart: t0}, counted, true,
+		{"forget: the failures up to it go, those counted since stay", Counter{Failures: 5, WindowStart: t0}, counted, true,
+			Counter{Failures: 3, WindowStart: t0}},
+		{"forget with nothing since", Counter{Failures: 2, WindowStart: t0}, counted, true,
 			Counter{Failures: 0, WindowStart: t0}},
+		{"forget in a new window forgets nothing of it", Counter{Failures: 2, WindowStart: t0.Add(20 * time.Minute)}, counted, true,
+			Counter{Failures: 2, WindowStart: t0.Add(20 * time.Minute)}},
 		{"a new window never holds its failure", Counter{Failures: 1, WindowStart: t0.Add(20 * time.Minute)}, counted, false,
 			Counter{Failures: 1, WindowStart: t0.Add(20 * time.Minute)}},
 		{"a lock set by others since stays", Counter{WindowStart: t0.Add(time.Minute), LockedUntil: lock.Add(time.Minute)}, counted, false,
@@ -453,6 +457,44 @@ func TestGuardGiveBackKeepsOthersLock(t *testing.T) {
 	}
 	if got := retryAfter(t, func() error { _, err := g.Reserve(ctx, user); return err }()); got != 900 {
 		t.Fatalf("retry_after after the success = %d, want 900", got)
+	}
+}
+
+// A success forgets the failures counted before it, not those of attempts
+// reserved while it was being compared: a burst of guesses around a success
+// gets no more than its own unused budget back.
+func TestGuardGiveBackKeepsLaterFailures(t *testing.T) {
+	ctx := context.Background()
+	g, st, _ := guardFixture()
+	reserve(t, g, user)
+	right := reserve(t, g, user)
+	reserve(t, g, user) // locks
+	if c := st.get(user); !c.LockedUntil.After(t0) {
+		t.Fatalf("third attempt did not lock: %+v", c)
+	}
+	if err := right.GiveBack(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Reserve(ctx, user); apperr.CodeOf(err) != CodeTooManyAttempts {
+		t.Fatalf("lock set after the success's reservation: %v, want it kept", err)
+	}
+
+	g, st, _ = guardFixture()
+	reserve(t, g, user)
+	right = reserve(t, g, user)
+	if err := right.GiveBack(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if c := st.get(user); c.Failures != 0 {
+		t.Fatalf("after a success: %d failures, want 0", c.Failures)
+	}
+	right = reserve(t, g, user)
+	reserve(t, g, user) // compared while the right one was
+	if err := right.GiveBack(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if c := st.get(user); c.Failures != 1 {
+		t.Fatalf("after a success with one attempt reserved since: %d failures, want 1", c.Failures)
 	}
 }
 
