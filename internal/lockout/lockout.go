@@ -1,8 +1,10 @@
 // Package lockout counts failures per subject — an account's username, an
 // admin, a client IP, an app's secret regenerations — and locks a subject for
 // a while once it has failed too often. Counters live in the database, so a
-// lockout holds across every keyward process sharing it. The package knows
-// nothing of HTTP or SQL; the caller's Store does the atomic update.
+// lockout holds across every keyward process sharing it. A sign-in reserves
+// its attempt (Guard.Reserve) before comparing the credential, so attempts
+// running at once cannot overrun the limit. The package knows nothing of
+// HTTP or SQL; the caller's Store does the atomic update.
 package lockout
 
 import (
