@@ -189,32 +189,32 @@ type LoginResult struct {
 
 // Login checks a username and password, from the client address ip. An
 // unknown username costs the same bcrypt comparison as a wrong password.
-// Repeated failures per username or per IP lock sign-in (TOO_MANY_ATTEMPTS)
-// without comparing the password.
+// Each attempt is reserved (counted) per username and per IP before the
+// password is compared and given back when it is right, so however many
+// arrive at once, no more are compared than the lockout allows; a locked
+// username or IP is TOO_MANY_ATTEMPTS without comparing the password.
 func (s *Service) Login(ctx context.Context, username, password, ip string) (*LoginResult, error) {
 	name := strings.ToLower(username)
 	if len(name) > 64 {
 		name = name[:64]
 	}
 	subs := []lockout.Subject{{Scope: "admin", ID: name, Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
-	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+	res, err := s.cfg.Guard.Reserve(ctx, subs...)
+	if err != nil {
 		return nil, err
 	}
 	u, err := s.store.AdminByUsername(ctx, username)
 	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
-		return nil, err
+		return nil, res.Abandon(ctx, err)
 	}
 	hash := s.dummy
 	if u != nil {
 		hash = []byte(u.PasswordHash)
 	}
 	if bcrypt.CompareHashAndPassword(hash, []byte(password)) != nil || u == nil {
-		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
-			return nil, err
-		}
-		return nil, ErrInvalidCredentials
+		return nil, ErrInvalidCredentials // the reservation stays: a failure
 	}
-	if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
+	if err := res.GiveBack(ctx, subs[0]); err != nil {
 		return nil, err
 	}
 	if u.TOTPSecret != "" {

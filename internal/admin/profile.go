@@ -22,16 +22,14 @@ func (s *Service) Profile(ctx context.Context, p *Principal) (*User, error) {
 // be used to guess the password.
 func (s *Service) checkPassword(ctx context.Context, u *User, password, ip string) error {
 	subs := []lockout.Subject{{Scope: "admin", ID: strings.ToLower(u.Username), Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
-	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+	res, err := s.cfg.Guard.Reserve(ctx, subs...)
+	if err != nil {
 		return err
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil {
-		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
-			return err
-		}
-		return errBadPasswrd
+		return errBadPasswrd // the reservation stays: a failure
 	}
-	return nil
+	return res.GiveBack(ctx)
 }
 
 // credentialUser loads p's account for a credential change, which only a

@@ -160,13 +160,17 @@ func (s *Service) CompleteTOTP(ctx context.Context, step1, code, ip string) (str
 		return "", errUnauthorized
 	}
 	subs := []lockout.Subject{{Scope: "admin", ID: strings.ToLower(u.Username), Policy: s.cfg.SignIn}, {Scope: "admin-ip", ID: ip, Policy: s.cfg.SignInIP}}
-	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
+	res, err := s.cfg.Guard.Reserve(ctx, subs...)
+	if err != nil {
 		return "", err
 	}
 	if err := s.checkSecondFactor(ctx, u, code); err != nil {
-		if ferr := s.cfg.Guard.Fail(ctx, subs...); ferr != nil {
-			return "", ferr
+		if errors.Is(err, errBadCode) {
+			return "", err // the reservation stays: a failure
 		}
+		return "", res.Abandon(ctx, err)
+	}
+	if err := res.GiveBack(ctx); err != nil {
 		return "", err
 	}
 	return s.sign(u, "", s.cfg.TokenTTL)

@@ -207,28 +207,29 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		return nil, apperr.Missing("password")
 	}
 	subs := s.subjects(in)
-	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
-		return nil, err
+	// The attempt is reserved before any credential is compared. An account
+	// is counted on the account sign-in counters by VerifyAccount, so only
+	// the portal's IP counter is reserved here for it.
+	reserve := subs
+	if in.Username != "" {
+		reserve = subs[:1]
 	}
-	fail := func() error {
-		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
-			return err
-		}
-		return errInvalid
+	res, err := s.cfg.Guard.Reserve(ctx, reserve...)
+	if err != nil {
+		return nil, err
 	}
 	var app *license.App
 	if len(in.AppID) <= 64 {
-		var err error
 		app, err = s.store.App(ctx, in.AppID)
 		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
-			return nil, err
+			return nil, res.Abandon(ctx, err)
 		}
 	}
 	if app == nil {
-		return nil, fail()
+		return nil, errInvalid // the reservation stays: a failure
 	}
 	if app.RevokedAt != nil {
-		return nil, license.ErrAppRevoked
+		return nil, res.Abandon(ctx, license.ErrAppRevoked)
 	}
 	var cl claims
 	if in.LicenseKey != "" {
@@ -237,11 +238,11 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 			var err error
 			k, err = s.store.Key(ctx, app.ID, in.LicenseKey)
 			if err != nil && !errors.Is(err, apperr.ErrNotFound) {
-				return nil, err
+				return nil, res.Abandon(ctx, err)
 			}
 		}
 		if k == nil {
-			return nil, fail()
+			return nil, errInvalid // the reservation stays: a failure
 		}
 		if k.Status == license.StatusBanned {
 			return nil, errBannedKey
@@ -249,28 +250,26 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		cl = claims{kind: KindKey, subject: k.LicenseKey, app: app.ID, id: k.ID}
 	} else {
 		if !app.Settings.AccountsEnabled {
-			return nil, apperr.New(apperr.Forbidden, license.CodeAccountsDisabled, "User accounts are not enabled for this application.")
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodeAccountsDisabled, "User accounts are not enabled for this application."))
 		}
 		a, err := s.accounts.VerifyAccount(ctx, app, in.Username, in.Password, in.IP)
 		if apperr.CodeOf(err) == license.CodeInvalidCredentials {
-			// The account lockout counted it; the portal's IP counter too.
-			if err := s.cfg.Guard.Fail(ctx, subs[0]); err != nil {
-				return nil, err
-			}
+			// The account lockout counted it; the portal's IP reservation
+			// stays counted too.
 			return nil, errInvalid
 		} else if err != nil {
-			return nil, err
+			return nil, res.Abandon(ctx, err)
 		}
 		if a.Status == license.StatusBanned {
 			return nil, errBannedAccount
 		}
 		if a.PasswordResetRequired {
-			return nil, apperr.New(apperr.Forbidden, license.CodePasswordResetRequired,
-				"Your password was reset by the application owner. Choose a new password in the application first.")
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodePasswordResetRequired,
+				"Your password was reset by the application owner. Choose a new password in the application first."))
 		}
 		cl = claims{kind: KindAccount, subject: a.Username, app: app.ID, id: a.ID, pw: fingerprint(a.PasswordHash)}
 	}
-	if err := s.cfg.Guard.Clear(ctx, subs[1]); err != nil {
+	if err := res.GiveBack(ctx, subs[1]); err != nil {
 		return nil, err
 	}
 	now := s.now()

@@ -33,9 +33,17 @@ func (s *Service) signInSubjects(appID, username, ip string) []lockout.Subject {
 // verifyAccount checks a username and password under the sign-in lockout.
 // An unknown username costs the same bcrypt comparison as a known one and
 // gets the same INVALID_CREDENTIALS. It returns TOO_MANY_ATTEMPTS while
-// locked, without comparing the password.
+// locked, without comparing the password. The right password gives the
+// attempt back and forgets the username's failures.
 func (s *Service) verifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
-	return s.checkAccount(ctx, app, username, password, ip, true)
+	a, res, err := s.checkAccount(ctx, app, username, password, ip)
+	if err != nil {
+		return nil, err
+	}
+	if err := res.GiveBack(ctx, s.signInSubjects(app.ID, username, ip)[0]); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // VerifyAccount checks an app user's username and password for another
@@ -46,19 +54,24 @@ func (s *Service) VerifyAccount(ctx context.Context, app *App, username, passwor
 	return s.verifyAccount(ctx, app, username, password, ip)
 }
 
-// checkAccount is verifyAccount; with clear false a correct password leaves
-// the username's failure count alone (redeem counts unknown keys on it).
-func (s *Service) checkAccount(ctx context.Context, app *App, username, password, ip string, clear bool) (*Account, error) {
+// checkAccount reserves a sign-in attempt (lockout.Guard.Reserve: counted
+// per username and per IP before the comparison, so concurrent guesses get
+// no more comparisons than the lockout allows) and compares the password. A
+// wrong one leaves the attempt counted and is INVALID_CREDENTIALS; the right
+// one returns the account and the reservation, which the caller gives back
+// (redeem keeps it when the key turns out unknown).
+func (s *Service) checkAccount(ctx context.Context, app *App, username, password, ip string) (*Account, *lockout.Reservation, error) {
 	subs := s.signInSubjects(app.ID, username, ip)
-	if err := s.cfg.Guard.Check(ctx, subs...); err != nil {
-		return nil, err
+	res, err := s.cfg.Guard.Reserve(ctx, subs...)
+	if err != nil {
+		return nil, nil, err
 	}
 	var a *Account
 	if len(username) <= 64 {
 		var err error
 		a, err = s.store.AccountByUsername(ctx, app.ID, UsernameKey(username))
 		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
-			return nil, err
+			return nil, nil, res.Abandon(ctx, err)
 		}
 	}
 	ok := false
@@ -68,17 +81,9 @@ func (s *Service) checkAccount(ctx context.Context, app *App, username, password
 		_ = bcrypt.CompareHashAndPassword(s.dummy, []byte(password))
 	}
 	if !ok {
-		if err := s.cfg.Guard.Fail(ctx, subs...); err != nil {
-			return nil, err
-		}
-		return nil, errInvalidCredentials
+		return nil, nil, errInvalidCredentials // the reservation stays: a failure
 	}
-	if clear {
-		if err := s.cfg.Guard.Clear(ctx, subs[0]); err != nil {
-			return nil, err
-		}
-	}
-	return a, nil
+	return a, res, nil
 }
 
 // lockAccount re-reads a verified account under a row lock and refuses it
@@ -245,7 +250,9 @@ type RedeemRequest struct {
 }
 
 // RedeemKey adds a key's time to an account (see redeem). Wrong passwords
-// and unknown keys count toward the sign-in lockout. It returns
+// and unknown keys count toward the sign-in lockout: the attempt is reserved
+// per username and per IP before the password or the key is compared, and
+// given back unless one of them was wrong. It returns
 // MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE, TOO_MANY_ATTEMPTS,
 // INVALID_CREDENTIALS, SESSION_EXPIRED (not a live account session),
 // BANNED/PAUSED (of the account or the key), INVALID_KEY, KEY_ALREADY_USED,
@@ -267,6 +274,7 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 	now := s.Now()
 	var verified *Account
 	var accountID int64
+	var res *lockout.Reservation
 	if bySession {
 		v, err := s.store.HeartbeatView(ctx, HashToken(req.SessionToken))
 		if errors.Is(err, apperr.ErrNotFound) {
@@ -279,14 +287,30 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 			return nil, nil, errSessionGone
 		}
 		accountID = *ss.AccountID
-		if err := s.cfg.Guard.Check(ctx, s.signInSubjects(app.ID, "", req.IP)[1]); err != nil {
+		// The account's username, to reserve the attempt on its counter
+		// too before the key is looked up (outside the redeem transaction:
+		// SQLite has one writer).
+		var username string
+		err = s.store.InTx(ctx, func(tx Tx) error {
+			a, err := tx.AccountByIDForUpdate(ctx, app.ID, accountID)
+			if err == nil {
+				username = a.Username
+			}
+			return err
+		})
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil, nil, errSessionGone
+		} else if err != nil {
+			return nil, nil, err
+		}
+		if res, err = s.cfg.Guard.Reserve(ctx, s.signInSubjects(app.ID, username, req.IP)...); err != nil {
 			return nil, nil, err
 		}
 	} else {
 		var err error
 		// A correct password does not clear the count here: unknown keys
 		// tried from a known account must add up to a lockout.
-		if verified, err = s.checkAccount(ctx, app, req.Username, req.Password, req.IP, false); err != nil {
+		if verified, res, err = s.checkAccount(ctx, app, req.Username, req.Password, req.IP); err != nil {
 			return nil, nil, err
 		}
 		accountID = verified.ID
@@ -305,13 +329,6 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 			return err
 		}
 		out = a
-		if verified == nil {
-			// Session form: the account's own lock applies too (a read, so
-			// allowed inside the transaction).
-			if err := s.cfg.Guard.Check(ctx, s.signInSubjects(app.ID, a.Username, req.IP)[0]); err != nil {
-				return err
-			}
-		}
 		switch a.StatusAt(now) {
 		case StatusBanned, StatusPaused:
 			return accountStatusError(a.StatusAt(now))
@@ -331,13 +348,15 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 		}
 		return tx.UpdateAccount(ctx, a)
 	})
-	if apperr.CodeOf(err) == CodeInvalidKey && out != nil {
-		// Outside the transaction: SQLite has one writer.
-		if ferr := s.cfg.Guard.Fail(ctx, s.signInSubjects(app.ID, out.Username, req.IP)...); ferr != nil {
-			return nil, nil, ferr
-		}
+	switch {
+	case apperr.CodeOf(err) == CodeInvalidKey:
+		return nil, nil, err // the reservation stays: an unknown key is a failure
+	case err != nil:
+		return nil, nil, res.Abandon(ctx, err)
 	}
-	if err != nil {
+	// Given back without forgetting: unknown keys tried from a known
+	// account must add up to a lockout.
+	if err := res.GiveBack(ctx); err != nil {
 		return nil, nil, err
 	}
 	return out, grant, nil

@@ -171,9 +171,13 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 // RegenerateSecret gives an app a new secret; the old one stops working at
 // once. Regenerations are rate-limited per app (Config.SecretRegen), across
 // processes: RATE_LIMITED with retry_after once the app has had too many.
+// Each regeneration is counted before it is made (a reservation, so
+// regenerations at once never exceed the limit), and given back only when
+// there is no such app.
 func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id string) (*App, error) {
 	regen := lockout.Subject{Scope: "secret-regen", ID: id, Policy: s.cfg.SecretRegen}
-	if err := s.cfg.Guard.Check(ctx, regen); err != nil {
+	res, err := s.cfg.Guard.Reserve(ctx, regen)
+	if err != nil {
 		if e := apperr.From(err); e.Code == lockout.CodeTooManyAttempts {
 			r := apperr.New(apperr.RateLimited, CodeRateLimited, "This app's secret was regenerated too often. Try again later.")
 			r.RetryAfter = e.RetryAfter
@@ -182,10 +186,7 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 		return nil, err
 	}
 	if _, err := s.App(ctx, id); err != nil {
-		return nil, err
-	}
-	if err := s.cfg.Guard.Fail(ctx, regen); err != nil { // each regeneration counts toward the limit
-		return nil, err
+		return nil, res.Abandon(ctx, err)
 	}
 	secret, err := NewSecret(s.random)
 	if err != nil {

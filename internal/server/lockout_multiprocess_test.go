@@ -49,6 +49,18 @@ func TestLockoutConcurrentFailuresAcrossServersPostgres(t *testing.T) {
 	concurrentFailuresAcrossServers(t, startPostgresPair)
 }
 
+func TestLockoutBurstAcrossServersPostgres(t *testing.T) {
+	t.Parallel()
+	burstAcrossServers(t, startPostgresPair)
+}
+
+// Lockout counters are small transactions: a burst through two servers on
+// one SQLite file finishes in about a second.
+func TestLockoutBurstAcrossServersSQLite(t *testing.T) {
+	t.Parallel()
+	burstAcrossServers(t, startSQLitePair)
+}
+
 func TestLockoutTrialCapAcrossServersPostgres(t *testing.T) {
 	t.Parallel()
 	trialCapAcrossServers(t, startPostgresPair)
@@ -230,6 +242,116 @@ func concurrentFailuresAcrossServers(t *testing.T, start func(*testing.T) (a, b 
 	}
 	loLocked(t, "through A after 10 concurrent failures", loSignIn(appA, "alice", loPassword), 900)
 	loLocked(t, "through B after 10 concurrent failures", loSignIn(appB, "alice", loPassword), 900)
+}
+
+// loAttempt is one request of a burst: a path on either server.
+type loAttempt struct {
+	path   string
+	header http.Header
+	body   map[string]any
+}
+
+// loBurst sends n copies of wrong, alternately through a and b, and, when
+// right is not nil, one right attempt through b, all released at once. It
+// returns the outcomes ("401 INVALID_CREDENTIALS", "429 TOO_MANY_ATTEMPTS",
+// "200") of the wrong ones, counted, and the right one's.
+func loBurst(a, b *kwtest.Server, n int, wrong loAttempt, right *loAttempt) (map[string]int, string) {
+	outcome := func(s *kwtest.Server, at loAttempt) string {
+		st, body, err := loRaw(s.URL+at.path, at.header, at.body)
+		switch {
+		case err != nil:
+			return "error: " + err.Error()
+		case st == 200:
+			return "200"
+		}
+		return fmt.Sprintf("%d %v", st, body["error_code"])
+	}
+	var mu sync.Mutex
+	wrongs, got := map[string]int{}, ""
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			o := outcome([]*kwtest.Server{a, b}[i%2], wrong)
+			mu.Lock()
+			wrongs[o]++
+			mu.Unlock()
+		})
+	}
+	if right != nil {
+		wg.Go(func() {
+			<-start
+			got = outcome(b, *right)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return wrongs, got
+}
+
+// Attempts are reserved before the comparison in the shared database: 30
+// wrong passwords at once, half through each server, get exactly 10
+// compared (the rest 429) and the right password is refused afterwards;
+// once the lock has run out, 30 wrong and the right one at once get no more
+// compared than the budget — for app user accounts and for the admin.
+func burstAcrossServers(t *testing.T, start func(*testing.T) (a, b *kwtest.Server)) {
+	const limit, n = 10, 30
+	a, b := start(t)
+	appA := a.CreateApp("Burst")
+	loSettings(t, a, appA.ID, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
+	if r := appA.Plain("/api/auth/account-register.php", map[string]any{"username": "alice", "password": loPassword}); r.Status != 200 {
+		t.Fatalf("register: %s", r)
+	}
+	plain := http.Header{"X-App-Secret": {appA.Secret}, "Content-Type": {"application/json"}}
+	admin := http.Header{"Content-Type": {"application/json"}}
+	kinds := []struct {
+		name         string
+		wrong, right loAttempt
+	}{
+		{"account login",
+			loAttempt{"/api/auth/account-login.php", plain, map[string]any{"username": "alice", "password": loWrong, "hwid": "pc-1"}},
+			loAttempt{"/api/auth/account-login.php", plain, map[string]any{"username": "alice", "password": loPassword, "hwid": "pc-1"}}},
+		{"admin sign-in",
+			loAttempt{"/api/admin/login.php", admin, map[string]any{"username": "admin", "password": loWrong}},
+			loAttempt{"/api/admin/login.php", admin, map[string]any{"username": "admin", "password": kwtest.AdminPassword}}},
+	}
+	for _, k := range kinds {
+		wrongs, _ := loBurst(a, b, n, k.wrong, nil)
+		if wrongs["401 INVALID_CREDENTIALS"] != limit || wrongs["429 TOO_MANY_ATTEMPTS"] != n-limit {
+			t.Fatalf("%s: %d wrong passwords at once through two servers: %v, want %d compared (401) and %d refused (429)",
+				k.name, n, wrongs, limit, n-limit)
+		}
+		for _, s := range []*kwtest.Server{a, b} {
+			st, body, err := loRaw(s.URL+k.right.path, k.right.header, k.right.body)
+			if err != nil || st != 429 || body["error_code"] != "TOO_MANY_ATTEMPTS" {
+				t.Fatalf("%s: right password through %s after the burst: %d %v %v, want 429 TOO_MANY_ATTEMPTS", k.name, s.URL, st, body, err)
+			}
+		}
+
+		a.Clock.Advance(15 * time.Minute)
+		wrongs, got := loBurst(a, b, n, k.wrong, &k.right)
+		for o := range wrongs {
+			if o != "401 INVALID_CREDENTIALS" && o != "429 TOO_MANY_ATTEMPTS" {
+				t.Fatalf("%s: wrong passwords with the right one: %v", k.name, wrongs)
+			}
+		}
+		compared := wrongs["401 INVALID_CREDENTIALS"]
+		switch got {
+		case "429 TOO_MANY_ATTEMPTS":
+			if compared != limit {
+				t.Fatalf("%s: right password refused, yet %d wrong ones compared, want %d", k.name, compared, limit)
+			}
+		case "200":
+			// A success forgets the failures before it (at most 9).
+			if compared > 2*limit-1 {
+				t.Fatalf("%s: right password compared, and %d wrong ones, want at most %d", k.name, compared, 2*limit-1)
+			}
+		default:
+			t.Fatalf("%s: right password in the burst: %s, want 200 or 429", k.name, got)
+		}
+		a.Clock.Advance(15 * time.Minute)
+	}
 }
 
 // loTrial asks s for a trial of the app for hwid and returns the reply.

@@ -4,14 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/keyward/keyward/internal/lockout"
 )
 
 // LockoutStore returns db as the lockout package's Store. Counters are rows
-// of the lockouts table, updated under a row lock (PostgreSQL) or the single
-// writer (SQLite), so every process sharing the database sees one count.
+// of the lockouts table, updated under row locks (PostgreSQL) or the single
+// writer (SQLite), so every process sharing the database sees one count and
+// a reservation of several subjects is one transaction.
 func (db *DB) LockoutStore() lockout.Store { return lockoutStore{db} }
 
 type lockoutStore struct{ db *DB }
@@ -52,34 +54,47 @@ func (s lockoutStore) Counter(ctx context.Context, scope, subject string) (locko
 }
 
 func (s lockoutStore) UpdateCounter(ctx context.Context, scope, subject string, fn func(*lockout.Counter)) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		// Make sure the row exists, then lock it: two processes failing at
-		// once both count.
-		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO lockouts (scope, subject, failures, window_start, locked_until)
-			VALUES (?, ?, 0, 0, 0) ON CONFLICT (scope, subject) DO NOTHING`), scope, subject); err != nil {
-			return translate(err)
-		}
-		c, err := scanCounter(tx.QueryRowContext(ctx, s.db.rebind(
-			`SELECT failures, window_start, locked_until FROM lockouts WHERE scope = ? AND subject = ?`+s.db.forUpdate()), scope, subject))
-		if err != nil {
-			return translate(err)
-		}
-		fn(&c)
-		_, err = tx.ExecContext(ctx, s.db.rebind(`UPDATE lockouts SET failures = ?, window_start = ?, locked_until = ?
-			WHERE scope = ? AND subject = ?`), c.Failures, zeroMS(c.WindowStart), zeroMS(c.LockedUntil), scope, subject)
-		return translate(err)
-	})
+	return s.UpdateCounters(ctx, []lockout.Key{{Scope: scope, Subject: subject}}, func(cs []lockout.Counter) { fn(&cs[0]) })
 }
 
-func (s lockoutStore) DeleteCounter(ctx context.Context, scope, subject string) error {
+// UpdateCounters locks the rows of keys in one transaction, in (scope,
+// subject) order whatever the order of keys, so two processes reserving
+// the same subjects wait for each other instead of deadlocking.
+func (s lockoutStore) UpdateCounters(ctx context.Context, keys []lockout.Key, fn func([]lockout.Counter)) error {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ka, kb := keys[order[a]], keys[order[b]]
+		return ka.Scope < kb.Scope || ka.Scope == kb.Scope && ka.Subject < kb.Subject
+	})
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		// A running lock stays: only the failure count is forgotten.
-		_, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE lockouts SET failures = 0 WHERE scope = ? AND subject = ? AND locked_until > 0`), scope, subject)
-		if err != nil {
-			return translate(err)
+		cs := make([]lockout.Counter, len(keys))
+		for _, i := range order {
+			// Make sure the row exists, then lock it: two processes
+			// counting at once both count.
+			if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO lockouts (scope, subject, failures, window_start, locked_until)
+				VALUES (?, ?, 0, 0, 0) ON CONFLICT (scope, subject) DO NOTHING`), keys[i].Scope, keys[i].Subject); err != nil {
+				return translate(err)
+			}
+			c, err := scanCounter(tx.QueryRowContext(ctx, s.db.rebind(
+				`SELECT failures, window_start, locked_until FROM lockouts WHERE scope = ? AND subject = ?`+s.db.forUpdate()),
+				keys[i].Scope, keys[i].Subject))
+			if err != nil {
+				return translate(err)
+			}
+			cs[i] = c
 		}
-		_, err = tx.ExecContext(ctx, s.db.rebind(`DELETE FROM lockouts WHERE scope = ? AND subject = ? AND locked_until = 0`), scope, subject)
-		return translate(err)
+		fn(cs)
+		for _, i := range order {
+			c := cs[i]
+			if _, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE lockouts SET failures = ?, window_start = ?, locked_until = ?
+				WHERE scope = ? AND subject = ?`), c.Failures, zeroMS(c.WindowStart), zeroMS(c.LockedUntil), keys[i].Scope, keys[i].Subject); err != nil {
+				return translate(err)
+			}
+		}
+		return nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,45 +103,89 @@ func testLockoutCounters(t *testing.T, db *store.DB) {
 	checkCounter(t, "admin/bob after another subject changed", readCounter(t, s, "admin", "bob"), admin)
 }
 
-// DeleteCounter forgets a subject's failures; a lock outlives it.
-func testLockoutDelete(t *testing.T, db *store.DB) {
+// UpdateCounters passes the counters in the order of the keys (a missing one
+// as the zero Counter, whatever the keys' sort order) and stores every change
+// fn makes, leaving other counters alone.
+func testLockoutUpdateMany(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	s := db.LockoutStore()
-	setCounter(t, s, "login:app", "free", lockout.Counter{Failures: 3, WindowStart: t0})
-	locked := lockout.Counter{Failures: 2, WindowStart: t0, LockedUntil: t0.Add(time.Hour)}
-	setCounter(t, s, "login:app", "locked", locked)
-	setCounter(t, s, "admin", "free", lockout.Counter{Failures: 5, WindowStart: t0})
-
-	if err := s.DeleteCounter(ctx, "login:app", "free"); err != nil {
-		t.Fatal(err)
-	}
-	checkCounter(t, "deleted counter", readCounter(t, s, "login:app", "free"), lockout.Counter{})
-	checkCounter(t, "same subject in another scope", readCounter(t, s, "admin", "free"),
-		lockout.Counter{Failures: 5, WindowStart: t0})
-
-	if err := s.DeleteCounter(ctx, "login:app", "locked"); err != nil {
-		t.Fatal(err)
-	}
-	c := readCounter(t, s, "login:app", "locked")
-	if c.Failures != 0 {
-		t.Errorf("locked counter after DeleteCounter has %d failures, want 0", c.Failures)
-	}
-	if !c.LockedUntil.Equal(stored(locked.LockedUntil)) {
-		t.Errorf("DeleteCounter lifted a running lock: LockedUntil = %v, want %v", c.LockedUntil, stored(locked.LockedUntil))
-	}
-
-	if err := s.DeleteCounter(ctx, "login:app", "unknown"); err != nil {
-		t.Errorf("DeleteCounter of an unknown subject: %v", err)
-	}
-	// A deleted counter starts afresh.
-	err := s.UpdateCounter(ctx, "login:app", "free", func(c *lockout.Counter) {
-		if *c != (lockout.Counter{}) {
-			t.Errorf("UpdateCounter after DeleteCounter passed %+v, want the zero Counter", *c)
+	ip := lockout.Counter{Failures: 4, WindowStart: t0}
+	setCounter(t, s, "admin-ip", "192.0.2.1", ip)
+	setCounter(t, s, "admin", "other", lockout.Counter{Failures: 9, WindowStart: t0})
+	keys := []lockout.Key{{Scope: "admin-ip", Subject: "192.0.2.1"}, {Scope: "admin", Subject: "root"}}
+	user := lockout.Counter{Failures: 1, WindowStart: t0.Add(time.Minute), LockedUntil: t0.Add(time.Hour)}
+	err := s.UpdateCounters(ctx, keys, func(cs []lockout.Counter) {
+		if len(cs) != 2 {
+			t.Fatalf("UpdateCounters passed %d counters, want 2", len(cs))
 		}
-		c.Failures = 1
+		checkCounter(t, "first counter passed (admin-ip)", cs[0], ip)
+		checkCounter(t, "second counter passed (admin, no row yet)", cs[1], lockout.Counter{})
+		cs[0].Failures++
+		cs[1] = user
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	checkCounter(t, "admin-ip after UpdateCounters", readCounter(t, s, "admin-ip", "192.0.2.1"),
+		lockout.Counter{Failures: 5, WindowStart: t0})
+	checkCounter(t, "admin/root after UpdateCounters", readCounter(t, s, "admin", "root"), user)
+	checkCounter(t, "admin/other (not a key)", readCounter(t, s, "admin", "other"),
+		lockout.Counter{Failures: 9, WindowStart: t0})
+	if err := s.UpdateCounters(ctx, nil, func(cs []lockout.Counter) {
+		if len(cs) != 0 {
+			t.Errorf("UpdateCounters without keys passed %v", cs)
+		}
+	}); err != nil {
+		t.Errorf("UpdateCounters without keys: %v", err)
+	}
+}
+
+// Reservations of two subjects at once, in both key orders, are atomic
+// across the pair: each admits an attempt only when neither counter has
+// reached the limit and then counts it on both, so exactly limit are
+// admitted and both counters end at limit — with no deadlock between the
+// two orders.
+func testLockoutConcurrentReservations(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	s := db.LockoutStore()
+	const workers, limit = 24, 7
+	user, ip := lockout.Key{Scope: "account:app", Subject: "bob"}, lockout.Key{Scope: "account-ip:app", Subject: "192.0.2.9"}
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for i := range workers {
+		keys := []lockout.Key{user, ip}
+		if i%2 == 1 {
+			keys = []lockout.Key{ip, user}
+		}
+		wg.Go(func() {
+			ok := false
+			err := s.UpdateCounters(ctx, keys, func(cs []lockout.Counter) {
+				ok = cs[0].Failures < limit && cs[1].Failures < limit
+				if ok {
+					cs[0].Failures++
+					cs[1].Failures++
+				}
+			})
+			if err != nil {
+				errs <- err
+			} else if ok {
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("UpdateCounters: %v", err)
+	}
+	if n := admitted.Load(); n != limit {
+		t.Errorf("%d of %d concurrent reservations admitted, want exactly %d", n, workers, limit)
+	}
+	for _, k := range []lockout.Key{user, ip} {
+		if c := readCounter(t, s, k.Scope, k.Subject); c.Failures != limit {
+			t.Errorf("%s/%s counted %d, want %d", k.Scope, k.Subject, c.Failures, limit)
+		}
 	}
 }
 
