@@ -101,7 +101,11 @@ func (s lockoutStore) UpdateCounters(ctx context.Context, keys []lockout.Key, fn
 func (s lockoutStore) PurgeCounters(ctx context.Context, cutoff, now time.Time) (int, error) {
 	var n int64
 	err := s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM lockouts WHERE window_start < ? AND locked_until <= ?`), ms(cutoff), ms(now))
+		// Rows a sign-in holds are skipped, not waited for: a reservation
+		// locks its (up to two) rows in key order while this DELETE would
+		// lock in scan order, and the two orders could deadlock on PostgreSQL.
+		res, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM lockouts WHERE (scope, subject) IN (
+			SELECT scope, subject FROM lockouts WHERE window_start < ? AND locked_until <= ?`+s.db.skipLocked("")+`)`), ms(cutoff), ms(now))
 		if err != nil {
 			return translate(err)
 		}
