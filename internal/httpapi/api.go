@@ -239,7 +239,7 @@ func (a *API) Handler() http.Handler {
 		noteCode(r.Context(), "NOT_FOUND")
 		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
 	})))
-	return a.requestID(a.track(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui))))))))
+	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
 }
 
 // Route is one registered path and the methods it answers.
@@ -296,7 +296,12 @@ func (a *API) requestID(next http.Handler) http.Handler {
 			id = reqid.New()
 		}
 		w.Header().Set("X-Request-Id", id)
-		next.ServeHTTP(w, r.WithContext(reqid.With(r.Context(), id)))
+		// The request is registered as in flight (for shutdown) with the
+		// same context change, so the hot path clones the request once.
+		ctx := reqid.With(r.Context(), id)
+		f, sh := a.track(r.Method, id)
+		defer sh.remove(f)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, flightKey{}, f)))
 	})
 }
 

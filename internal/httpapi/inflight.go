@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/keyward/keyward/internal/reqid"
 )
 
 // InFlight is a request being served: what a forced stop names when it
@@ -49,29 +47,29 @@ type flightShard struct {
 	_       [40]byte      // keeps neighbouring shards' locks off one cache line
 }
 
-// track registers every request in a.flights for as long as it is served.
-// It runs after requestID, so the id is the one the reply carries.
-func (a *API) track(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := &flight{method: knownMethod(r.Method), id: reqid.From(r.Context()), since: time.Now()}
-		sh := &a.flights.shards[a.flights.next.Add(1)%flightShards]
-		sh.mu.Lock()
-		if sh.m == nil {
-			sh.m = map[*flight]struct{}{}
-		}
-		sh.m[f] = struct{}{}
-		sh.mu.Unlock()
-		defer func() {
-			sh.mu.Lock()
-			delete(sh.m, f)
-			if sh.changed != nil {
-				close(sh.changed)
-				sh.changed = nil
-			}
-			sh.mu.Unlock()
-		}()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), flightKey{}, f)))
-	})
+// track registers a request in a.flights until its shard's remove is
+// called; requestID calls it, so the id is the one the reply carries.
+func (a *API) track(method, id string) (*flight, *flightShard) {
+	f := &flight{method: knownMethod(method), id: id, since: time.Now()}
+	sh := &a.flights.shards[a.flights.next.Add(1)%flightShards]
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = map[*flight]struct{}{}
+	}
+	sh.m[f] = struct{}{}
+	sh.mu.Unlock()
+	return f, sh
+}
+
+// remove takes f out of the shard and wakes a WaitIdle.
+func (sh *flightShard) remove(f *flight) {
+	sh.mu.Lock()
+	delete(sh.m, f)
+	if sh.changed != nil {
+		close(sh.changed)
+		sh.changed = nil
+	}
+	sh.mu.Unlock()
 }
 
 // routed records the mux pattern of the request on its flight (the first
