@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"io"
 	"os"
@@ -22,15 +21,7 @@ import (
 // (apps, TOTP and webhook secrets, server secrets, stored replies).
 func sealedValues(t *testing.T, dataDir, url string) []string {
 	t.Helper()
-	driver, dsn := "sqlite", "file:"+filepath.Join(dataDir, "keyward.db")+"?_pragma=busy_timeout(10000)"
-	if url != "" {
-		driver, dsn = "pgx", url
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := kwtest.RawDB(t, dataDir, url)
 	var out []string
 	for _, q := range []string{`SELECT secret FROM apps`, `SELECT totp_secret FROM admin_users`, `SELECT secret FROM webhook_destinations`,
 		`SELECT value FROM server_secrets`, `SELECT COALESCE(reply, '') FROM envelope_replays`} {

@@ -2,9 +2,7 @@ package httpapi_test
 
 import (
 	"context"
-	"database/sql"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -419,21 +417,6 @@ func TestAdminTeamAudit(t *testing.T) {
 	})
 }
 
-// tmRawDB opens a plain database/sql handle on the server's database.
-func tmRawDB(t *testing.T, s *kwtest.Server) *sql.DB {
-	t.Helper()
-	driver, dsn := "sqlite", "file:"+filepath.Join(s.DataDir, "keyward.db")+"?_pragma=busy_timeout(10000)"
-	if s.DatabaseURL != "" {
-		driver, dsn = "pgx", s.DatabaseURL
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 // The audit log is append-only in the database itself: UPDATE and DELETE
 // on audit_log fail on both engines and change nothing, while new entries
 // are still written.
@@ -443,7 +426,7 @@ func TestAdminTeamAuditAppendOnly(t *testing.T) {
 		s := clStart(t, engine, nil)
 		app := s.CreateApp("Append only")
 		app.GenerateKeys(1, "lifetime", 0, 1)
-		db := tmRawDB(t, s)
+		db := s.RawDB(t)
 		ctx := context.Background()
 
 		snapshot := func() []string {

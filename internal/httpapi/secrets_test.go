@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"database/sql"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,16 +27,7 @@ type secDB struct {
 // secRaw opens a plain database/sql handle on s's database.
 func secRaw(t *testing.T, s *kwtest.Server) secDB {
 	t.Helper()
-	driver, dsn := "sqlite", "file:"+filepath.Join(s.DataDir, "keyward.db")+"?_pragma=busy_timeout(10000)"
-	if s.DatabaseURL != "" {
-		driver, dsn = "pgx", s.DatabaseURL
-	}
-	db, err := sql.Open(driver, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return secDB{db, s.DatabaseURL != ""}
+	return secDB{s.RawDB(t), s.DatabaseURL != ""}
 }
 
 // q turns ? placeholders into $n on PostgreSQL.

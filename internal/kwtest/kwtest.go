@@ -311,3 +311,24 @@ func Start(t testing.TB, o Options) *Server {
 	return &Server{Server: srv, T: t, URL: scheme + strings.Replace(srv.Addr(), "[::]", "127.0.0.1", 1), Clock: o.Clock,
 		DatabaseURL: cfg.DatabaseURL, DataDir: cfg.Data}
 }
+
+// RawDB opens a plain database/sql handle on the database of a data
+// directory (SQLite) or of databaseURL when it is set (PostgreSQL), closed
+// when the test ends: for tests that look at or change rows behind the
+// server's back.
+func RawDB(t testing.TB, dataDir, databaseURL string) *sql.DB {
+	t.Helper()
+	driver, dsn := "sqlite", "file:"+filepath.Join(dataDir, "keyward.db")+"?_pragma=busy_timeout(10000)"
+	if databaseURL != "" {
+		driver, dsn = "pgx", databaseURL
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// RawDB opens a plain database/sql handle on s's database (see RawDB).
+func (s *Server) RawDB(t testing.TB) *sql.DB { return RawDB(t, s.DataDir, s.DatabaseURL) }
