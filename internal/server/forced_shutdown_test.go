@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,11 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// logBuffer is a log destination safe for concurrent writers and readers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
 // records returns the JSON log records whose msg is msg.
-func (b *logBuffer) records(t *testing.T, msg string) []map[string]any {
+func (b *syncBuffer) records(t *testing.T, msg string) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var m map[string]any
@@ -81,7 +66,7 @@ func tempFiles(t *testing.T, dir string) []string {
 // directory; and Close says it forced the stop.
 func TestShutdownTimeoutCutsRequestsAndJobs(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		logs := &logBuffer{}
+		logs := &syncBuffer{}
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, FlushEvery: time.Hour, ReapEvery: time.Hour, DispatchEvery: 20 * time.Millisecond,
 			Log: slog.New(slog.NewJSONHandler(logs, nil)),
 			Configure: func(c *config.Config) {
