@@ -14,6 +14,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/keyward/keyward/internal/envelope"
+	"github.com/keyward/keyward/internal/signing"
 )
 
 // DefaultUserAgent is sent unless WithUserAgent says otherwise.
@@ -27,7 +30,7 @@ const maxReply = 4 << 20
 type Client struct {
 	base      *url.URL
 	secret    string
-	keys      envKeys
+	keys      envelope.Keys
 	http      *http.Client
 	ua        string
 	log       *slog.Logger
@@ -127,7 +130,7 @@ func New(baseURL, appSecret string, opts ...Option) (*Client, error) {
 		return nil, errors.New("keyward: empty app secret")
 	}
 	c := &Client{
-		base: u, secret: secret, keys: deriveKeys(secret),
+		base: u, secret: secret, keys: envelope.Derive(secret),
 		http: &http.Client{Timeout: 30 * time.Second}, ua: DefaultUserAgent,
 		log: slog.New(slog.DiscardHandler), now: time.Now, autoClock: true,
 		tick: func(d time.Duration) (<-chan time.Time, func()) {
@@ -261,11 +264,11 @@ func (c *Client) roundTrip(ctx context.Context, cl call) (*reply, error) {
 		}
 		body = inner
 		if cl.kind == envelopeCall {
-			env, err := c.keys.seal(inner, c.serverNow())
+			env, err := c.keys.Seal(inner, c.serverNow())
 			if err != nil {
 				return nil, err
 			}
-			body = env.marshal()
+			body = env.Marshal()
 		}
 	}
 	u := c.url(cl.path, cl.query)
@@ -311,13 +314,13 @@ func (c *Client) roundTrip(ctx context.Context, cl call) (*reply, error) {
 		return nil, fmt.Errorf("keyward: %s: %w: HTTP %d to %q", cl.path, ErrBadReply, resp.StatusCode, resp.Header.Get("Location"))
 	}
 	r := &reply{status: resp.StatusCode}
-	if isEnvelope(raw) {
-		env, err := parseEnvelope(raw)
+	if envelope.IsEnvelope(raw) {
+		env, err := envelope.Parse(raw)
 		if err != nil {
 			return nil, &SecurityError{Err: ErrBadEnvelope, Method: cl.method, Path: cl.path, Detail: err.Error()}
 		}
-		plain, err := c.keys.open(env, c.serverNow())
-		if errors.Is(err, errEnvClockSkew) {
+		plain, _, err := c.keys.Verify(env, c.serverNow())
+		if errors.Is(err, envelope.ErrClockSkew) {
 			return nil, &SecurityError{Err: ErrReplyClock, Method: cl.method, Path: cl.path,
 				Detail: fmt.Sprintf("reply t=%d, corrected local clock %d", env.T, c.serverNow().Unix())}
 		}
@@ -343,7 +346,7 @@ func (c *Client) stampNonce(req *http.Request) (string, error) {
 	if len(c.pins) == 0 {
 		return "", nil
 	}
-	n, err := newNonce()
+	n, err := signing.NewNonce()
 	if err != nil {
 		return "", err
 	}

@@ -2,8 +2,10 @@
 // It speaks keyward's client API (the PWF Auth wire protocol): encrypted
 // envelopes, licence-key and account sessions with a heartbeat kill switch,
 // trials, self-service device resets, remote content and over-the-air
-// updates. It depends only on the standard library, so vendors can import
-// it into their apps.
+// updates. The envelope and the reply signing are keyward's own
+// implementations (the server's internal/envelope and internal/signing, not
+// copies), and nothing else outside the standard library is imported, so
+// vendors can import the SDK into their apps without new dependencies.
 //
 // # Quick start
 //

@@ -15,11 +15,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/keyward/keyward/internal/envelope"
 )
 
 const fakeSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -67,7 +68,7 @@ type canonParts struct {
 // signs its replies (PWF-REPLY-V1) like a server with an operator key.
 type fake struct {
 	t      *testing.T
-	keys   envKeys
+	keys   envelope.Keys
 	now    func() time.Time
 	signer *rsa.PrivateKey
 	tamper func(*canonParts)
@@ -80,7 +81,7 @@ type fake struct {
 }
 
 func newFake(t *testing.T) *fake {
-	f := &fake{t: t, keys: deriveKeys(fakeSecret), now: time.Now}
+	f := &fake{t: t, keys: envelope.Derive(fakeSecret), now: time.Now}
 	f.answer = func(path string, inner map[string]any) (int, any, bool, http.Header) {
 		switch path {
 		case "/api/auth/login.php":
@@ -104,13 +105,13 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	var inner map[string]any
 	if len(reqBody) > 0 {
-		if isEnvelope(reqBody) {
-			env, err := parseEnvelope(reqBody)
+		if envelope.IsEnvelope(reqBody) {
+			env, err := envelope.Parse(reqBody)
 			if err != nil {
 				f.t.Errorf("fake: %v", err)
 			}
-			plain, err := f.keys.open(env, f.now())
-			if errors.Is(err, errEnvClockSkew) {
+			plain, _, err := f.keys.Verify(env, f.now())
+			if errors.Is(err, envelope.ErrClockSkew) {
 				f.write(w, r, reqBody, 400, map[string]any{"success": false, "error_code": "CRYPTO_ERROR",
 					"reason": "CLOCK_SKEW", "server_time": f.now().Unix(), "message": "Request expired."}, false, nil)
 				return
@@ -135,11 +136,11 @@ func (f *fake) write(w http.ResponseWriter, r *http.Request, reqBody []byte, sta
 		body, _ = json.Marshal(v)
 	}
 	if sealed {
-		env, err := f.keys.seal(body, f.now())
+		env, err := f.keys.Seal(body, f.now())
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		body = env.marshal()
+		body = env.Marshal()
 	}
 	for k, v := range h {
 		w.Header()[k] = v
@@ -315,16 +316,16 @@ func TestForgedReplies(t *testing.T) {
 		t.Fatalf("plain success: %v", err)
 	}
 	f.answer = func(path string, inner map[string]any) (int, any, bool, http.Header) {
-		other := deriveKeys("another secret")
-		env, _ := other.seal([]byte(`{"success":true}`), time.Now())
-		return 200, env.marshal(), false, nil
+		other := envelope.Derive("another secret")
+		env, _ := other.Seal([]byte(`{"success":true}`), time.Now())
+		return 200, env.Marshal(), false, nil
 	}
 	if _, err := c.Login(ctx, "K", "hw"); !errors.Is(err, ErrBadEnvelope) {
 		t.Fatalf("foreign envelope: %v", err)
 	}
 	f.answer = func(path string, inner map[string]any) (int, any, bool, http.Header) {
-		env, _ := f.keys.seal([]byte(`{"success":true}`), time.Now().Add(-time.Hour))
-		return 200, env.marshal(), false, nil
+		env, _ := f.keys.Seal([]byte(`{"success":true}`), time.Now().Add(-time.Hour))
+		return 200, env.Marshal(), false, nil
 	}
 	if _, err := c.Login(ctx, "K", "hw"); !errors.Is(err, ErrReplyClock) {
 		t.Fatalf("stale reply envelope: %v", err)
@@ -500,7 +501,7 @@ func TestSignedReplyVector(t *testing.T) {
 	if err := VerifyReplySignature(pins, []byte(canon), v.Signature); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("vendor signature with a test key: %v", err)
 	}
-	vendorPEM, err := os.ReadFile("testdata/vector-public.pem")
+	vendorPEM, err := readVectorKey()
 	if err != nil {
 		t.Fatal(err)
 	}

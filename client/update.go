@@ -265,14 +265,6 @@ func (c *Client) fetch(ctx context.Context, offer *UpdateOffer, dst Resumable, h
 	return verifySig(nil)
 }
 
-// ReplyCanonicalHashed is ReplyCanonical with the reply body's SHA-256
-// already computed (for streamed replies).
-func ReplyCanonicalHashed(nonce, method, path string, requestBody []byte, status int, replySHA256 []byte) []byte {
-	c := ReplyCanonical(nonce, method, path, requestBody, status, nil)
-	i := strings.LastIndexByte(string(c), '\n')
-	return append(c[:i+1], hex.EncodeToString(replySHA256)...)
-}
-
 type offsetWriter struct {
 	w   io.WriterAt
 	off int64

@@ -13,13 +13,14 @@ type Kind int
 // The kinds of error. The zero value is Internal so that a forgotten Kind never
 // leaks as a client error.
 const (
-	Internal        Kind = iota // a bug or an unavailable dependency: generic 500
-	Invalid                     // malformed or missing input: 400
-	Unauthenticated             // missing or wrong credentials: 401
-	Forbidden                   // authenticated but not allowed, or a refused state: 403
-	NotFound                    // no such resource: 404
-	Conflict                    // the state forbids the change: 409
-	RateLimited                 // too many attempts: 429
+	Internal         Kind = iota // a bug or an unavailable dependency: generic 500
+	Invalid                      // malformed or missing input: 400
+	Unauthenticated              // missing or wrong credentials: 401
+	Forbidden                    // authenticated but not allowed, or a refused state: 403
+	NotFound                     // no such resource: 404
+	Conflict                     // the state forbids the change: 409
+	RateLimited                  // too many attempts: 429
+	MethodNotAllowed             // the route does not answer the request's method: 405
 )
 
 // Error is the one error type of keyward. Code is the wire error_code (for

@@ -84,7 +84,7 @@ func (a *API) bearer(m methods) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o, ok := m[r.Method]
 		if !ok {
-			methodNotAllowed(w, m.allow())
+			a.methodNotAllowed(w, r, m.allow())
 			return
 		}
 		p, ok := a.adminPrincipal(w, r)

@@ -142,8 +142,11 @@ func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, apperr.InvalidField("dry_run", "use true or false")
 	}
 	http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(30 * time.Minute)) // 50 MiB may outlast ReadTimeout
-	body := http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes+1)              // the parser reads no more
+	body := &limitedBody{r: http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes)}
 	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, apply)
+	if body.over { // a chunked body past the limit: the same refusal as a declared one
+		return nil, errTooLarge
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -134,6 +135,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	a.routes = a.routes[:0]
+	only := a.only
 
 	// The API's own OpenAPI description (docs/openapi.yaml): public.
 	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
@@ -236,8 +238,7 @@ func (a *API) Handler() http.Handler {
 	}
 
 	mux.Handle("/", routed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		noteCode(r.Context(), "NOT_FOUND")
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
+		a.writeError(w, r, errNoEndpoint)
 	})))
 	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
 }
@@ -269,20 +270,14 @@ func (a *API) bearerRoute(mux *http.ServeMux, path string, m methods) {
 }
 
 // only refuses every method but m with a JSON 405.
-func only(m string, h http.Handler) http.Handler {
+func (a *API) only(m string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != m {
-			methodNotAllowed(w, m)
+			a.methodNotAllowed(w, r, m)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-func methodNotAllowed(w http.ResponseWriter, allow string) {
-	w.Header().Set("Allow", allow)
-	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error_code": "METHOD_NOT_ALLOWED",
-		"message": "Method not allowed; use " + allow + "."})
 }
 
 // requestID gives every request an id, on its context (so every log line
@@ -313,9 +308,7 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				a.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", p)
-				noteCode(r.Context(), "INTERNAL")
-				writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."})
+				a.writeError(w, r, fmt.Errorf("panic: %v", p))
 			}
 		}()
 		next.ServeHTTP(w, r)

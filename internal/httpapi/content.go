@@ -31,9 +31,7 @@ func (a *API) sealedGet(h clientHandler) http.Handler {
 			a.writeError(w, r, err)
 			return
 		default:
-			e := apperr.From(err)
-			noteCode(r.Context(), wireCode(e))
-			inner = marshal(errorBody(e))
+			inner = errorReply(r.Context(), apperr.From(err))
 		}
 		a.writeSealed(w, r, envelope.Derive(app.Secret), inner)
 	})

@@ -46,7 +46,7 @@ func (a *API) customerRoute(mux *http.ServeMux, path string, m customerMethods) 
 	a.handle(mux, path, m.list(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := m[r.Method]
 		if !ok {
-			methodNotAllowed(w, strings.Join(m.list(), ", "))
+			a.methodNotAllowed(w, r, strings.Join(m.list(), ", "))
 			return
 		}
 		p, err := a.customer.Authenticate(r.Context(), bearerToken(r))

@@ -39,6 +39,23 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
+// limitedBody is a body under http.MaxBytesReader that is read by code
+// which turns read errors into its own reports (the key CSV parser): over
+// records that the limit was passed, so the handler answers BODY_TOO_LARGE.
+type limitedBody struct {
+	r    io.Reader
+	over bool
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		b.over = true
+	}
+	return n, err
+}
+
 // parseFields decodes a JSON object; an empty body is an empty object.
 func parseFields(b []byte) (fields, error) {
 	b = bytes.TrimSpace(b)

@@ -124,8 +124,7 @@ func knownMethod(m string) string {
 // exist (404, as any unknown path).
 func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.MetricsToken == "" || a.metrics == nil {
-		noteCode(r.Context(), "NOT_FOUND")
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
+		a.writeError(w, r, errNoEndpoint)
 		return
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -133,9 +132,8 @@ func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	// the lengths too.
 	gh, wh := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.cfg.MetricsToken))
 	if !ok || subtle.ConstantTimeCompare(gh[:], wh[:]) != 1 {
-		noteCode(r.Context(), "UNAUTHORIZED")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="keyward metrics"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"success": false, "error_code": "UNAUTHORIZED", "message": "A valid metrics token is required."})
+		a.writeError(w, r, errNoMetrics)
 		return
 	}
 	a.metrics.Handler().ServeHTTP(w, r)

@@ -79,7 +79,7 @@ func (a *API) pricingRoute(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		a.createOrder(w, r)
 	default:
-		methodNotAllowed(w, "GET, POST")
+		a.methodNotAllowed(w, r, "GET, POST")
 	}
 }
 

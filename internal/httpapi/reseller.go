@@ -41,7 +41,7 @@ func (a *API) resellerRoute(mux *http.ServeMux, path string, m resellerMethods) 
 	a.handle(mux, path, ms, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, ok := m[r.Method]
 		if !ok {
-			methodNotAllowed(w, allow)
+			a.methodNotAllowed(w, r, allow)
 			return
 		}
 		res, err := a.serveReseller(w, r, h)

@@ -1,9 +1,9 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
-
 	"net/http"
 	"strconv"
 
@@ -25,6 +25,8 @@ func status(k apperr.Kind) int {
 		return http.StatusConflict
 	case apperr.RateLimited:
 		return http.StatusTooManyRequests
+	case apperr.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
 	}
 	return http.StatusInternalServerError
 }
@@ -77,18 +79,41 @@ func writeRaw(w http.ResponseWriter, code int, body []byte) {
 
 func writeJSON(w http.ResponseWriter, code int, v any) { writeRaw(w, code, marshal(v)) }
 
-// writeError sends err as plain JSON with its mapped status, logging
-// internal errors in full.
+// writeError is the one writer of error replies: every refusal that is not
+// sealed into an envelope — a handler's, a middleware's (query check, rate
+// limit, reply signing, body size), an unknown path, a wrong method, a
+// recovered panic — is sent here, with the status status() maps its Kind to
+// and the body errorBody builds. Internal errors are logged in full.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := apperr.From(err)
 	if e.Kind == apperr.Internal {
 		a.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	noteCode(r.Context(), wireCode(e))
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	writeJSON(w, status(e.Kind), errorBody(e))
+	writeRaw(w, status(e.Kind), errorReply(r.Context(), e))
+}
+
+// errorReply notes e's wire code (metrics, access log) and returns its JSON:
+// the body writeError sends, and the inner reply of a refusal that travels
+// sealed in an envelope with HTTP 200.
+func errorReply(ctx context.Context, e *apperr.Error) []byte {
+	noteCode(ctx, wireCode(e))
+	return marshal(errorBody(e))
+}
+
+// Refusals of the HTTP layer itself.
+var (
+	errNoEndpoint = apperr.New(apperr.NotFound, "NOT_FOUND", "No such endpoint.")
+	errNoMetrics  = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "A valid metrics token is required.")
+)
+
+// methodNotAllowed refuses a method the route does not answer, naming the
+// ones it does in Allow.
+func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	a.writeError(w, r, apperr.New(apperr.MethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed; use "+allow+"."))
 }
 
 // wireCode is the error_code errorBody gives e.

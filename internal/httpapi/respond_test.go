@@ -16,14 +16,15 @@ import (
 // The one error → HTTP mapping: each kind has its status.
 func TestStatusOfEachKind(t *testing.T) {
 	for kind, want := range map[apperr.Kind]int{
-		apperr.Internal:        500,
-		apperr.Invalid:         400,
-		apperr.Unauthenticated: 401,
-		apperr.Forbidden:       403,
-		apperr.NotFound:        404,
-		apperr.Conflict:        409,
-		apperr.RateLimited:     429,
-		apperr.Kind(99):        500,
+		apperr.Internal:         500,
+		apperr.Invalid:          400,
+		apperr.Unauthenticated:  401,
+		apperr.Forbidden:        403,
+		apperr.NotFound:         404,
+		apperr.Conflict:         409,
+		apperr.RateLimited:      429,
+		apperr.MethodNotAllowed: 405,
+		apperr.Kind(99):         500,
 	} {
 		if got := status(kind); got != want {
 			t.Errorf("status(%d) = %d, want %d", kind, got, want)

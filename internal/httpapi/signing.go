@@ -35,13 +35,12 @@ func (a *API) signReplies(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, signedRequestLimit+1))
+		body, err := readBody(w, r, signedRequestLimit)
 		r.Body.Close()
 		rec := &signingWriter{w: w, status: http.StatusOK}
-		if err != nil || len(body) > signedRequestLimit {
-			rec.WriteHeader(http.StatusRequestEntityTooLarge)
-			rec.Header().Set("Content-Type", "application/json")
-			rec.Write([]byte(`{"success":false,"error_code":"MISSING_FIELDS","message":"A signed request body is at most 1 MiB."}`))
+		if err != nil {
+			// Over the limit: the same 400 BODY_TOO_LARGE as every route.
+			a.writeError(rec, r, err)
 		} else {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))

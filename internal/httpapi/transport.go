@@ -152,21 +152,19 @@ func (a *API) observeRefusal(ctx context.Context, app *license.App, ip string, e
 // cryptoError is a plain pre-verification refusal. Only the clock refusal
 // mentions "expired" and carries reason/server_time (sdk-compat §4, §7.13).
 func (a *API) cryptoError(w http.ResponseWriter, r *http.Request, err error) {
-	noteCode(r.Context(), "CRYPTO_ERROR")
-	body := map[string]any{"success": false, "error_code": "CRYPTO_ERROR"}
+	var e *apperr.Error
 	switch {
 	case errors.Is(err, envelope.ErrClockSkew):
-		body["reason"] = "CLOCK_SKEW"
-		body["server_time"] = a.now().Unix()
-		body["message"] = "Request expired: this computer's clock differs from the server's by more than 5 minutes."
+		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "Request expired: this computer's clock differs from the server's by more than 5 minutes.").
+			With("reason", "CLOCK_SKEW").With("server_time", a.now().Unix())
 	case errors.Is(err, envelope.ErrBadMAC):
-		body["message"] = "HMAC verification failed."
+		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "HMAC verification failed.")
 	case errors.Is(err, envelope.ErrDecrypt):
-		body["message"] = "The request could not be decrypted."
+		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "The request could not be decrypted.")
 	default:
-		body["message"] = "Malformed request envelope."
+		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "Malformed request envelope.")
 	}
-	writeJSON(w, http.StatusBadRequest, body)
+	a.writeError(w, r, e)
 }
 
 // serveEnvelope verifies an envelope, answers a replay with the first reply,
@@ -253,9 +251,7 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 			}
 			return nil, err
 		}
-		e := apperr.From(err)
-		noteCode(ctx, wireCode(e))
-		reply = marshal(errorBody(e))
+		reply = errorReply(ctx, apperr.From(err))
 	}
 	if scope == replayShared {
 		if err := a.replays.CompleteReplay(context.WithoutCancel(ctx), app.ID, mac, reply); err != nil {

@@ -72,7 +72,7 @@ func downloadURL(r *update.Release, art *update.Artifact) string {
 // ETag, the artifact's sha256.
 func (a *API) updateDownload(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		methodNotAllowed(w, "GET, HEAD")
+		a.methodNotAllowed(w, r, "GET, HEAD")
 		return
 	}
 	app, ok := a.app(w, r)

@@ -32,9 +32,19 @@ const (
 )
 
 // Canonical returns the bytes signed for one exchange: seven lines joined
-// by LF, no trailing newline.
+// by LF, no trailing newline — the literal PWF-REPLY-V1, the nonce as sent,
+// the method, the request path (no query), the lowercase hex SHA-256 of the
+// request body, the decimal status and the lowercase hex SHA-256 of the
+// reply body.
 func Canonical(nonce, method, path string, request []byte, status int, reply []byte) []byte {
-	return []byte(strings.Join([]string{scheme, nonce, method, path, hashHex(request), strconv.Itoa(status), hashHex(reply)}, "\n"))
+	sum := sha256.Sum256(reply)
+	return CanonicalHashed(nonce, method, path, request, status, sum[:])
+}
+
+// CanonicalHashed is Canonical with the reply body's SHA-256 already
+// computed, for replies that are streamed rather than held in memory.
+func CanonicalHashed(nonce, method, path string, request []byte, status int, replySHA256 []byte) []byte {
+	return []byte(strings.Join([]string{scheme, nonce, method, path, hashHex(request), strconv.Itoa(status), hex.EncodeToString(replySHA256)}, "\n"))
 }
 
 func hashHex(b []byte) string {
@@ -54,6 +64,16 @@ func ValidNonce(n string) bool {
 		}
 	}
 	return true
+}
+
+// NewNonce returns a fresh nonce of the form ValidNonce accepts: 32 random
+// bytes as 64 lowercase hex characters.
+func NewNonce() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // Key is a signing key with its identity.
@@ -128,11 +148,18 @@ func ParsePrivate(b []byte) (*Key, error) {
 	return newKey(priv)
 }
 
-// ParsePublic reads a SubjectPublicKeyInfo PEM RSA public key.
+// MinPublicBits is the smallest RSA public key ParsePublic accepts.
+const MinPublicBits = 2048
+
+// ParsePublic reads a SubjectPublicKeyInfo PEM ("PUBLIC KEY") RSA public key
+// of at least MinPublicBits bits: what a client pins.
 func ParsePublic(b []byte) (*rsa.PublicKey, error) {
 	block, _ := pem.Decode(b)
-	if block == nil || block.Type != "PUBLIC KEY" {
-		return nil, errors.New("no PUBLIC KEY PEM block")
+	if block == nil {
+		return nil, errors.New("no PEM block")
+	}
+	if block.Type != "PUBLIC KEY" {
+		return nil, fmt.Errorf("PEM type %q, want PUBLIC KEY", block.Type)
 	}
 	k, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
@@ -140,7 +167,10 @@ func ParsePublic(b []byte) (*rsa.PublicKey, error) {
 	}
 	pub, ok := k.(*rsa.PublicKey)
 	if !ok {
-		return nil, errors.New("not an RSA key")
+		return nil, fmt.Errorf("%T is not an RSA key", k)
+	}
+	if pub.N.BitLen() < MinPublicBits {
+		return nil, fmt.Errorf("%d-bit RSA is too small", pub.N.BitLen())
 	}
 	return pub, nil
 }
@@ -156,13 +186,34 @@ func (k *Key) Sign(canonical []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(sig), nil
 }
 
+// ErrBadSignature is returned by Verify and VerifyAny when the signature is
+// not strict base64 or verifies with none of the keys.
+var ErrBadSignature = errors.New("signature does not verify")
+
 // Verify checks a base64 signature of the canonical bytes with pub. The
 // base64 is decoded strictly, as the Python SDK does.
 func Verify(pub *rsa.PublicKey, canonical []byte, signature string) error {
+	return VerifyAny([]*rsa.PublicKey{pub}, canonical, signature)
+}
+
+// VerifyAny checks a base64 RSASSA-PKCS1-v1_5 SHA-256 signature of the
+// canonical bytes with each of pubs (a client may pin several keys during a
+// rotation) and returns nil when one verifies, ErrBadSignature otherwise.
+// The base64 is decoded strictly and white space anywhere is refused, as the
+// SDKs do (Go's strict decoder would skip CR and LF).
+func VerifyAny(pubs []*rsa.PublicKey, canonical []byte, signature string) error {
+	if strings.ContainsAny(signature, "\r\n\t ") {
+		return ErrBadSignature
+	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(signature)
-	if err != nil {
-		return fmt.Errorf("signature is not base64: %w", err)
+	if err != nil || len(sig) == 0 {
+		return ErrBadSignature
 	}
 	sum := sha256.Sum256(canonical)
-	return rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], sig)
+	for _, pub := range pubs {
+		if rsa.VerifyPKCS1v15(pub, crypto.SHA256, sum[:], sig) == nil {
+			return nil
+		}
+	}
+	return ErrBadSignature
 }

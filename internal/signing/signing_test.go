@@ -1,11 +1,14 @@
 package signing
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -74,7 +77,8 @@ func TestVector(t *testing.T) {
 			t.Errorf("changed %s still verifies", name)
 		}
 	}
-	for _, sig := range []string{"", "AAAA", "!", v.Signature[:len(v.Signature)-4], " " + v.Signature} {
+	for _, sig := range []string{"", "AAAA", "!", v.Signature[:len(v.Signature)-4], " " + v.Signature, v.Signature + "\n",
+		v.Signature[:64] + "\r\n" + v.Signature[64:]} {
 		if Verify(pub, canon(v), sig) == nil {
 			t.Errorf("signature %.12q… verifies", sig)
 		}
@@ -117,8 +121,56 @@ func TestGenerateSignVerify(t *testing.T) {
 	if Verify(opub, c, sig) == nil {
 		t.Fatal("another key verifies the signature")
 	}
+	// A client pinning both keys of a rotation accepts a signature by either.
+	if err := VerifyAny([]*rsa.PublicKey{opub, pub}, c, sig); err != nil {
+		t.Fatalf("VerifyAny with the signer second: %v", err)
+	}
+	if err := VerifyAny([]*rsa.PublicKey{opub}, c, sig); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("VerifyAny without the signer: %v", err)
+	}
 	if _, err := ParsePrivate(k.PublicPEM); err == nil {
 		t.Fatal("a public key parsed as private")
+	}
+}
+
+// A streamed reply's canonical string, built from the body's hash, is the
+// one built from the body.
+func TestCanonicalHashed(t *testing.T) {
+	body := []byte(`{"success":true}`)
+	sum := sha256.Sum256(body)
+	a := Canonical("n", "GET", "/api/update/download.php", nil, 200, body)
+	b := CanonicalHashed("n", "GET", "/api/update/download.php", nil, 200, sum[:])
+	if string(a) != string(b) {
+		t.Fatalf("CanonicalHashed %q, Canonical %q", b, a)
+	}
+}
+
+// ParsePublic refuses what a client must not pin.
+func TestParsePublicRefuses(t *testing.T) {
+	small, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&small.PublicKey)
+	for name, b := range map[string][]byte{
+		"not PEM":  []byte("hello"),
+		"private":  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(small)}),
+		"1024-bit": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}),
+	} {
+		if _, err := ParsePublic(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestNewNonce(t *testing.T) {
+	a, err := NewNonce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewNonce()
+	if !ValidNonce(a) || !ValidNonce(b) || a == b {
+		t.Fatalf("NewNonce gave %q and %q", a, b)
 	}
 }
 
