@@ -22,8 +22,9 @@ type call struct {
 	ip  string
 }
 
-// clientHandler answers a client request with a reply object or an error.
-type clientHandler func(ctx context.Context, c *call) (map[string]any, error)
+// clientHandler answers a client request with a reply (a wire type) or an
+// error.
+type clientHandler func(ctx context.Context, c *call) (any, error)
 
 type replayScope int
 
@@ -238,7 +239,7 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 	var reply []byte
 	f, err := parseFields(plain)
 	if err == nil {
-		var res map[string]any
+		var res any
 		ip := a.clientIP(r)
 		res, err = h(ctx, &call{app: app, f: f, r: r, ip: ip})
 		if err == nil {
