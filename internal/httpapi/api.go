@@ -26,6 +26,7 @@ import (
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/internal/webhook"
+	"github.com/keyward/keyward/wire"
 )
 
 // ReplayStore is the shared record of answered envelopes, so that a replay
@@ -236,8 +237,8 @@ func (a *API) Handler() http.Handler {
 	}
 
 	mux.Handle("/", routed(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		noteCode(r.Context(), "NOT_FOUND")
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
+		noteCode(r.Context(), wire.CodeNotFound)
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": wire.CodeNotFound, "message": "No such endpoint."})
 	})))
 	return a.requestID(a.signReplies(a.instrument(a.recoverer(a.securityHeaders(a.limit(a.checkQuery(mux, ui)))))))
 }
@@ -281,7 +282,7 @@ func only(m string, h http.Handler) http.Handler {
 
 func methodNotAllowed(w http.ResponseWriter, allow string) {
 	w.Header().Set("Allow", allow)
-	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error_code": "METHOD_NOT_ALLOWED",
+	writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"success": false, "error_code": wire.CodeMethodNotAllowed,
 		"message": "Method not allowed; use " + allow + "."})
 }
 
@@ -314,8 +315,8 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 					panic(p)
 				}
 				a.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path, "panic", p)
-				noteCode(r.Context(), "INTERNAL")
-				writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."})
+				noteCode(r.Context(), wire.CodeInternal)
+				writeJSON(w, http.StatusInternalServerError, map[string]any{"success": false, "error_code": wire.CodeInternal, "message": "Internal server error."})
 			}
 		}()
 		next.ServeHTTP(w, r)

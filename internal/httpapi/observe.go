@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // observation is what the instrument middleware learns of one request
@@ -95,7 +97,7 @@ func (a *API) instrument(next http.Handler) http.Handler {
 			}
 			code := o.code
 			if code == "" && status == http.StatusMethodNotAllowed {
-				code = "METHOD_NOT_ALLOWED"
+				code = wire.CodeMethodNotAllowed
 			}
 			took := time.Since(start)
 			a.metrics.Request(route, knownMethod(r.Method), status, code, took)
@@ -124,8 +126,8 @@ func knownMethod(m string) string {
 // exist (404, as any unknown path).
 func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	if a.cfg.MetricsToken == "" || a.metrics == nil {
-		noteCode(r.Context(), "NOT_FOUND")
-		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": "NOT_FOUND", "message": "No such endpoint."})
+		noteCode(r.Context(), wire.CodeNotFound)
+		writeJSON(w, http.StatusNotFound, map[string]any{"success": false, "error_code": wire.CodeNotFound, "message": "No such endpoint."})
 		return
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -133,9 +135,9 @@ func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	// the lengths too.
 	gh, wh := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.cfg.MetricsToken))
 	if !ok || subtle.ConstantTimeCompare(gh[:], wh[:]) != 1 {
-		noteCode(r.Context(), "UNAUTHORIZED")
+		noteCode(r.Context(), wire.CodeUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="keyward metrics"`)
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"success": false, "error_code": "UNAUTHORIZED", "message": "A valid metrics token is required."})
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"success": false, "error_code": wire.CodeUnauthorized, "message": "A valid metrics token is required."})
 		return
 	}
 	a.metrics.Handler().ServeHTTP(w, r)

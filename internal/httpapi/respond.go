@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // status is the one mapping from error Kind to HTTP status.
@@ -33,7 +34,7 @@ func status(k apperr.Kind) int {
 // any extra fields. Internal errors get a generic message only.
 func errorBody(e *apperr.Error) map[string]any {
 	if e.Kind == apperr.Internal {
-		return map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."}
+		return map[string]any{"success": false, "error_code": wire.CodeInternal, "message": "Internal server error."}
 	}
 	body := map[string]any{"success": false, "message": e.Message}
 	if e.Code != "" {
@@ -94,7 +95,7 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // wireCode is the error_code errorBody gives e.
 func wireCode(e *apperr.Error) string {
 	if e.Kind == apperr.Internal {
-		return "INTERNAL"
+		return wire.CodeInternal
 	}
 	return e.Code
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // call is one verified client request.
@@ -34,9 +35,9 @@ const (
 )
 
 var (
-	errNoSecret  = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Missing X-App-Secret header.")
-	errBadSecret = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Invalid app secret.")
-	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: "RATE_LIMITED", Message: "The same request is still being processed; try again.", RetryAfter: 1}
+	errNoSecret  = apperr.New(apperr.Unauthenticated, wire.CodeInvalidApp, "Missing X-App-Secret header.")
+	errBadSecret = apperr.New(apperr.Unauthenticated, wire.CodeInvalidApp, "Invalid app secret.")
+	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: wire.CodeRateLimited, Message: "The same request is still being processed; try again.", RetryAfter: 1}
 )
 
 // app resolves the X-App-Secret header, answering 401 itself when it fails.
@@ -153,11 +154,11 @@ func (a *API) observeRefusal(ctx context.Context, app *license.App, ip string, e
 // cryptoError is a plain pre-verification refusal. Only the clock refusal
 // mentions "expired" and carries reason/server_time (sdk-compat §4, §7.13).
 func (a *API) cryptoError(w http.ResponseWriter, r *http.Request, err error) {
-	noteCode(r.Context(), "CRYPTO_ERROR")
-	body := map[string]any{"success": false, "error_code": "CRYPTO_ERROR"}
+	noteCode(r.Context(), wire.CodeCryptoError)
+	body := map[string]any{"success": false, "error_code": wire.CodeCryptoError}
 	switch {
 	case errors.Is(err, envelope.ErrClockSkew):
-		body["reason"] = "CLOCK_SKEW"
+		body["reason"] = wire.ReasonClockSkew
 		body["server_time"] = a.now().Unix()
 		body["message"] = "Request expired: this computer's clock differs from the server's by more than 5 minutes."
 	case errors.Is(err, envelope.ErrBadMAC):
