@@ -65,9 +65,11 @@ type AppSummary struct {
 type LoginRequest struct {
 	LicenseKey string `json:"license_key"`
 	HWID       string `json:"hwid"`
-	// Version is the app's version, shown in the sessions list only
-	// (aliases v, app_version).
-	Version string `json:"version,omitempty"`
+	// Version is the app's version, shown in the sessions list only; V and
+	// AppVersion are its aliases, read in the order version, v, app_version.
+	Version    string `json:"version,omitempty"`
+	V          string `json:"v,omitempty"`
+	AppVersion string `json:"app_version,omitempty"`
 }
 
 // LoginReply is the inner reply of auth/login.php (sdk-compat §7.8).
@@ -128,10 +130,12 @@ type HWIDResetRequest struct {
 }
 
 // SelfResetRequest is the body of customer/reset-hwid.php (plain), the
-// self-service "move licence" (Key has the alias license_key).
+// self-service "move licence". LicenseKey is the alias of Key, read when
+// Key is absent.
 type SelfResetRequest struct {
-	Key    string `json:"key"`
-	Reason string `json:"reason,omitempty"`
+	Key        string `json:"key,omitempty"`
+	LicenseKey string `json:"license_key,omitempty"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // SelfResetReply answers a self-service reset with the earliest time of
@@ -178,13 +182,13 @@ type AccountUser struct {
 	LicenseKey    string     `json:"license_key,omitempty"`
 }
 
-// RegisterRequest is the body of auth/account-register.php (plain).
+// RegisterRequest is the body of auth/account-register.php (plain). A hwid
+// some clients send is ignored.
 type RegisterRequest struct {
 	Username   string `json:"username"`
 	Password   string `json:"password"`
 	Email      string `json:"email,omitempty"`
 	LicenseKey string `json:"license_key,omitempty"`
-	HWID       string `json:"hwid,omitempty"`
 }
 
 // Grant is what redeeming a key added to an account.
@@ -229,11 +233,12 @@ type AccountLoginReply struct {
 }
 
 // ChangePasswordRequest is the body of auth/change-password.php (plain;
-// CurrentPassword has the alias old_password). The reply is a [Reply]; every
-// session of the account ends.
+// OldPassword is the alias of CurrentPassword). The reply is a [Reply];
+// every session of the account ends.
 type ChangePasswordRequest struct {
 	Username        string `json:"username"`
-	CurrentPassword string `json:"current_password"`
+	CurrentPassword string `json:"current_password,omitempty"`
+	OldPassword     string `json:"old_password,omitempty"`
 	NewPassword     string `json:"new_password"`
 }
 
@@ -361,9 +366,10 @@ type ChangelogReply struct {
 }
 
 // UpdateCheckRequest is the inner body of update/check.php (envelope).
-// V has the alias version; LicenseKey may be empty or null.
+// Version is the alias of V; LicenseKey may be empty or null.
 type UpdateCheckRequest struct {
-	V          string `json:"v"`
+	V          string `json:"v,omitempty"`
+	Version    string `json:"version,omitempty"`
 	Channel    string `json:"channel,omitempty"`
 	OS         string `json:"os,omitempty"`
 	Arch       string `json:"arch,omitempty"`
