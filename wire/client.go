@@ -14,10 +14,11 @@ type Reply struct {
 }
 
 // ErrorReply is a success:false reply. Extra fields come with some codes:
-// DevicesUsed and MaxDevices with DEVICE_LIMIT, Valid:false with INVALID_KEY
-// on check-key and validate, RetryAfter with 429s, Reason and ServerTime with
-// the clock refusal, NextResetAt with a self-service reset in its cooldown,
-// Detail (the transport-level wording older clients read) with 429s.
+// DevicesUsed and MaxDevices with DEVICE_LIMIT, Valid:false with refusals
+// of the key on check-key and validate, RetryAfter with 429s, Detail with the
+// request limiter's RATE_LIMITED, Reason and ServerTime with the clock
+// refusal, NextResetAt with RATE_LIMITED of a self-service reset in its
+// cooldown, Count with COUNT_CHANGED (admin bulk operations).
 type ErrorReply struct {
 	Success     bool       `json:"success"`
 	ErrorCode   string     `json:"error_code,omitempty"`
@@ -30,6 +31,7 @@ type ErrorReply struct {
 	DevicesUsed *int       `json:"devices_used,omitempty"`
 	MaxDevices  *int       `json:"max_devices,omitempty"`
 	NextResetAt *time.Time `json:"next_reset_at,omitempty"`
+	Count       *int       `json:"count,omitempty"`
 }
 
 // KeyInfo is a licence key as clients see it: the user block of key logins

@@ -2,9 +2,14 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -303,4 +308,68 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// The documented refusal (Error, with the clock refusal's extra fields) is
+// wire.ErrorReply, field for field.
+func TestOpenAPIErrorMatchesWire(t *testing.T) {
+	doc := openAPIDoc(t)
+	compareSchema(t, "CryptoError", doc.Components.Schemas["CryptoError"].Value, []reflect.Type{reflect.TypeOf(wire.ErrorReply{})}, false)
+}
+
+// The documented ErrorCode enum is exactly the wire package's Code
+// constants.
+func TestOpenAPIErrorCodesMatchWire(t *testing.T) {
+	doc := openAPIDoc(t)
+	documented := map[string]bool{}
+	for _, v := range doc.Components.Schemas["ErrorCode"].Value.Enum {
+		documented[v.(string)] = true
+	}
+	consts := wireCodeConstants(t)
+	for _, c := range sortedKeys(documented) {
+		if _, ok := consts[c]; !ok {
+			t.Errorf("ErrorCode %s is documented but is no wire constant", c)
+		}
+	}
+	for _, c := range sortedKeys(consts) {
+		if !documented[c] {
+			t.Errorf("wire.%s = %q is not in the documented ErrorCode enum", consts[c], c)
+		}
+	}
+}
+
+// wireCodeConstants maps the value of every wire.Code* constant to its
+// name, read from the package source.
+func wireCodeConstants(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "..", "wire", "codes.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				lit, ok := vs.Values[i].(*ast.BasicLit)
+				if !ok || !strings.HasPrefix(name.Name, "Code") {
+					continue
+				}
+				v, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[v] = name.Name
+			}
+		}
+	}
+	if len(out) < 40 {
+		t.Fatalf("read %d wire codes from wire/codes.go, want all of them", len(out))
+	}
+	return out
 }
