@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // User is the licence holder of a session: a key (LicenseKey set) or an app
@@ -27,11 +29,7 @@ type User struct {
 }
 
 // AppSummary is the app block of login replies.
-type AppSummary struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Message string `json:"message"`
-}
+type AppSummary = wire.AppSummary
 
 // Features are the feature flags of a licence.
 type Features map[string]any
@@ -66,20 +64,21 @@ type Session struct {
 	c *Client
 }
 
+// sessionReply is what login, account-login and trial replies share.
 type sessionReply struct {
-	Message    string      `json:"message"`
-	SessionID  string      `json:"session_id"`
-	Interval   json.Number `json:"heartbeat_interval"`
-	LicenseKey string      `json:"license_key"`
-	User       User        `json:"user"`
-	Features   Features    `json:"features"`
-	App        AppSummary  `json:"app"`
+	Message    string
+	SessionID  string
+	Interval   int // heartbeat_interval, seconds
+	LicenseKey string
+	User       User
+	Features   json.RawMessage
+	App        AppSummary
 }
 
 func (c *Client) session(r sessionReply, hwid string) *Session {
 	iv := 30 * time.Second
-	if f, err := r.Interval.Float64(); err == nil && f > 0 {
-		iv = time.Duration(f * float64(time.Second))
+	if r.Interval > 0 {
+		iv = time.Duration(r.Interval) * time.Second
 	}
 	if iv < 5*time.Second {
 		iv = 5 * time.Second
@@ -89,7 +88,28 @@ func (c *Client) session(r sessionReply, hwid string) *Session {
 		key = r.User.LicenseKey
 	}
 	return &Session{ID: r.SessionID, Interval: iv, LicenseKey: key, HWID: hwid, Message: r.Message,
-		User: r.User, Features: r.Features, App: r.App, c: c}
+		User: r.User, Features: features(r.Features), App: r.App, c: c}
+}
+
+// features decodes a features object; nil when absent or not an object.
+func features(raw json.RawMessage) Features {
+	var f Features
+	if json.Unmarshal(raw, &f) != nil {
+		return nil
+	}
+	return f
+}
+
+// keyUser is the User of a key session.
+func keyUser(u wire.KeyUser) User {
+	return User{LicenseKey: u.LicenseKey, KeyType: u.KeyType, Duration: u.Duration, HWID: u.HWID, ActivatedAt: u.ActivatedAt,
+		ExpiresAt: u.ExpiresAt, DaysRemaining: u.DaysRemaining, Status: u.Status, MaxDevices: u.MaxDevices}
+}
+
+// accountUser is the User of an app user account.
+func accountUser(u wire.AccountUser, hwid string) User {
+	return User{ID: u.ID, LicenseKey: u.LicenseKey, Username: u.Username, Email: u.Email, KeyType: u.KeyType, HWID: hwid,
+		ExpiresAt: u.ExpiresAt, DaysRemaining: u.DaysRemaining, Status: u.Status, MaxDevices: u.MaxDevices, Lifetime: u.Lifetime}
 }
 
 // Login activates (first use) or re-validates key on the device hwid and
@@ -98,13 +118,14 @@ func (c *Client) session(r sessionReply, hwid string) *Session {
 // MAINTENANCE, KEY_REDEEMED, MISSING_FIELDS, RATE_LIMITED.
 func (c *Client) Login(ctx context.Context, key, hwid string) (*Session, error) {
 	key = strings.TrimSpace(key)
-	var r sessionReply
+	var r wire.LoginReply
 	_, err := c.do(ctx, call{method: "POST", path: "/api/auth/login.php", kind: envelopeCall,
-		body: map[string]any{"license_key": key, "hwid": hwid}}, &r)
+		body: wire.LoginRequest{LicenseKey: key, HWID: hwid}}, &r)
 	if err != nil {
 		return nil, err
 	}
-	s := c.session(r, hwid)
+	s := c.session(sessionReply{Message: r.Message, SessionID: r.SessionID, Interval: r.HeartbeatInterval,
+		User: keyUser(r.User), Features: r.Features, App: r.App}, hwid)
 	if s.LicenseKey == "" {
 		s.LicenseKey = key
 	}
@@ -115,21 +136,12 @@ func (c *Client) Login(ctx context.Context, key, hwid string) (*Session, error) 
 // stays bound to the key.
 func (s *Session) Logout(ctx context.Context) error {
 	_, err := s.c.do(ctx, call{method: "POST", path: "/api/auth/logout.php", kind: envelopeCall,
-		body: map[string]any{"session_id": s.ID, "license_key": s.LicenseKey}}, nil)
+		body: wire.LogoutRequest{SessionID: s.ID, LicenseKey: s.LicenseKey}}, nil)
 	return err
 }
 
 // KeyInfo describes a key (check-key).
-type KeyInfo struct {
-	LicenseKey    string     `json:"license_key"`
-	Status        string     `json:"status"` // active, unused, paused, banned, expired, redeemed
-	KeyType       string     `json:"key_type"`
-	Duration      int        `json:"duration"`
-	ActivatedAt   *time.Time `json:"activated_at"`
-	ExpiresAt     *time.Time `json:"expires_at"`
-	DaysRemaining *int       `json:"days_remaining"`
-	MaxDevices    int        `json:"max_devices"`
-}
+type KeyInfo = wire.KeyInfo
 
 // KeyStatus is the answer of CheckKey.
 type KeyStatus struct {
@@ -142,12 +154,12 @@ type KeyStatus struct {
 // CheckKey reports a key's state without opening a session or binding a
 // device. An unknown key is an *APIError with Code INVALID_KEY.
 func (c *Client) CheckKey(ctx context.Context, key string) (*KeyStatus, error) {
-	var r KeyStatus
+	var r wire.CheckKeyReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/auth/check-key.php", kind: envelopeCall,
-		body: map[string]any{"license_key": strings.TrimSpace(key)}}, &r); err != nil {
+		body: wire.CheckKeyRequest{LicenseKey: strings.TrimSpace(key)}}, &r); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return &KeyStatus{Valid: r.Valid, Message: r.Message, Key: r.Key, Features: features(r.Features)}, nil
 }
 
 // Trial is a trial key with a session already open on it.
@@ -162,20 +174,17 @@ type Trial struct {
 // (and a new session) while its trial runs. Refusals: TRIAL_DISABLED,
 // TRIAL_USED, TRIAL_LIMIT, BANNED, PAUSED, MAINTENANCE, MISSING_FIELDS.
 func (c *Client) StartTrial(ctx context.Context, hwid string) (*Trial, error) {
-	var r struct {
-		sessionReply
-		TrialKey  string     `json:"trial_key"`
-		ExpiresAt *time.Time `json:"expires_at"`
-	}
+	var r wire.TrialReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/auth/trial.php", kind: plainCall,
-		body: map[string]any{"hwid": hwid}}, &r); err != nil {
+		body: wire.TrialRequest{HWID: hwid}}, &r); err != nil {
 		return nil, err
 	}
 	key := r.TrialKey
 	if key == "" {
 		key = r.LicenseKey
 	}
-	s := c.session(r.sessionReply, hwid)
+	s := c.session(sessionReply{Message: r.Message, SessionID: r.SessionID, Interval: r.HeartbeatInterval,
+		LicenseKey: r.LicenseKey, User: keyUser(r.User), Features: r.Features, App: r.App}, hwid)
 	s.LicenseKey = key
 	return &Trial{Key: key, ExpiresAt: r.ExpiresAt, Resumed: strings.Contains(strings.ToLower(r.Message), "resumed"), Session: s}, nil
 }
@@ -199,12 +208,16 @@ func (c *Client) ResetHWID(ctx context.Context, key, reason string) (*ResetResul
 	if r := []rune(reason); len(r) > 255 {
 		reason = string(r[:255])
 	}
-	var r ResetResult
+	var r wire.SelfResetReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/customer/reset-hwid.php", kind: plainCall,
-		body: map[string]any{"key": strings.TrimSpace(key), "reason": reason}}, &r); err != nil {
+		body: wire.SelfResetRequest{Key: strings.TrimSpace(key), Reason: reason}}, &r); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	res := &ResetResult{Message: r.Message}
+	if !r.NextResetAt.IsZero() {
+		res.NextResetAt = &r.NextResetAt
+	}
+	return res, nil
 }
 
 // RegisterRequest creates an app user account. LicenseKey, when set, is
@@ -227,23 +240,13 @@ type Account struct {
 // Register creates an app user account. Refusals: ACCOUNTS_DISABLED,
 // USERNAME_EXISTS, KEY_REQUIRED, MISSING_FIELDS, the redeem refusals, …
 func (c *Client) Register(ctx context.Context, req RegisterRequest) (*Account, error) {
-	body := map[string]any{"username": req.Username, "password": req.Password, "email": req.Email}
-	if k := strings.TrimSpace(req.LicenseKey); k != "" {
-		body["license_key"] = k
-	}
-	var r struct {
-		Account
-		Key struct {
-			DaysAdded int  `json:"days_added"`
-			Lifetime  bool `json:"lifetime"`
-		} `json:"key"`
-	}
+	body := wire.RegisterRequest{Username: req.Username, Password: req.Password, Email: req.Email,
+		LicenseKey: strings.TrimSpace(req.LicenseKey)}
+	var r wire.RegisterReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/auth/account-register.php", kind: plainCall, body: body}, &r); err != nil {
 		return nil, err
 	}
-	a := r.Account
-	a.DaysAdded, a.Lifetime = r.Key.DaysAdded, r.Key.Lifetime
-	return &a, nil
+	return &Account{Message: r.Message, User: accountUser(r.User, ""), DaysAdded: r.Key.DaysAdded, Lifetime: r.Key.Lifetime}, nil
 }
 
 // AccountLogin signs an app user in on the device hwid and opens a session
@@ -251,19 +254,20 @@ func (c *Client) Register(ctx context.Context, req RegisterRequest) (*Account, e
 // BANNED, PAUSED, EXPIRED, PASSWORD_RESET_REQUIRED, HWID_MISMATCH,
 // DEVICE_LIMIT, TOO_MANY_ATTEMPTS (Fields retry_after).
 func (c *Client) AccountLogin(ctx context.Context, username, password, hwid string) (*Session, error) {
-	var r sessionReply
+	var r wire.AccountLoginReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/auth/account-login.php", kind: plainCall,
-		body: map[string]any{"username": username, "password": password, "hwid": hwid}}, &r); err != nil {
+		body: wire.AccountLoginRequest{Username: username, Password: password, HWID: hwid}}, &r); err != nil {
 		return nil, err
 	}
-	return c.session(r, hwid), nil
+	return c.session(sessionReply{Message: r.Message, SessionID: r.SessionID, Interval: r.HeartbeatInterval,
+		LicenseKey: r.LicenseKey, User: accountUser(r.User.AccountUser, r.User.HWID), Features: r.Features, App: r.App}, hwid), nil
 }
 
 // ChangePassword changes an app user's password; every session of the
 // account ends (SESSION_REVOKED at its next heartbeat).
 func (c *Client) ChangePassword(ctx context.Context, username, current, newPassword string) error {
 	_, err := c.do(ctx, call{method: "POST", path: "/api/auth/change-password.php", kind: plainCall,
-		body: map[string]any{"username": username, "current_password": current, "new_password": newPassword}}, nil)
+		body: wire.ChangePasswordRequest{Username: username, CurrentPassword: current, NewPassword: newPassword}}, nil)
 	return err
 }
 
@@ -291,15 +295,16 @@ type Redemption struct {
 // INVALID_CREDENTIALS, INVALID_KEY, KEY_ALREADY_USED, KEY_IN_USE, BANNED,
 // PAUSED, EXPIRED, ALREADY_LIFETIME, SESSION_EXPIRED, TOO_MANY_ATTEMPTS.
 func (c *Client) Redeem(ctx context.Context, req RedeemRequest) (*Redemption, error) {
-	body := map[string]any{"license_key": strings.TrimSpace(req.LicenseKey)}
+	body := wire.RedeemRequest{LicenseKey: strings.TrimSpace(req.LicenseKey)}
 	if req.SessionID != "" {
-		body["session_id"] = req.SessionID
+		body.SessionID = req.SessionID
 	} else {
-		body["username"], body["password"] = req.Username, req.Password
+		body.Username, body.Password = req.Username, req.Password
 	}
-	var r Redemption
+	var r wire.RedeemReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/auth/account-redeem.php", kind: plainCall, body: body}, &r); err != nil {
 		return nil, err
 	}
-	return &r, nil
+	return &Redemption{Message: r.Message, DaysAdded: r.DaysAdded, Lifetime: r.Lifetime, ExpiresAt: r.ExpiresAt,
+		DaysRemaining: r.DaysRemaining, MaxDevices: r.MaxDevices, Mode: r.Mode}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/internal/signing"
+	"github.com/keyward/keyward/wire"
 )
 
 // DefaultUserAgent is sent unless WithUserAgent says otherwise.
@@ -219,7 +220,7 @@ func (c *Client) do(ctx context.Context, cl call, out any) (*reply, error) {
 // serverTime returns server_time of a plain clock refusal when it is a JSON
 // integer > 0 and reason is CLOCK_SKEW.
 func serverTime(body map[string]any) (int64, bool) {
-	if r, _ := body["reason"].(string); r != "CLOCK_SKEW" {
+	if r, _ := body["reason"].(string); r != wire.ReasonClockSkew {
 		return 0, false
 	}
 	n, ok := body["server_time"].(json.Number)

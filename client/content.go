@@ -5,7 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // Texts returns the app's remote texts with licenseKey's overrides on top
@@ -15,9 +16,7 @@ func (c *Client) Texts(ctx context.Context, licenseKey string) (map[string]strin
 	if k := strings.TrimSpace(licenseKey); k != "" {
 		h.Set("Authorization", "Bearer "+k)
 	}
-	var r struct {
-		Texts map[string]string `json:"texts"`
-	}
+	var r wire.TextsReply
 	if _, err := c.do(ctx, call{method: "GET", path: "/api/app/text.php", kind: envelopeCall, header: h}, &r); err != nil {
 		return nil, err
 	}
@@ -33,9 +32,7 @@ func (c *Client) Text(ctx context.Context, licenseKey, name string) (text string
 	if k := strings.TrimSpace(licenseKey); k != "" {
 		h.Set("Authorization", "Bearer "+k)
 	}
-	var r struct {
-		Text *string `json:"text"`
-	}
+	var r wire.TextReply
 	if _, err := c.do(ctx, call{method: "GET", path: "/api/app/text.php", query: url.Values{"name": {name}},
 		kind: envelopeCall, header: h}, &r); err != nil {
 		return "", false, err
@@ -47,36 +44,20 @@ func (c *Client) Text(ctx context.Context, licenseKey, name string) (text string
 }
 
 // Slide is an announcement slide.
-type Slide struct {
-	ID       int64      `json:"id"`
-	Title    string     `json:"title"`
-	Body     string     `json:"body"`
-	ImageURL string     `json:"image_url"`
-	LinkURL  string     `json:"link_url"`
-	Order    int        `json:"order"`
-	StartsAt *time.Time `json:"starts_at"`
-	EndsAt   *time.Time `json:"ends_at"`
-}
+type Slide = wire.Slide
 
 // Slides returns the active announcement slides in display order.
 func (c *Client) Slides(ctx context.Context) ([]Slide, error) {
-	var r struct {
-		Slides []Slide `json:"slides"`
-	}
+	var r wire.SlidesReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/app/slides.php", kind: envelopeCall,
-		body: map[string]any{"action": "get_slides"}}, &r); err != nil {
+		body: wire.SlidesRequest{Action: "get_slides"}}, &r); err != nil {
 		return nil, err
 	}
 	return r.Slides, nil
 }
 
 // SocialLink is a link of the app's info; its ID is the link_id of SocialClick.
-type SocialLink struct {
-	ID       int64  `json:"id"`
-	Platform string `json:"platform"`
-	URL      string `json:"url"`
-	Label    string `json:"label"`
-}
+type SocialLink = wire.SocialLink
 
 // AppInfo is the answer of Info.
 type AppInfo struct {
@@ -93,20 +74,21 @@ type AppInfo struct {
 
 // Info returns the app's public information and social links.
 func (c *Client) Info(ctx context.Context) (*AppInfo, error) {
-	var r struct {
-		App         AppInfo      `json:"app"`
-		SocialLinks []SocialLink `json:"social_links"`
-	}
+	var r wire.InfoReply
 	if _, err := c.do(ctx, call{method: "GET", path: "/api/app/info.php", kind: envelopeCall}, &r); err != nil {
 		return nil, err
 	}
-	r.App.SocialLinks = r.SocialLinks
-	return &r.App, nil
+	a, b := r.App, r.App.Branding
+	return &AppInfo{Name: a.Name, Version: a.Version, DownloadURL: a.DownloadURL, LoginMessage: a.LoginMessage,
+		Message: a.Message, MaintenanceMode: a.MaintenanceMode, MaintenanceMsg: a.MaintenanceMsg,
+		Branding: map[string]string{"logo_url": b.LogoURL, "primary_color": b.PrimaryColor, "accent_color": b.AccentColor,
+			"website_url": b.WebsiteURL, "support_email": b.SupportEmail},
+		SocialLinks: r.SocialLinks}, nil
 }
 
 // SocialClick counts a click on the social link linkID.
 func (c *Client) SocialClick(ctx context.Context, linkID int64) error {
 	_, err := c.do(ctx, call{method: "POST", path: "/api/app/social-click.php", kind: envelopeCall,
-		body: map[string]any{"link_id": linkID}}, nil)
+		body: wire.SocialClickRequest{LinkID: linkID}}, nil)
 	return err
 }

@@ -12,13 +12,14 @@ import (
 // The SDK shares keyward's envelope and signing code instead of copying it,
 // and still depends on nothing outside the standard library: the non-test
 // files of client, internal/envelope and internal/signing import only the
-// standard library and those two packages.
+// standard library, those two packages and the public wire package.
 func TestDependsOnStandardLibraryOnly(t *testing.T) {
 	shared := map[string]bool{
 		"github.com/keyward/keyward/internal/envelope": true,
 		"github.com/keyward/keyward/internal/signing":  true,
+		"github.com/keyward/keyward/wire":              true,
 	}
-	for _, dir := range []string{".", "../internal/envelope", "../internal/signing"} {
+	for _, dir := range []string{".", "../internal/envelope", "../internal/signing", "../wire"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("%s: no Go files (%v)", dir, err)

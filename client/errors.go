@@ -3,6 +3,8 @@ package client
 import (
 	"errors"
 	"fmt"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // APIError is a refusal from the server: a reply with success:false. Code is
@@ -37,10 +39,10 @@ func (e *APIError) ClockRefusal() bool {
 	if e.Sealed {
 		return false
 	}
-	if r, _ := e.Fields["reason"].(string); r == "CLOCK_SKEW" {
+	if r, _ := e.Fields["reason"].(string); r == wire.ReasonClockSkew {
 		return true
 	}
-	return e.Code == "CRYPTO_ERROR" && containsFold(e.Message, "expired")
+	return e.Code == wire.CodeCryptoError && containsFold(e.Message, "expired")
 }
 
 // Sentinel errors. Security failures are wrapped in a *SecurityError, so both
@@ -92,22 +94,25 @@ func (e *SecurityError) Unwrap() error { return e.Err }
 // adds NETWORK_LOST (the failure budget ran out) and CLOCK_SKEW (every
 // unanswered beat of the streak was a clock refusal).
 const (
-	CodeBanned          = "BANNED"
-	CodePaused          = "PAUSED"
-	CodeExpired         = "EXPIRED"
-	CodeHWIDReset       = "HWID_RESET"
-	CodeMaintenance     = "MAINTENANCE"
-	CodeSessionRevoked  = "SESSION_REVOKED"
-	CodeSessionExpired  = "SESSION_EXPIRED"
-	CodeSessionMismatch = "SESSION_MISMATCH"
-	CodeNetworkLost     = "NETWORK_LOST"
-	CodeClockSkew       = "CLOCK_SKEW"
+	CodeBanned          = wire.CodeBanned
+	CodePaused          = wire.CodePaused
+	CodeExpired         = wire.CodeExpired
+	CodeHWIDReset       = wire.CodeHWIDReset
+	CodeMaintenance     = wire.CodeMaintenance
+	CodeSessionRevoked  = wire.CodeSessionRevoked
+	CodeSessionExpired  = wire.CodeSessionExpired
+	CodeSessionMismatch = wire.CodeSessionMismatch
+	CodeNetworkLost     = "NETWORK_LOST" // the client's own: never sent by a server
+	CodeClockSkew       = wire.ReasonClockSkew
 )
 
-var killCodes = map[string]bool{
-	CodeBanned: true, CodePaused: true, CodeExpired: true, CodeHWIDReset: true, CodeMaintenance: true,
-	CodeSessionRevoked: true, CodeSessionExpired: true, CodeSessionMismatch: true,
-}
+var killCodes = func() map[string]bool {
+	m := make(map[string]bool, len(wire.KillCodes))
+	for _, c := range wire.KillCodes {
+		m[c] = true
+	}
+	return m
+}()
 
 // IsKillCode reports whether code is one of the eight server kill codes.
 // Unknown codes are transient, as in every official SDK.

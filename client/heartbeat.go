@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // Failure budgets of the heartbeat loop (sdk-compat §2.2).
@@ -61,7 +63,7 @@ type HeartbeatOptions struct {
 // anything else is transient.
 func (s *Session) Beat(ctx context.Context) error {
 	_, err := s.c.do(ctx, call{method: "POST", path: "/api/auth/heartbeat.php", kind: envelopeCall,
-		body: map[string]any{"session_id": s.ID, "license_key": s.LicenseKey, "hwid": s.HWID}}, nil)
+		body: wire.HeartbeatRequest{SessionID: s.ID, LicenseKey: s.LicenseKey, HWID: s.HWID}}, nil)
 	return err
 }
 

@@ -14,6 +14,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // UpdateRequest describes the running app for CheckUpdate.
@@ -40,28 +42,20 @@ type UpdateOffer struct {
 // CheckUpdate asks whether an update is available; it returns nil (and no
 // error) when the app is up to date.
 func (c *Client) CheckUpdate(ctx context.Context, req UpdateRequest) (*UpdateOffer, error) {
-	body := map[string]any{"v": req.Version, "license_key": strings.TrimSpace(req.LicenseKey)}
-	for k, v := range map[string]string{"channel": req.Channel, "os": req.OS, "arch": req.Arch, "hwid": req.HWID} {
-		if v != "" {
-			body[k] = v
-		}
-	}
-	var r struct {
-		Available bool `json:"update_available"`
-		Update    *struct {
-			UpdateOffer
-			FileSize int64 `json:"file_size"`
-		} `json:"update"`
-	}
+	body := wire.UpdateCheckRequest{V: req.Version, Channel: req.Channel, OS: req.OS, Arch: req.Arch, HWID: req.HWID,
+		LicenseKey: strings.TrimSpace(req.LicenseKey)}
+	var r wire.UpdateCheckReply
 	if _, err := c.do(ctx, call{method: "POST", path: "/api/update/check.php", kind: envelopeCall, body: body}, &r); err != nil {
 		return nil, err
 	}
-	if !r.Available || r.Update == nil {
+	if !r.UpdateAvailable || r.Update == nil {
 		return nil, nil
 	}
-	o := r.Update.UpdateOffer
+	u := r.Update
+	o := UpdateOffer{Version: u.Version, Channel: u.Channel, Mandatory: u.IsMandatory, Size: u.Size, SHA256: u.SHA256,
+		Changelog: u.Changelog, DownloadURL: u.DownloadURL}
 	if o.Size == 0 {
-		o.Size = r.Update.FileSize
+		o.Size = u.FileSize
 	}
 	o.SHA256 = strings.ToLower(o.SHA256)
 	if len(o.SHA256) != 64 || o.DownloadURL == "" {

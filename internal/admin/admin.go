@@ -19,6 +19,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/wire"
 )
 
 // User is an admin account.
@@ -100,9 +101,9 @@ const (
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9_.@-]{3,64}$`)
 
 // ErrInvalidCredentials is the one answer to every failed sign-in.
-var ErrInvalidCredentials = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS", "Invalid username or password.")
+var ErrInvalidCredentials = apperr.New(apperr.Unauthenticated, wire.CodeInvalidCredentials, "Invalid username or password.")
 
-var errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid bearer token.")
+var errUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid bearer token.")
 
 // Token audiences: a bearer JWT has none; the first step of a two-factor
 // sign-in carries audStep1 and is good for nothing but totp.php.
@@ -138,7 +139,7 @@ func New(ctx context.Context, store Store, now func() time.Time, cfg Config) (*S
 // ValidatePassword applies the password policy.
 func ValidatePassword(p string) error {
 	if len(p) < MinPassword || len(p) > MaxPassword {
-		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field password: must be 8 to 72 bytes.")
+		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field password: must be 8 to 72 bytes.")
 	}
 	return nil
 }
@@ -153,7 +154,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, p
 	u.Operator = true
 	err = s.store.InsertAdmin(ctx, u, audit.NewEntry(actor, u.CreatedAt, "admin.create", "", username, nil))
 	if errors.Is(err, apperr.ErrConflict) {
-		return nil, apperr.New(apperr.Conflict, "CONFLICT", "An admin with that username already exists.")
+		return nil, apperr.New(apperr.Conflict, wire.CodeConflict, "An admin with that username already exists.")
 	}
 	return u, err
 }
@@ -161,7 +162,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, p
 // newUser checks a new admin's username and password and hashes the latter.
 func (s *Service) newUser(username, password string) (*User, error) {
 	if !usernameRE.MatchString(username) {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field username: 3 to 64 letters, digits or _ . @ -.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field username: 3 to 64 letters, digits or _ . @ -.")
 	}
 	if err := ValidatePassword(password); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/wire"
 )
 
 // Profile returns p's own account.
@@ -96,7 +97,7 @@ func (s *Service) ChangeEmail(ctx context.Context, p *Principal, ip, password, e
 // Logout signs out the JWT p came with; an access token is revoked instead.
 func (s *Service) Logout(ctx context.Context, p *Principal, ip string) error {
 	if p.ViaToken() {
-		return apperr.New(apperr.Forbidden, "TOKEN_NOT_ALLOWED", "An access token is not signed in; revoke it through tokens.php.")
+		return apperr.New(apperr.Forbidden, wire.CodeTokenNotAllowed, "An access token is not signed in; revoke it through tokens.php.")
 	}
 	return s.store.RevokeJWT(ctx, p.JTI, p.Expires, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.logout", "", p.Username, nil))
 }

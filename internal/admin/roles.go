@@ -7,6 +7,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/wire"
 )
 
 // Principal is who a verified bearer token speaks for.
@@ -112,11 +113,11 @@ type MemberStore interface {
 
 // ErrLastOwner is returned by a store when a change would leave an app
 // without an owner.
-var ErrLastOwner = apperr.New(apperr.Conflict, "LAST_OWNER", "An app needs at least one owner.")
+var ErrLastOwner = apperr.New(apperr.Conflict, wire.CodeLastOwner, "An app needs at least one owner.")
 
 // ErrForbidden is the refusal of an authenticated caller who may not do
 // what it asked on that app.
-var ErrForbidden = apperr.New(apperr.Forbidden, "FORBIDDEN", "You are not allowed to do this on that app.")
+var ErrForbidden = apperr.New(apperr.Forbidden, wire.CodeForbidden, "You are not allowed to do this on that app.")
 
 // Authorize checks that p may do what perm guards on appID and returns its
 // role. An app p is not a member of is FORBIDDEN, one that does not exist
@@ -155,7 +156,7 @@ func (s *Service) SetMember(ctx context.Context, actor audit.Actor, appID, usern
 	switch {
 	case errors.Is(err, apperr.ErrNotFound):
 		if password == "" {
-			return nil, apperr.New(apperr.NotFound, "NOT_FOUND", "No admin with that username; send a password to create one.")
+			return nil, apperr.New(apperr.NotFound, wire.CodeNotFound, "No admin with that username; send a password to create one.")
 		}
 		if fresh, err = s.newUser(username, password); err != nil {
 			return nil, err
@@ -171,7 +172,7 @@ func (s *Service) SetMember(ctx context.Context, actor audit.Actor, appID, usern
 	}
 	if err := s.store.PutMember(ctx, m, fresh, audit.NewEntry(actor, now, "member.set", appID, u.Username, details)); err != nil {
 		if errors.Is(err, apperr.ErrConflict) {
-			return nil, apperr.New(apperr.Conflict, "CONFLICT", "An admin with that username already exists.")
+			return nil, apperr.New(apperr.Conflict, wire.CodeConflict, "An admin with that username already exists.")
 		}
 		return nil, err
 	}

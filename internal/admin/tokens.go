@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/wire"
 )
 
 // TokenPrefix starts every personal access token: "kwp_" and 43 base64url
@@ -51,9 +52,9 @@ type TokenStore interface {
 const touchEvery = time.Minute
 
 var (
-	errTokenRevoked = apperr.New(apperr.Forbidden, "TOKEN_REVOKED", "This access token has been revoked.")
+	errTokenRevoked = apperr.New(apperr.Forbidden, wire.CodeTokenRevoked, "This access token has been revoked.")
 	// ErrNeedsSignIn refuses credential management through an access token.
-	ErrNeedsSignIn = apperr.New(apperr.Forbidden, "TOKEN_NOT_ALLOWED",
+	ErrNeedsSignIn = apperr.New(apperr.Forbidden, wire.CodeTokenNotAllowed,
 		"Access tokens cannot manage credentials (password, e-mail, two-factor, tokens); sign in with your password.")
 )
 

@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/wire"
 )
 
 // Two-factor sign-in with TOTP (RFC 6238: SHA-1, 6 digits, 30 s steps, one
@@ -29,11 +30,11 @@ const (
 )
 
 var (
-	errBadCode    = apperr.New(apperr.Unauthenticated, "INVALID_CODE", "Invalid or already used two-factor code.")
-	errTOTPOn     = apperr.New(apperr.Conflict, "TOTP_ENABLED", "Two-factor sign-in is already on.")
-	errTOTPOff    = apperr.New(apperr.Conflict, "TOTP_DISABLED", "Two-factor sign-in is not on.")
-	errNoPending  = apperr.New(apperr.Conflict, "TOTP_NOT_ENROLLED", "Start enrolment first.")
-	errBadPasswrd = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS", "Wrong password.")
+	errBadCode    = apperr.New(apperr.Unauthenticated, wire.CodeInvalidCode, "Invalid or already used two-factor code.")
+	errTOTPOn     = apperr.New(apperr.Conflict, wire.CodeTOTPEnabled, "Two-factor sign-in is already on.")
+	errTOTPOff    = apperr.New(apperr.Conflict, wire.CodeTOTPDisabled, "Two-factor sign-in is not on.")
+	errNoPending  = apperr.New(apperr.Conflict, wire.CodeTOTPNotEnrolled, "Start enrolment first.")
+	errBadPasswrd = apperr.New(apperr.Unauthenticated, wire.CodeInvalidCredentials, "Wrong password.")
 )
 
 // Enrolment is a new TOTP secret waiting to be confirmed.

@@ -5,6 +5,8 @@ package apperr
 import (
 	"errors"
 	"fmt"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // Kind classifies an error for transport mapping. It says nothing about wording.
@@ -50,18 +52,18 @@ func Wrap(err error, format string, args ...any) *Error {
 // Missing is the MISSING_FIELDS refusal (400) of a required field that is
 // absent or empty.
 func Missing(field string) *Error {
-	return New(Invalid, "MISSING_FIELDS", "Missing required field: "+field+".")
+	return New(Invalid, wire.CodeMissingFields, "Missing required field: "+field+".")
 }
 
 // InvalidField is the MISSING_FIELDS refusal (400) of a field out of range;
 // why completes "Invalid field <field>: …".
 func InvalidField(field, why string) *Error {
-	return New(Invalid, "MISSING_FIELDS", "Invalid field "+field+": "+why+".")
+	return New(Invalid, wire.CodeMissingFields, "Invalid field "+field+": "+why+".")
 }
 
 // NotFoundOf is the NOT_FOUND refusal (404) of a missing resource, named
 // by what ("Key", "App", …).
-func NotFoundOf(what string) *Error { return New(NotFound, "NOT_FOUND", what+" not found.") }
+func NotFoundOf(what string) *Error { return New(NotFound, wire.CodeNotFound, what+" not found.") }
 
 // NotFoundAs turns ErrNotFound from a store into the NOT_FOUND refusal of
 // what; other errors pass unchanged.

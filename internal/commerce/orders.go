@@ -13,6 +13,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Order states.
@@ -164,7 +165,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, em
 	return out, err
 }
 
-var errBadFulfilSecret = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS", "Unknown order or wrong fulfilment secret.")
+var errBadFulfilSecret = apperr.New(apperr.Unauthenticated, wire.CodeInvalidCredentials, "Unknown order or wrong fulfilment secret.")
 
 // Fulfil completes a paid order exactly once: it generates the key the
 // order's terms say, records paymentRef, marks the order fulfilled and
@@ -173,7 +174,7 @@ var errBadFulfilSecret = apperr.New(apperr.Unauthenticated, "INVALID_CREDENTIALS
 // constant time; an unknown order and a wrong secret are the same 401.
 func (o *Orders) Fulfil(ctx context.Context, orderID, secret, paymentRef string) (*Order, error) {
 	if orderID == "" || secret == "" {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: order_id and secret.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: order_id and secret.")
 	}
 	if len(paymentRef) > 255 {
 		return nil, apperr.InvalidField("payment_ref", "must be at most 255 characters")
@@ -222,7 +223,7 @@ func (o *Orders) complete(ctx context.Context, tx OrderTx, ord *Order, paymentRe
 	case OrderFulfilled:
 		return nil
 	case OrderRefunded:
-		return apperr.New(apperr.Conflict, "CONFLICT", "This order was refunded.")
+		return apperr.New(apperr.Conflict, wire.CodeConflict, "This order was refunded.")
 	}
 	now := o.now().UTC()
 	lt := tx.License()
@@ -276,7 +277,7 @@ func (o *Orders) Refund(ctx context.Context, actor audit.Actor, appID, orderID, 
 			return err
 		}
 		if ord.Status != OrderFulfilled {
-			return apperr.New(apperr.Conflict, "CONFLICT", "Only a fulfilled order can be refunded.")
+			return apperr.New(apperr.Conflict, wire.CodeConflict, "Only a fulfilled order can be refunded.")
 		}
 		for _, lk := range ord.Keys {
 			if err := license.BanInTx(ctx, tx.License(), appID, lk, "order "+ord.ID+" refunded", now); err != nil {

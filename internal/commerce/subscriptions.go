@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Subscription states.
@@ -169,7 +170,7 @@ func (o *Orders) CancelSubscription(ctx context.Context, actor audit.Actor, appI
 // It returns CONFLICT when sub is already cancelled.
 func CancelInTx(ctx context.Context, tx OrderTx, sub *Subscription, actor audit.Actor, now time.Time) error {
 	if sub.Status == SubCancelled {
-		return apperr.New(apperr.Conflict, "CONFLICT", "The subscription is already cancelled.")
+		return apperr.New(apperr.Conflict, wire.CodeConflict, "The subscription is already cancelled.")
 	}
 	sub.Status, sub.UpdatedAt = SubCancelled, now
 	if err := tx.UpdateSubscription(ctx, sub); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
+	"github.com/keyward/keyward/wire"
 )
 
 // Holder kinds: what a customer signed in with.
@@ -103,8 +104,8 @@ type Service struct {
 
 // Error codes of this package beyond the license package's.
 const (
-	CodeInvalidCredentials = "INVALID_CREDENTIALS"
-	CodeUnauthorized       = "UNAUTHORIZED"
+	CodeInvalidCredentials = wire.CodeInvalidCredentials
+	CodeUnauthorized       = wire.CodeUnauthorized
 )
 
 var (
@@ -200,9 +201,9 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 	case in.AppID == "":
 		return nil, apperr.Missing("app_id")
 	case in.LicenseKey == "" && in.Username == "":
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: license_key, or username and password.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: license_key, or username and password.")
 	case in.LicenseKey != "" && in.Username != "":
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Send license_key or username and password, not both.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send license_key or username and password, not both.")
 	case in.Username != "" && in.Password == "":
 		return nil, apperr.Missing("password")
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // APIError is a refusal from the admin API, shown to the owner as its
@@ -102,7 +104,7 @@ func decodeAnswer(rec *recorder, out any) error {
 			Message string `json:"message"`
 		}
 		if json.Unmarshal(rec.body.Bytes(), &e) != nil || e.Code == "" {
-			e.Code, e.Message = "INTERNAL", "The server could not answer."
+			e.Code, e.Message = wire.CodeInternal, "The server could not answer."
 		}
 		return &APIError{Status: rec.status, Code: e.Code, Message: e.Message}
 	}

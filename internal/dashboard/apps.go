@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // routesApps: the app list (the dashboard's home), creating apps, an app's
@@ -128,7 +130,7 @@ func (d *Dashboard) appSave(c *Ctx) {
 			case "int":
 				n, err := strconv.Atoi(v)
 				if err != nil {
-					c.Done(c.AppPath(""), "", &APIError{Status: 400, Code: "MISSING_FIELDS", Message: f.Label + ": enter a whole number."})
+					c.Done(c.AppPath(""), "", &APIError{Status: 400, Code: wire.CodeMissingFields, Message: f.Label + ": enter a whole number."})
 					return
 				}
 				patch[f.Name] = n

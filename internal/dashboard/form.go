@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // Form reading shared by the pages. A value the dashboard cannot even turn
@@ -12,7 +14,7 @@ import (
 
 // badInput is a refusal of a form value, worded for the owner.
 func badInput(msg string) error {
-	return &APIError{Status: http.StatusBadRequest, Code: "MISSING_FIELDS", Message: msg}
+	return &APIError{Status: http.StatusBadRequest, Code: wire.CodeMissingFields, Message: msg}
 }
 
 // formStr is a form field with surrounding space removed.

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // routesKeys: keys: search and filter, bulk generation and download, the per-key page, key actions and bulk actions.
@@ -138,7 +140,7 @@ func withApp(c *Ctx, body map[string]any) map[string]any {
 func (d *Dashboard) keysDownload(c *Ctx) {
 	format := c.R.PostFormValue("format")
 	if format != "csv" && format != "txt" {
-		c.RenderStatus(http.StatusBadRequest, "error", Page{Title: "Not possible", Nav: "keys", Data: map[string]any{"Message": "Choose CSV or TXT.", "Code": "MISSING_FIELDS"}})
+		c.RenderStatus(http.StatusBadRequest, "error", Page{Title: "Not possible", Nav: "keys", Data: map[string]any{"Message": "Choose CSV or TXT.", "Code": wire.CodeMissingFields}})
 		return
 	}
 	var keys []string
@@ -160,7 +162,7 @@ func (d *Dashboard) keysDownload(c *Ctx) {
 		}
 	}
 	if msg != "" {
-		c.RenderStatus(http.StatusBadRequest, "error", Page{Title: "Not possible", Nav: "keys", Data: map[string]any{"Message": msg, "Code": "MISSING_FIELDS"}})
+		c.RenderStatus(http.StatusBadRequest, "error", Page{Title: "Not possible", Nav: "keys", Data: map[string]any{"Message": msg, "Code": wire.CodeMissingFields}})
 		return
 	}
 	name := "keys-" + safeFileName(c.AppID) + "-" + c.d.now().UTC().Format("20060102-150405")
@@ -263,7 +265,7 @@ func (d *Dashboard) keysBulk(c *Ctx) {
 		}
 		err = c.Call("POST", "/api/admin/keys-bulk.php", c.AppQuery(), body, &res)
 		var ae *APIError
-		if errors.As(err, &ae) && ae.Code == "COUNT_CHANGED" {
+		if errors.As(err, &ae) && ae.Code == wire.CodeCountChanged {
 			notice = ae.Message + " (" + ae.Code + ")"
 		} else {
 			msg := words[1] + " " + strconv.Itoa(res.Affected) + " of " + strconv.Itoa(res.Matched) + " keys."

@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"net/http"
 	"strings"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // routesProfile: password, e-mail, two-factor sign-in, recovery codes and personal access tokens.
@@ -37,7 +39,7 @@ func (d *Dashboard) profilePage(c *Ctx) {
 
 // missing refuses a form with an empty field, as the API would.
 func profileMissing(what string) error {
-	return &APIError{Status: http.StatusBadRequest, Code: "MISSING_FIELDS", Message: what}
+	return &APIError{Status: http.StatusBadRequest, Code: wire.CodeMissingFields, Message: what}
 }
 
 // profilePassword changes the password; the API answers with a fresh token

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/reqid"
+	"github.com/keyward/keyward/wire"
 )
 
 // Page is what a page template gets: the handler's Title, Nav (the menu
@@ -289,7 +290,7 @@ func (c *Ctx) Fail(err error) {
 // works. A wrong password or code on a form that asks for one is also a
 // 401, but the session is fine: that is a refusal of the form.
 func (e *APIError) signedOut() bool {
-	return e.Status == http.StatusUnauthorized && e.Code != "INVALID_CREDENTIALS" && e.Code != "INVALID_CODE"
+	return e.Status == http.StatusUnauthorized && e.Code != wire.CodeInvalidCredentials && e.Code != wire.CodeInvalidCode
 }
 
 // fail shows an error page outside a session.

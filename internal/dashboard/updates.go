@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // routesUpdates: releases (list, create, edit, rollout, publish, halt,
@@ -55,7 +57,7 @@ func rolloutPercent(r *http.Request, name string) (float64, error) {
 	v := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(r.PostFormValue(name)), "%"))
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil {
-		return 0, &APIError{Status: 400, Code: "MISSING_FIELDS", Message: "Rollout: enter a percentage from 0 to 100."}
+		return 0, &APIError{Status: 400, Code: wire.CodeMissingFields, Message: "Rollout: enter a percentage from 0 to 100."}
 	}
 	return f, nil
 }
@@ -87,7 +89,7 @@ func (d *Dashboard) releaseCreate(c *Ctx) {
 func releaseID(c *Ctx) (int64, bool) {
 	id, err := strconv.ParseInt(c.R.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		c.Fail(&APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "There is no such release."})
+		c.Fail(&APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such release."})
 		return 0, false
 	}
 	return id, true
@@ -148,7 +150,7 @@ func (d *Dashboard) releaseAction(c *Ctx) {
 		"yank": "Release yanked.", "unyank": "Release restored."}
 	msg, known := msgs[action]
 	if !known {
-		c.Fail(&APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "There is no such page."})
+		c.Fail(&APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such page."})
 		return
 	}
 	switch action {
@@ -243,7 +245,7 @@ func (d *Dashboard) releaseUpload(c *Ctx) {
 		}
 		writeUploadJSON(c.W, status, map[string]any{"message": message})
 	}
-	missing := func(msg string) error { return &APIError{Status: 400, Code: "MISSING_FIELDS", Message: msg} }
+	missing := func(msg string) error { return &APIError{Status: 400, Code: wire.CodeMissingFields, Message: msg} }
 
 	q := c.AppQuery("action", "upload", "id", strconv.FormatInt(id, 10))
 	fields := map[string]string{}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // routesWebhooks: an app's webhook destinations (list, create, edit,
@@ -93,7 +95,7 @@ func (d *Dashboard) webhookCreate(c *Ctx) {
 // webhookID reads {id} and loads the destination, which must be this app's
 // (or, for operators, one for every app).
 func webhookID(c *Ctx) (int64, map[string]any, bool) {
-	notFound := &APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "There is no such webhook."}
+	notFound := &APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such webhook."}
 	id, err := strconv.ParseInt(c.R.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		c.Fail(notFound)
@@ -191,7 +193,7 @@ func (d *Dashboard) webhookAction(c *Ctx) {
 	action := c.R.PathValue("action")
 	msg, known := msgs[action]
 	if !known {
-		c.Fail(&APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "There is no such page."})
+		c.Fail(&APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such page."})
 		return
 	}
 	c.Done(webhookPath(c, id), msg, c.Call("POST", webhooksAPI, c.AppQuery(), map[string]any{"action": action, "id": id}, nil))

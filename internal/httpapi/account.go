@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // App user account endpoints (plain JSON, sdk-compat §1.8–§1.11).
@@ -19,29 +20,27 @@ func optStamp(t *time.Time) any {
 }
 
 // accountUser is the user block of register and account-login replies.
-func accountUser(a *license.Account, now time.Time) map[string]any {
-	u := map[string]any{
-		"id":             a.ID,
-		"username":       a.Username,
-		"email":          a.Email,
-		"status":         a.StatusAt(now),
-		"expires_at":     optStamp(a.ExpiresAt),
-		"days_remaining": a.DaysRemaining(now),
-		"max_devices":    a.MaxDevices,
-		"key_type":       "days",
-		"lifetime":       a.Lifetime(),
+func accountUser(a *license.Account, now time.Time) wire.AccountUser {
+	u := wire.AccountUser{
+		ID:            a.ID,
+		Username:      a.Username,
+		Email:         a.Email,
+		Status:        string(a.StatusAt(now)),
+		ExpiresAt:     wire.AtPtr(a.ExpiresAt),
+		DaysRemaining: a.DaysRemaining(now),
+		MaxDevices:    a.MaxDevices,
+		KeyType:       "days",
+		Lifetime:      a.Lifetime(),
+		LicenseKey:    a.LicenseKey,
 	}
 	if a.Lifetime() {
-		u["key_type"] = "lifetime"
-	}
-	if a.LicenseKey != "" {
-		u["license_key"] = a.LicenseKey
+		u.KeyType = "lifetime"
 	}
 	return u
 }
 
 // register: auth/account-register.php {username, password, email?, license_key?}.
-func (a *API) register(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) register(ctx context.Context, c *call) (any, error) {
 	var req license.RegisterRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
@@ -67,18 +66,18 @@ func (a *API) register(ctx context.Context, c *call) (map[string]any, error) {
 	case g.DaysAdded > 0:
 		msg = fmt.Sprintf("Account created: +%d days from your key.", g.DaysAdded)
 	}
-	return map[string]any{
-		"success": true,
-		"message": msg,
-		"user":    accountUser(acct, a.lic.Now()),
-		"key":     map[string]any{"days_added": g.DaysAdded, "lifetime": g.Lifetime},
+	return &wire.RegisterReply{
+		Success: true,
+		Message: msg,
+		User:    accountUser(acct, a.lic.Now()),
+		Key:     wire.Grant{DaysAdded: g.DaysAdded, Lifetime: g.Lifetime},
 	}, nil
 }
 
 // accountLogin: auth/account-login.php {username, password, hwid}; the reply
 // has the login session shape plus a top-level license_key when the account
 // has redeemed one.
-func (a *API) accountLogin(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
 	var req license.AccountLoginRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
@@ -97,26 +96,21 @@ func (a *API) accountLogin(ctx context.Context, c *call) (map[string]any, error)
 		return nil, err
 	}
 	acct := &res.Account
-	user := accountUser(acct, a.lic.Now())
-	user["hwid"] = req.HWID
-	out := map[string]any{
-		"success":            true,
-		"message":            "Login successful",
-		"session_id":         res.SessionToken,
-		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
-		"user":               user,
-		"features":           c.app.Features(acct.Features),
-		"app":                appBlock(c.app),
-	}
-	if acct.LicenseKey != "" {
-		out["license_key"] = acct.LicenseKey
-	}
-	return out, nil
+	return &wire.AccountLoginReply{
+		Success:           true,
+		Message:           "Login successful",
+		SessionID:         res.SessionToken,
+		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		User:              wire.AccountLoginUser{AccountUser: accountUser(acct, a.lic.Now()), HWID: req.HWID},
+		Features:          c.app.Features(acct.Features),
+		App:               appBlock(c.app),
+		LicenseKey:        acct.LicenseKey, // absent when the account has none
+	}, nil
 }
 
 // changePassword: auth/change-password.php {username, current_password
 // (alias old_password), new_password}.
-func (a *API) changePassword(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
 	var req license.ChangePasswordRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
@@ -132,12 +126,12 @@ func (a *API) changePassword(ctx context.Context, c *call) (map[string]any, erro
 	if err := a.lic.ChangePassword(ctx, c.app, req); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Password changed. Please sign in again."}, nil
+	return &wire.Reply{Success: true, Message: "Password changed. Please sign in again."}, nil
 }
 
 // redeem: auth/account-redeem.php {username, password, license_key} or
 // {session_id, license_key}.
-func (a *API) redeem(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) redeem(ctx context.Context, c *call) (any, error) {
 	var req license.RedeemRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
@@ -164,15 +158,15 @@ func (a *API) redeem(ctx context.Context, c *call) (map[string]any, error) {
 	} else if acct.ExpiresAt != nil {
 		msg += " Your account now runs until " + license.Timestamp(*acct.ExpiresAt) + "."
 	}
-	return map[string]any{
-		"success":        true,
-		"message":        msg,
-		"days_added":     g.DaysAdded,
-		"lifetime":       g.Lifetime,
-		"expires_at":     optStamp(acct.ExpiresAt),
-		"days_remaining": acct.DaysRemaining(now),
-		"max_devices":    acct.MaxDevices,
-		"mode":           g.Mode,
-		"license_key":    acct.LicenseKey,
+	return &wire.RedeemReply{
+		Success:       true,
+		Message:       msg,
+		DaysAdded:     g.DaysAdded,
+		Lifetime:      g.Lifetime,
+		ExpiresAt:     wire.AtPtr(acct.ExpiresAt),
+		DaysRemaining: acct.DaysRemaining(now),
+		MaxDevices:    acct.MaxDevices,
+		Mode:          g.Mode,
+		LicenseKey:    acct.LicenseKey,
 	}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/wire"
 )
 
 // adminCall is one authenticated admin request.
@@ -76,7 +77,7 @@ func (m methods) allow() string {
 	return strings.Join(ms, ", ")
 }
 
-var errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid bearer token.")
+var errUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid bearer token.")
 
 // bearer authenticates the admin, reads the body, checks the caller's role
 // on the app the request names and dispatches by method.
@@ -151,7 +152,7 @@ func (a *API) within(ctx context.Context, c *adminCall, appID string) error {
 	switch {
 	case appID == "":
 		if !c.p.Operator {
-			return apperr.New(apperr.Forbidden, "FORBIDDEN", "Only operators manage what covers every app; give app_id.")
+			return apperr.New(apperr.Forbidden, wire.CodeForbidden, "Only operators manage what covers every app; give app_id.")
 		}
 		return nil
 	case appID == c.appID:
@@ -234,7 +235,7 @@ func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if user == "" || pass == "" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: username and password."))
+		a.writeError(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: username and password."))
 		return
 	}
 	res, err := a.admins.Login(r.Context(), user, pass, a.clientIP(r))

@@ -12,7 +12,10 @@ import (
 
 // accountView is an account as the admin API shows it.
 func accountView(acct *license.Account, now time.Time) map[string]any {
-	v := accountUser(acct, now)
+	u := accountUser(acct, now)
+	v := map[string]any{"id": u.ID, "username": u.Username, "email": u.Email, "status": acct.StatusAt(now),
+		"expires_at": optStamp(acct.ExpiresAt), "days_remaining": u.DaysRemaining, "max_devices": u.MaxDevices,
+		"key_type": u.KeyType, "lifetime": u.Lifetime}
 	v["license_key"] = acct.LicenseKey
 	v["features"] = acct.FeaturesJSON()
 	v["password_reset_required"] = acct.PasswordResetRequired

@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 func appView(app *license.App, withSecret bool) map[string]any {
@@ -82,7 +83,7 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error
 		}
 		return map[string]any{"success": true, "app": appView(app, false)}, nil
 	default:
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action; use regenerate-secret, revoke or restore.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action; use regenerate-secret, revoke or restore.")
 	}
 	if c.appID != "" {
 		return nil, apperr.InvalidField("app_id", "a new app gets its id; leave app_id out")
@@ -160,7 +161,7 @@ func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) err
 	json.Unmarshal(cur, &merged)
 	for k, v := range patch {
 		if _, known := merged[k]; !known {
-			return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown setting: "+k+".")
+			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown setting: "+k+".")
 		}
 		merged[k] = v
 	}
@@ -171,9 +172,9 @@ func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) err
 	if err := dec.Decode(&next); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid setting "+te.Field+": wrong type.")
+			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid setting "+te.Field+": wrong type.")
 		}
-		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid settings.")
+		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid settings.")
 	}
 	*s = next
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Admin API of remote content: texts, slides, social links, changelog.
@@ -69,7 +70,7 @@ func timeField(f fields, name string) (*time.Time, bool, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return nil, true, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+name+": must be an ISO 8601 time such as 2027-01-01T00:00:00Z.")
+		return nil, true, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field "+name+": must be an ISO 8601 time such as 2027-01-01T00:00:00Z.")
 	}
 	t = t.UTC()
 	return &t, true, nil
@@ -89,7 +90,7 @@ func setInt(f fields, name string, dst *int) error {
 	v, ok, err := f.int(name)
 	if ok && err == nil {
 		if v < -1_000_000 || v > 1_000_000 {
-			return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid field "+name+": must be -1000000 to 1000000.")
+			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field "+name+": must be -1000000 to 1000000.")
 		}
 		*dst = int(v)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/wire"
 )
 
 // getKeys: GET keys.php?app_id= lists (filters status, q; cursor, limit);
@@ -32,7 +33,7 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error)
 	case "export":
 		return nil, a.exportKeys(ctx, c, appID)
 	default:
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Unknown action for GET; use export.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action for GET; use export.")
 	}
 	now := a.lic.Now()
 	if lk := strings.TrimSpace(c.q.Get("license_key")); lk != "" {
@@ -81,7 +82,7 @@ func queryInt(c *adminCall, name string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid query parameter "+name+": must be a non-negative integer.")
+		return 0, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid query parameter "+name+": must be a non-negative integer.")
 	}
 	return n, nil
 }
@@ -128,7 +129,7 @@ func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error 
 // (400 IMPORT_REJECTED with the report).
 func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
 	if ct, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type")); ct != "text/csv" {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Send the keys as a CSV body with Content-Type: text/csv.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send the keys as a CSV body with Content-Type: text/csv.")
 	}
 	if c.r.ContentLength > license.MaxImportBytes {
 		return nil, errTooLarge

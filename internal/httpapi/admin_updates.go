@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/update"
+	"github.com/keyward/keyward/wire"
 )
 
 // Admin updates.php: releases, artifact uploads, rollouts, min_supported,
@@ -302,7 +303,7 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 // upload outlasts the server's ReadTimeout.
 func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (map[string]any, error) {
 	if !streamsBody(c.r, op{}) {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Send the artifact as the raw request body with Content-Type: application/octet-stream.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send the artifact as the raw request body with Content-Type: application/octet-stream.")
 	}
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
@@ -338,4 +339,4 @@ func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (map[string]any,
 		"file_name": art.FileName, "size": art.Size, "sha256": art.SHA256}, "release": releaseView(r)}, nil
 }
 
-var errArtifactTooLarge = apperr.New(apperr.Invalid, "BODY_TOO_LARGE", "The artifact is larger than the configured --max-artifact-mb.")
+var errArtifactTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "The artifact is larger than the configured --max-artifact-mb.")

@@ -7,10 +7,11 @@ import (
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // login: auth/login.php (envelope). Reply fields per sdk-compat §7.8.
-func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) login(ctx context.Context, c *call) (any, error) {
 	lk, err := c.f.key("license_key")
 	if err != nil {
 		return nil, err
@@ -23,7 +24,7 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 	// rather than failing a login no shipped client sends it with.
 	version, _ := c.f.str("version", "v", "app_version")
 	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip, AppVersion: version})
-	if code := apperr.CodeOf(err); err == nil || code == license.CodeHWIDMismatch || code == license.CodeDeviceLimit {
+	if code := apperr.CodeOf(err); err == nil || code == wire.CodeHWIDMismatch || code == wire.CodeDeviceLimit {
 		a.abuse.SawKey(ctx, c.app, lk, hwid, c.ip) // where the key is used from: leak detection
 	}
 	a.countLogin(c.app, err)
@@ -33,31 +34,40 @@ func (a *API) login(ctx context.Context, c *call) (map[string]any, error) {
 	if res.Activated {
 		a.count(c.app, analytics.Activation, "")
 	}
-	now := a.lic.Now()
-	user := res.Key.Info(now)
-	user["license_key"] = res.Key.LicenseKey
-	user["hwid"] = res.HWID
-	msg := "Login successful"
-	return map[string]any{
-		"success":            true,
-		"message":            msg,
-		"session_id":         res.SessionToken,
-		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
-		"user":               user,
-		"features":           c.app.Features(res.Key.Features),
-		"app":                appBlock(c.app),
+	return &wire.LoginReply{
+		Success:           true,
+		Message:           "Login successful",
+		SessionID:         res.SessionToken,
+		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		User:              wire.KeyUser{KeyInfo: keyInfo(&res.Key, a.lic.Now()), HWID: res.HWID},
+		Features:          c.app.Features(res.Key.Features),
+		App:               appBlock(c.app),
 	}, nil
 }
 
-func appBlock(app *license.App) map[string]any {
-	return map[string]any{"name": app.Name, "version": app.Version, "message": app.Settings.LoginMessage}
+// keyInfo is the client view of k at now.
+func keyInfo(k *license.Key, now time.Time) wire.KeyInfo {
+	return wire.KeyInfo{
+		LicenseKey:    k.LicenseKey,
+		Status:        string(k.StatusAt(now)),
+		KeyType:       string(k.Type),
+		Duration:      k.Duration,
+		ActivatedAt:   wire.AtPtr(k.ActivatedAt),
+		ExpiresAt:     wire.AtPtr(k.ExpiresAt),
+		DaysRemaining: k.DaysRemaining(now),
+		MaxDevices:    k.MaxDevices,
+	}
 }
 
-var heartbeatOK = map[string]any{"success": true, "message": "Heartbeat OK"}
+func appBlock(app *license.App) wire.AppSummary {
+	return wire.AppSummary{Name: app.Name, Version: app.Version, Message: app.Settings.LoginMessage}
+}
+
+var heartbeatOK = &wire.HeartbeatReply{Success: true, Message: "Heartbeat OK"}
 
 // heartbeat: auth/heartbeat.php (envelope). Every refusal is a kill code,
 // enveloped by the transport.
-func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) heartbeat(ctx context.Context, c *call) (any, error) {
 	sid, err := c.f.str("session_id")
 	if err != nil {
 		return nil, err
@@ -80,7 +90,7 @@ func (a *API) heartbeat(ctx context.Context, c *call) (map[string]any, error) {
 }
 
 // logout: auth/logout.php (envelope). Unknown sessions log out fine.
-func (a *API) logout(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) logout(ctx context.Context, c *call) (any, error) {
 	sid, err := c.f.str("session_id")
 	if err != nil {
 		return nil, err
@@ -89,19 +99,19 @@ func (a *API) logout(ctx context.Context, c *call) (map[string]any, error) {
 		return nil, err
 	}
 	a.count(c.app, analytics.Logout, "")
-	return map[string]any{"success": true, "message": "Logged out successfully"}, nil
+	return &wire.Reply{Success: true, Message: "Logged out successfully"}, nil
 }
 
 // checkKey: auth/check-key.php (plain or envelope, mirrored). A known key
 // answers success:true with valid saying whether it can be used now.
-func (a *API) checkKey(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) checkKey(ctx context.Context, c *call) (any, error) {
 	lk, err := c.f.key("license_key")
 	if err != nil {
 		return nil, err
 	}
 	k, err := a.lic.CheckKey(ctx, c.app, lk)
 	if err != nil {
-		if apperr.CodeOf(err) == license.CodeInvalidKey {
+		if apperr.CodeOf(err) == wire.CodeInvalidKey {
 			return nil, apperr.From(err).With("valid", false)
 		}
 		return nil, err
@@ -110,21 +120,19 @@ func (a *API) checkKey(ctx context.Context, c *call) (map[string]any, error) {
 }
 
 // keyReply is the check-key / validate answer for a known key.
-func keyReply(app *license.App, k *license.Key, now time.Time) map[string]any {
+func keyReply(app *license.App, k *license.Key, now time.Time) *wire.CheckKeyReply {
 	st := k.StatusAt(now)
 	usable := st == license.StatusActive || st == license.StatusUnused
 	msg := "License key is valid."
 	if !usable {
 		msg = "License key is " + string(st) + "."
 	}
-	info := k.Info(now)
-	info["license_key"] = k.LicenseKey
-	return map[string]any{"success": true, "valid": usable, "message": msg, "key": info, "features": app.Features(k.Features)}
+	return &wire.CheckKeyReply{Success: true, Valid: usable, Message: msg, Key: keyInfo(k, now), Features: app.Features(k.Features)}
 }
 
 // validate: update/validate.php (plain). Unusable keys answer 401 as the
 // reference's status list says.
-func (a *API) validate(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) validate(ctx context.Context, c *call) (any, error) {
 	lk, err := c.f.key("license_key")
 	if err != nil {
 		return nil, err
@@ -145,7 +153,7 @@ func (a *API) validate(ctx context.Context, c *call) (map[string]any, error) {
 
 // requestHWIDReset: auth/request-hwid-reset.php (plain, deprecated). The reply
 // is identical whether or not the key exists.
-func (a *API) requestHWIDReset(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) requestHWIDReset(ctx context.Context, c *call) (any, error) {
 	var in license.ResetRequestInput
 	var err error
 	if in.LicenseKey, err = c.f.key("license_key"); err != nil {
@@ -163,11 +171,11 @@ func (a *API) requestHWIDReset(ctx context.Context, c *call) (map[string]any, er
 	if err := a.lic.RequestHWIDReset(ctx, c.app, in); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Request submitted."}, nil
+	return &wire.Reply{Success: true, Message: "Request submitted."}, nil
 }
 
 // selfReset: customer/reset-hwid.php (plain), the self-service "move license".
-func (a *API) selfReset(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) selfReset(ctx context.Context, c *call) (any, error) {
 	lk, err := c.f.key("key", "license_key")
 	if err != nil {
 		return nil, err
@@ -180,7 +188,7 @@ func (a *API) selfReset(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true,
-		"message":       "Hardware ID has been reset. You can now activate the key on a new device.",
-		"next_reset_at": license.Timestamp(next)}, nil
+	return &wire.SelfResetReply{Success: true,
+		Message:     "Hardware ID has been reset. You can now activate the key on a new device.",
+		NextResetAt: wire.At(next)}, nil
 }

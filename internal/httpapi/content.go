@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/envelope"
+	"github.com/keyward/keyward/wire"
 )
 
 // Remote content routes (sdk-compat §1.12–§1.14, §1.16, §7.17).
@@ -48,7 +49,7 @@ func bearerToken(r *http.Request) string {
 }
 
 // info: GET app/info.php → app block, branding and social links.
-func (a *API) info(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) info(ctx context.Context, c *call) (any, error) {
 	links, err := a.content.Links(ctx, c.app.ID)
 	if err != nil {
 		return nil, err
@@ -58,24 +59,24 @@ func (a *API) info(ctx context.Context, c *call) (map[string]any, error) {
 	if st.Maintenance {
 		maintMsg = st.MaintenanceMessage
 	}
-	out := make([]map[string]any, len(links))
+	out := make([]wire.SocialLink, len(links))
 	for i, l := range links {
-		out[i] = map[string]any{"id": l.ID, "platform": l.Platform, "url": l.URL, "label": l.Label}
+		out[i] = wire.SocialLink{ID: l.ID, Platform: l.Platform, URL: l.URL, Label: l.Label}
 	}
-	return map[string]any{
-		"success": true,
-		"app": map[string]any{
-			"name": c.app.Name, "version": c.app.Version, "download_url": st.DownloadURL,
-			"login_message": st.LoginMessage, "message": st.LoginMessage,
-			"maintenance_mode": st.Maintenance, "maintenance_msg": maintMsg, "branding": st.Branding,
+	return &wire.InfoReply{
+		Success: true,
+		App: wire.AppInfo{
+			Name: c.app.Name, Version: c.app.Version, DownloadURL: st.DownloadURL,
+			LoginMessage: st.LoginMessage, Message: st.LoginMessage,
+			MaintenanceMode: st.Maintenance, MaintenanceMsg: maintMsg, Branding: wire.Branding(st.Branding),
 		},
-		"social_links": out,
+		SocialLinks: out,
 	}, nil
 }
 
 // text: GET app/text.php[?name=] with the key in Authorization: Bearer or
 // ?key=. An unknown or absent key gets the app defaults.
-func (a *API) text(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) text(ctx context.Context, c *call) (any, error) {
 	q := c.r.URL.Query()
 	key := bearerToken(c.r)
 	if key == "" {
@@ -87,17 +88,17 @@ func (a *API) text(ctx context.Context, c *call) (map[string]any, error) {
 	}
 	if name := q.Get("name"); name != "" {
 		one := map[string]string{}
-		var value any
+		var value *string
 		if v, ok := texts[name]; ok {
-			one[name], value = v, v
+			one[name], value = v, &v
 		}
-		return map[string]any{"success": true, "text": value, "texts": one}, nil
+		return &wire.TextReply{Success: true, Text: value, Texts: one}, nil
 	}
-	return map[string]any{"success": true, "texts": texts}, nil
+	return &wire.TextsReply{Success: true, Texts: texts}, nil
 }
 
 // slides: POST app/slides.php (envelope) {"action":"get_slides"} or {}.
-func (a *API) slides(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) slides(ctx context.Context, c *call) (any, error) {
 	action, err := c.f.str("action")
 	if err != nil {
 		return nil, err
@@ -109,12 +110,17 @@ func (a *API) slides(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(ss))
+	out := make([]wire.Slide, len(ss))
 	for i := range ss {
-		out[i] = slideView(&ss[i])
+		sl := &ss[i]
+		out[i] = wire.Slide{ID: sl.ID, Title: sl.Title, Body: sl.Body, ImageURL: sl.ImageURL, LinkURL: sl.LinkURL,
+			Order: sl.Position, StartsAt: wire.AtPtr(sl.StartsAt), EndsAt: wire.AtPtr(sl.EndsAt)}
 	}
-	return map[string]any{"success": true, "slides": out}, nil
+	return &wire.SlidesReply{Success: true, Slides: out}, nil
 }
+
+// slideView is a slide as the admin API shows it (with admin fields added
+// by the caller).
 
 func slideView(sl *content.Slide) map[string]any {
 	return map[string]any{"id": sl.ID, "title": sl.Title, "body": sl.Body, "image_url": sl.ImageURL, "link_url": sl.LinkURL,
@@ -122,7 +128,7 @@ func slideView(sl *content.Slide) map[string]any {
 }
 
 // socialClick: POST app/social-click.php (envelope) {link_id} or {platform}.
-func (a *API) socialClick(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) socialClick(ctx context.Context, c *call) (any, error) {
 	id, _, err := c.f.int("link_id")
 	if err != nil {
 		return nil, err
@@ -134,7 +140,7 @@ func (a *API) socialClick(ctx context.Context, c *call) (map[string]any, error) 
 	if err := a.content.Click(ctx, c.app.ID, id, strings.ToLower(strings.TrimSpace(platform))); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Click recorded."}, nil
+	return &wire.Reply{Success: true, Message: "Click recorded."}, nil
 }
 
 // changelog: GET app/changelog.php?app_id=[&limit=&since=&category=]
@@ -164,12 +170,17 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	out := make([]map[string]any, len(es))
+	out := make([]wire.ChangelogEntry, len(es))
 	for i := range es {
-		out[i] = entryView(&es[i])
+		e := &es[i]
+		out[i] = wire.ChangelogEntry{ID: e.ID, Version: e.Version, Title: e.Title, Body: e.Body, Category: e.Category,
+			PublishedAt: wire.AtPtr(e.PublishedAt)}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "entries": out})
+	writeJSON(w, http.StatusOK, &wire.ChangelogReply{Success: true, Entries: out})
 }
+
+// entryView is a changelog entry as the admin API shows it (with admin
+// fields added by the caller).
 
 func entryView(e *content.Entry) map[string]any {
 	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,

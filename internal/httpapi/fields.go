@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // fields is a decoded JSON object body. Clients of several generations send
@@ -24,7 +25,7 @@ const (
 	adminBodyLimit  = 1 << 20
 )
 
-var errTooLarge = apperr.New(apperr.Invalid, "BODY_TOO_LARGE", "Request body is too large.")
+var errTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "Request body is too large.")
 
 // readBody reads at most limit bytes of r's body.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
@@ -34,7 +35,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, errTooLarge
 	}
 	if err != nil {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Could not read the request body.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Could not read the request body.")
 	}
 	return b, nil
 }
@@ -64,7 +65,7 @@ func parseFields(b []byte) (fields, error) {
 	}
 	var f fields
 	if err := json.Unmarshal(b, &f); err != nil || f == nil {
-		return nil, apperr.New(apperr.Invalid, "MISSING_FIELDS", "The request body must be a JSON object.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "The request body must be a JSON object.")
 	}
 	return f, nil
 }

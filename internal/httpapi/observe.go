@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // observation is what the instrument middleware learns of one request
@@ -95,7 +97,7 @@ func (a *API) instrument(next http.Handler) http.Handler {
 			}
 			code := o.code
 			if code == "" && status == http.StatusMethodNotAllowed {
-				code = "METHOD_NOT_ALLOWED"
+				code = wire.CodeMethodNotAllowed
 			}
 			took := time.Since(start)
 			a.metrics.Request(route, knownMethod(r.Method), status, code, took)

@@ -7,8 +7,17 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/wire"
 )
 
+// publicOrder is an order as its buyer sees it.
+func publicOrder(o *commerce.Order) wire.Order {
+	return wire.Order{OrderID: o.ID, Status: o.Status, PlanID: o.PlanID, Plan: o.PlanName, Type: o.Kind,
+		Amount: float64(o.AmountCents) / 100, AmountCents: o.AmountCents, Currency: o.Currency, Email: o.Email,
+		PaymentRef: o.PaymentRef, LicenseKeys: o.Keys, CreatedAt: wire.At(o.CreatedAt), FulfilledAt: wire.AtPtr(o.FulfilledAt)}
+}
+
+// orderView is an order as the admin API shows it (publicOrder's fields).
 func orderView(o *commerce.Order) map[string]any {
 	return map[string]any{"order_id": o.ID, "status": o.Status, "plan_id": o.PlanID, "plan": o.PlanName, "type": o.Kind,
 		"amount": float64(o.AmountCents) / 100, "amount_cents": o.AmountCents, "currency": o.Currency, "email": o.Email,
@@ -61,10 +70,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	res := orderView(o)
-	res["success"] = true
-	res["message"] = "Order created."
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, &wire.OrderReply{Success: true, Message: "Order created.", Order: publicOrder(o)})
 }
 
 // pricingRoute: GET reads the price list, POST creates an order.
@@ -106,10 +112,9 @@ func (a *API) fulfill(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	res := orderView(o)
-	res["success"], res["message"] = true, "Order fulfilled."
+	res := &wire.FulfillReply{Success: true, Message: "Order fulfilled.", Order: publicOrder(o)}
 	if len(o.Keys) > 0 {
-		res["license_key"] = o.Keys[0]
+		res.LicenseKey = o.Keys[0]
 	}
 	writeJSON(w, http.StatusOK, res)
 }
@@ -200,7 +205,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID, lk, user := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key")), strings.TrimSpace(q.Get("username"))
 	if appID == "" || (lk == "" && user == "") {
-		a.writeError(w, r, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Missing required field: app_id and license_key or username."))
+		a.writeError(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: app_id and license_key or username."))
 		return
 	}
 	if _, err := a.liveApp(r.Context(), appID); err != nil {
@@ -214,7 +219,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 			for _, rd := range d.Redemptions {
 				keys = append(keys, rd.LicenseKey)
 			}
-		} else if apperr.CodeOf(err) != "NOT_FOUND" {
+		} else if apperr.CodeOf(err) != wire.CodeNotFound {
 			a.writeError(w, r, err)
 			return
 		}
@@ -230,14 +235,24 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 			sub = s
 		}
 	}
-	res := map[string]any{"success": true, "active": false, "subscription": nil}
+	res := &wire.SubscriptionCheckReply{Success: true}
 	if sub != nil {
-		v := subscriptionView(sub)
-		delete(v, "email")
-		delete(v, "license_key")
-		res["subscription"], res["active"] = v, sub.Status == commerce.SubActive
+		res.Subscription, res.Active = publicSubscription(sub), sub.Status == commerce.SubActive
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// publicSubscription is a subscription as the public check shows it: no
+// key, no e-mail.
+func publicSubscription(s *commerce.Subscription) *wire.PublicSubscription {
+	v := &wire.PublicSubscription{ID: s.ID, PlanID: s.PlanID, Level: s.PlanName, Interval: s.Period, PeriodDays: s.PeriodDays,
+		Amount: float64(s.AmountCents) / 100, AmountCents: s.AmountCents, Currency: s.Currency, Status: s.Status,
+		RenewsAt: wire.At(s.RenewsAt), CancelAtPeriodEnd: s.Status == commerce.SubCancelled, CreatedAt: wire.At(s.CreatedAt)}
+	if s.RenewalOrderID != "" {
+		id := s.RenewalOrderID
+		v.RenewalOrderID = &id
+	}
+	return v
 }
 
 // listSubscriptions: GET subscriptions.php?app_id=, newest first.

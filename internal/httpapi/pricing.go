@@ -11,10 +11,18 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
-// planView is a plan or level as both the public price list and the admin
-// API show it; price is in currency units, price_cents exact.
+// publicPlan is a plan or level as the public price list shows it.
+func publicPlan(p *commerce.Plan) wire.Plan {
+	return wire.Plan{ID: p.ID, Type: p.Kind, Name: p.Name, Description: p.Description,
+		Price: float64(p.PriceCents) / 100, PriceCents: p.PriceCents, Currency: p.Currency, Interval: p.Period,
+		KeyType: string(p.KeyType), Duration: p.Duration, MaxDevices: p.MaxDevices, Features: p.Features}
+}
+
+// planView is a plan or level as the admin API shows it (publicPlan's
+// fields); price is in currency units, price_cents exact.
 func planView(p *commerce.Plan) map[string]any {
 	return map[string]any{"id": p.ID, "type": p.Kind, "name": p.Name, "description": p.Description,
 		"price": float64(p.PriceCents) / 100, "price_cents": p.PriceCents, "currency": p.Currency, "interval": p.Period,
@@ -44,20 +52,20 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	levels, plans := []map[string]any{}, []map[string]any{}
+	levels, plans := []wire.Plan{}, []wire.Plan{}
 	for i := range ps {
 		if ps[i].Kind == commerce.KindLevel {
-			levels = append(levels, planView(&ps[i]))
+			levels = append(levels, publicPlan(&ps[i]))
 		} else {
-			plans = append(plans, planView(&ps[i]))
+			plans = append(plans, publicPlan(&ps[i]))
 		}
 	}
-	res := map[string]any{"success": true}
+	res := &wire.PricingReply{Success: true} // a nil list is left out (omitzero), an empty one sent as []
 	if typ != "plans" {
-		res["levels"] = levels
+		res.Levels = levels
 	}
 	if typ != "levels" {
-		res["plans"] = plans
+		res.Plans = plans
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // Query strings and paths are checked once, at the edge, before any handler
@@ -46,7 +47,7 @@ func badText(s string) bool {
 // the same on every try.
 func queryProblem(r *http.Request) *apperr.Error {
 	if badText(r.URL.Path) {
-		return apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid request path: must be UTF-8 text without control characters.")
+		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid request path: must be UTF-8 text without control characters.")
 	}
 	if r.URL.RawQuery == "" {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/reseller"
+	"github.com/keyward/keyward/wire"
 )
 
 // resellerCall is one authenticated reseller request.
@@ -27,7 +28,7 @@ type resellerHandler func(ctx context.Context, rc *resellerCall) (map[string]any
 // resellerMethods routes one reseller path by HTTP method.
 type resellerMethods map[string]resellerHandler
 
-var errResellerUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid reseller token.")
+var errResellerUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid reseller token.")
 
 // resellerRoute registers a reseller API path: the bearer token is a
 // reseller's (kwr_…), the body a size-limited JSON object.
@@ -80,7 +81,7 @@ func (rc *resellerCall) page() (int64, int, error) {
 		if v := rc.q.Get(name); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || n < 0 {
-				return 0, 0, apperr.New(apperr.Invalid, "MISSING_FIELDS", "Invalid query parameter "+name+": must be a non-negative integer.")
+				return 0, 0, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid query parameter "+name+": must be a non-negative integer.")
 			}
 			out[i] = n
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // status is the one mapping from error Kind to HTTP status.
@@ -35,7 +36,7 @@ func status(k apperr.Kind) int {
 // any extra fields. Internal errors get a generic message only.
 func errorBody(e *apperr.Error) map[string]any {
 	if e.Kind == apperr.Internal {
-		return map[string]any{"success": false, "error_code": "INTERNAL", "message": "Internal server error."}
+		return map[string]any{"success": false, "error_code": wire.CodeInternal, "message": "Internal server error."}
 	}
 	body := map[string]any{"success": false, "message": e.Message}
 	if e.Code != "" {
@@ -105,21 +106,21 @@ func errorReply(ctx context.Context, e *apperr.Error) []byte {
 
 // Refusals of the HTTP layer itself.
 var (
-	errNoEndpoint = apperr.New(apperr.NotFound, "NOT_FOUND", "No such endpoint.")
-	errNoMetrics  = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "A valid metrics token is required.")
+	errNoEndpoint = apperr.New(apperr.NotFound, wire.CodeNotFound, "No such endpoint.")
+	errNoMetrics  = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "A valid metrics token is required.")
 )
 
 // methodNotAllowed refuses a method the route does not answer, naming the
 // ones it does in Allow.
 func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	a.writeError(w, r, apperr.New(apperr.MethodNotAllowed, "METHOD_NOT_ALLOWED", "Method not allowed; use "+allow+"."))
+	a.writeError(w, r, apperr.New(apperr.MethodNotAllowed, wire.CodeMethodNotAllowed, "Method not allowed; use "+allow+"."))
 }
 
 // wireCode is the error_code errorBody gives e.
 func wireCode(e *apperr.Error) string {
 	if e.Kind == apperr.Internal {
-		return "INTERNAL"
+		return wire.CodeInternal
 	}
 	return e.Code
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // call is one verified client request.
@@ -22,8 +23,9 @@ type call struct {
 	ip  string
 }
 
-// clientHandler answers a client request with a reply object or an error.
-type clientHandler func(ctx context.Context, c *call) (map[string]any, error)
+// clientHandler answers a client request with a reply (a wire type) or an
+// error.
+type clientHandler func(ctx context.Context, c *call) (any, error)
 
 type replayScope int
 
@@ -33,9 +35,9 @@ const (
 )
 
 var (
-	errNoSecret  = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Missing X-App-Secret header.")
-	errBadSecret = apperr.New(apperr.Unauthenticated, "INVALID_APP", "Invalid app secret.")
-	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: "RATE_LIMITED", Message: "The same request is still being processed; try again.", RetryAfter: 1}
+	errNoSecret  = apperr.New(apperr.Unauthenticated, wire.CodeInvalidApp, "Missing X-App-Secret header.")
+	errBadSecret = apperr.New(apperr.Unauthenticated, wire.CodeInvalidApp, "Invalid app secret.")
+	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: wire.CodeRateLimited, Message: "The same request is still being processed; try again.", RetryAfter: 1}
 )
 
 // app resolves the X-App-Secret header, answering 401 itself when it fails.
@@ -155,14 +157,14 @@ func (a *API) cryptoError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *apperr.Error
 	switch {
 	case errors.Is(err, envelope.ErrClockSkew):
-		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "Request expired: this computer's clock differs from the server's by more than 5 minutes.").
-			With("reason", "CLOCK_SKEW").With("server_time", a.now().Unix())
+		e = apperr.New(apperr.Invalid, wire.CodeCryptoError, "Request expired: this computer's clock differs from the server's by more than 5 minutes.").
+			With("reason", wire.ReasonClockSkew).With("server_time", a.now().Unix())
 	case errors.Is(err, envelope.ErrBadMAC):
-		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "HMAC verification failed.")
+		e = apperr.New(apperr.Invalid, wire.CodeCryptoError, "HMAC verification failed.")
 	case errors.Is(err, envelope.ErrDecrypt):
-		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "The request could not be decrypted.")
+		e = apperr.New(apperr.Invalid, wire.CodeCryptoError, "The request could not be decrypted.")
 	default:
-		e = apperr.New(apperr.Invalid, "CRYPTO_ERROR", "Malformed request envelope.")
+		e = apperr.New(apperr.Invalid, wire.CodeCryptoError, "Malformed request envelope.")
 	}
 	a.writeError(w, r, e)
 }
@@ -236,7 +238,7 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 	var reply []byte
 	f, err := parseFields(plain)
 	if err == nil {
-		var res map[string]any
+		var res any
 		ip := a.clientIP(r)
 		res, err = h(ctx, &call{app: app, f: f, r: r, ip: ip})
 		if err == nil {

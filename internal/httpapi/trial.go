@@ -8,17 +8,18 @@ import (
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // trial: auth/trial.php (plain). The reply is a TrialResponse with the key as
 // both trial_key and license_key (sdk-compat §7.14) and a ready session.
-func (a *API) trial(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) trial(ctx context.Context, c *call) (any, error) {
 	hwid, err := c.f.str("hwid")
 	if err != nil {
 		return nil, err
 	}
 	res, err := a.lic.StartTrial(ctx, c.app, license.TrialRequest{HWID: hwid, IP: c.ip})
-	if (err == nil && res.New) || apperr.CodeOf(err) == license.CodeTrialLimit {
+	if (err == nil && res.New) || apperr.CodeOf(err) == wire.CodeTrialLimit {
 		a.abuse.Burst(ctx, c.app, abuse.TrialFarming, c.ip) // new trials (or refused ones) from one address
 	}
 	if err == nil && res.New {
@@ -27,27 +28,24 @@ func (a *API) trial(ctx context.Context, c *call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := a.lic.Now()
 	k := &res.Key
-	user := k.Info(now)
-	user["license_key"] = k.LicenseKey
-	user["hwid"] = hwid
+	info := keyInfo(k, a.lic.Now())
 	msg := "Trial started"
 	if !res.New {
 		msg = "Trial resumed"
 	}
-	return map[string]any{
-		"success":            true,
-		"message":            msg,
-		"trial_key":          k.LicenseKey,
-		"license_key":        k.LicenseKey,
-		"session_id":         res.SessionToken,
-		"heartbeat_interval": c.app.Settings.HeartbeatInterval,
-		"expires_at":         user["expires_at"],
-		"days_remaining":     user["days_remaining"],
-		"user":               user,
-		"features":           c.app.Features(k.Features),
-		"app":                appBlock(c.app),
+	return &wire.TrialReply{
+		Success:           true,
+		Message:           msg,
+		TrialKey:          k.LicenseKey,
+		LicenseKey:        k.LicenseKey,
+		SessionID:         res.SessionToken,
+		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		ExpiresAt:         info.ExpiresAt,
+		DaysRemaining:     info.DaysRemaining,
+		User:              wire.KeyUser{KeyInfo: info, HWID: hwid},
+		Features:          c.app.Features(k.Features),
+		App:               appBlock(c.app),
 	}, nil
 }
 

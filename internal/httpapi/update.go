@@ -10,11 +10,12 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/update"
+	"github.com/keyward/keyward/wire"
 )
 
 // updateCheck: POST update/check.php (envelope) {v|version, channel, os,
 // arch, hwid, license_key} → {update_available, update{…}}.
-func (a *API) updateCheck(ctx context.Context, c *call) (map[string]any, error) {
+func (a *API) updateCheck(ctx context.Context, c *call) (any, error) {
 	var raw update.RawRequest
 	var err error
 	for _, p := range []struct {
@@ -35,20 +36,20 @@ func (a *API) updateCheck(ctx context.Context, c *call) (map[string]any, error) 
 		return nil, err
 	}
 	if d.Release == nil {
-		return map[string]any{"success": true, "update_available": false,
-			"message": "No update available: " + req.Version.String() + " is the latest version for this caller."}, nil
+		return &wire.UpdateCheckReply{Success: true, UpdateAvailable: false,
+			Message: "No update available: " + req.Version.String() + " is the latest version for this caller."}, nil
 	}
-	return map[string]any{"success": true, "update_available": true, "message": "Update available.",
-		"update": updateDescriptor(d)}, nil
+	return &wire.UpdateCheckReply{Success: true, UpdateAvailable: true, Message: "Update available.",
+		Update: updateDescriptor(d)}, nil
 }
 
 // updateDescriptor is the update object of a check reply (API reference,
 // "Update descriptor"; SDKs read version, sha256, size and download_url).
-func updateDescriptor(d update.Decision) map[string]any {
+func updateDescriptor(d update.Decision) *wire.UpdateDescriptor {
 	r, art := d.Release, d.Artifact
-	return map[string]any{"version": r.Version.String(), "channel": r.Channel, "is_mandatory": d.Mandatory,
-		"file_size": art.Size, "size": art.Size, "sha256": art.SHA256, "changelog": r.Changelog,
-		"download_url": downloadURL(r, art)}
+	return &wire.UpdateDescriptor{Version: r.Version.String(), Channel: r.Channel, IsMandatory: d.Mandatory,
+		FileSize: art.Size, Size: art.Size, SHA256: art.SHA256, Changelog: r.Changelog,
+		DownloadURL: downloadURL(r, art)}
 }
 
 // downloadURL is the path, relative to the base URL, that downloads art; it

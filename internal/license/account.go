@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/wire"
 )
 
 // Account is an app user account: an end user who signs in with a username
@@ -79,15 +80,15 @@ type Redemption struct {
 
 // Account error codes (sdk-compat §1.8–§1.11, §2.1).
 const (
-	CodeInvalidCredentials    = "INVALID_CREDENTIALS"
-	CodeUsernameExists        = "USERNAME_EXISTS"
-	CodeKeyRequired           = "KEY_REQUIRED"
-	CodeKeyAlreadyUsed        = "KEY_ALREADY_USED"
-	CodeKeyInUse              = "KEY_IN_USE"
-	CodeKeyRedeemed           = "KEY_REDEEMED"
-	CodeAlreadyLifetime       = "ALREADY_LIFETIME"
-	CodeAccountsDisabled      = "ACCOUNTS_DISABLED"
-	CodePasswordResetRequired = "PASSWORD_RESET_REQUIRED"
+	CodeInvalidCredentials    = wire.CodeInvalidCredentials
+	CodeUsernameExists        = wire.CodeUsernameExists
+	CodeKeyRequired           = wire.CodeKeyRequired
+	CodeKeyAlreadyUsed        = wire.CodeKeyAlreadyUsed
+	CodeKeyInUse              = wire.CodeKeyInUse
+	CodeKeyRedeemed           = wire.CodeKeyRedeemed
+	CodeAlreadyLifetime       = wire.CodeAlreadyLifetime
+	CodeAccountsDisabled      = wire.CodeAccountsDisabled
+	CodePasswordResetRequired = wire.CodePasswordResetRequired
 )
 
 var (

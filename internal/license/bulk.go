@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/wire"
 )
 
 // BulkFilter selects the keys of a bulk operation; zero fields do not
@@ -95,11 +96,11 @@ func (s *Service) BulkKeys(ctx context.Context, actor audit.Actor, appID string,
 			return err
 		}
 		if len(keys) > MaxBulk {
-			return apperr.New(apperr.Invalid, "TOO_MANY_KEYS", fmt.Sprintf("A bulk operation changes at most %d keys; narrow the filter.", MaxBulk))
+			return apperr.New(apperr.Invalid, wire.CodeTooManyKeys, fmt.Sprintf("A bulk operation changes at most %d keys; narrow the filter.", MaxBulk))
 		}
 		res.Matched = len(keys)
 		if res.Matched != expect {
-			return apperr.New(apperr.Conflict, "COUNT_CHANGED", "The filter now matches a different number of keys; review the new count.").
+			return apperr.New(apperr.Conflict, wire.CodeCountChanged, "The filter now matches a different number of keys; review the new count.").
 				With("count", res.Matched)
 		}
 		details := map[string]any{}

@@ -4,28 +4,29 @@ import (
 	"strings"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // Wire error codes used by this package (sdk-compat §2.1).
 const (
-	CodeMissingFields     = "MISSING_FIELDS"
-	CodeInvalidKey        = "INVALID_KEY"
-	CodeHWIDMismatch      = "HWID_MISMATCH"
-	CodeDeviceLimit       = "DEVICE_LIMIT"
-	CodeExpired           = "EXPIRED"
-	CodeBanned            = "BANNED"
-	CodePaused            = "PAUSED"
-	CodeMaintenance       = "MAINTENANCE"
-	CodeSessionExpired    = "SESSION_EXPIRED"
-	CodeSessionMismatch   = "SESSION_MISMATCH"
-	CodeSessionRevoked    = "SESSION_REVOKED"
-	CodeHWIDReset         = "HWID_RESET"
-	CodeKeyNotActive      = "KEY_NOT_ACTIVE"
-	CodeNoHWID            = "NO_HWID"
-	CodeRateLimited       = "RATE_LIMITED"
-	CodeSelfResetDisabled = "SELF_RESET_DISABLED"
-	CodeNotFound          = "NOT_FOUND"
-	CodeConflict          = "CONFLICT"
+	CodeMissingFields     = wire.CodeMissingFields
+	CodeInvalidKey        = wire.CodeInvalidKey
+	CodeHWIDMismatch      = wire.CodeHWIDMismatch
+	CodeDeviceLimit       = wire.CodeDeviceLimit
+	CodeExpired           = wire.CodeExpired
+	CodeBanned            = wire.CodeBanned
+	CodePaused            = wire.CodePaused
+	CodeMaintenance       = wire.CodeMaintenance
+	CodeSessionExpired    = wire.CodeSessionExpired
+	CodeSessionMismatch   = wire.CodeSessionMismatch
+	CodeSessionRevoked    = wire.CodeSessionRevoked
+	CodeHWIDReset         = wire.CodeHWIDReset
+	CodeKeyNotActive      = wire.CodeKeyNotActive
+	CodeNoHWID            = wire.CodeNoHWID
+	CodeRateLimited       = wire.CodeRateLimited
+	CodeSelfResetDisabled = wire.CodeSelfResetDisabled
+	CodeNotFound          = wire.CodeNotFound
+	CodeConflict          = wire.CodeConflict
 )
 
 // endLogout is the end reason of a session closed by its own client; a later
@@ -44,7 +45,7 @@ var (
 // ErrAppRevoked refuses every use of an app its owner revoked (client
 // routes, resellers, the customer portal); its sessions end at their next
 // heartbeat with SESSION_REVOKED instead.
-var ErrAppRevoked = apperr.New(apperr.Forbidden, "APP_REVOKED", "This application has been disabled by its publisher.")
+var ErrAppRevoked = apperr.New(apperr.Forbidden, wire.CodeAppRevoked, "This application has been disabled by its publisher.")
 
 // killError returns the heartbeat refusal for a session end reason. Every
 // reason maps into the eight codes every SDK generation treats as final.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/wire"
 )
 
 // ImportReport is what an import of a key CSV found and did. Rows counts
@@ -30,7 +31,7 @@ type ImportReport struct {
 
 // CodeImportRejected is the refusal of an import whose file has problems;
 // the reply carries the report.
-const CodeImportRejected = "IMPORT_REJECTED"
+const CodeImportRejected = wire.CodeImportRejected
 
 // ImportKeys reads a key CSV (see ParseKeyCSV) for app appID and checks
 // every row, including key strings the app already has (or had, before a

@@ -9,13 +9,14 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/wire"
 )
 
 // Trial error codes (sdk-compat §2.1).
 const (
-	CodeTrialDisabled = "TRIAL_DISABLED"
-	CodeTrialUsed     = "TRIAL_USED"
-	CodeTrialLimit    = "TRIAL_LIMIT"
+	CodeTrialDisabled = wire.CodeTrialDisabled
+	CodeTrialUsed     = wire.CodeTrialUsed
+	CodeTrialLimit    = wire.CodeTrialLimit
 )
 
 var (

@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/wire"
 )
 
 // CodeTooManyAttempts is the wire code of a lockout (sdk-compat §2.1).
-const CodeTooManyAttempts = "TOO_MANY_ATTEMPTS"
+const CodeTooManyAttempts = wire.CodeTooManyAttempts
 
 // Policy says when a subject is locked: MaxFailures failures within Window
 // lock it for Lock. A zero MaxFailures disables the policy.

@@ -15,6 +15,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // TokenPrefix starts every reseller token.
@@ -22,9 +23,9 @@ const TokenPrefix = "kwr_"
 
 // Error codes of this package.
 const (
-	CodeInsufficientCredit = "INSUFFICIENT_CREDIT"
-	CodeDisabled           = "RESELLER_DISABLED"
-	CodeBalanceLimit       = "BALANCE_LIMIT"
+	CodeInsufficientCredit = wire.CodeInsufficientCredit
+	CodeDisabled           = wire.CodeResellerDisabled
+	CodeBalanceLimit       = wire.CodeBalanceLimit
 )
 
 // Service is the reseller desk: owner operations and reseller operations.

@@ -10,10 +10,11 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 var (
-	errUnauthorized = apperr.New(apperr.Unauthenticated, "UNAUTHORIZED", "Missing or invalid reseller token.")
+	errUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid reseller token.")
 	errDisabled     = apperr.New(apperr.Forbidden, CodeDisabled, "This reseller account is disabled.")
 )
 

@@ -12,6 +12,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/wire"
 )
 
 // Owner edits of releases. Each writes its audit entry in the same
@@ -29,12 +30,12 @@ type NewRelease struct {
 }
 
 var (
-	errNeedsArtifact = apperr.New(apperr.Conflict, "NO_ARTIFACT", "Upload at least one artifact before publishing; create the release as a draft first.")
-	errNotDraft      = apperr.New(apperr.Conflict, "NOT_DRAFT", "Only a draft can be deleted; yank a published release instead.")
-	errYanked        = apperr.New(apperr.Conflict, "RELEASE_YANKED", "The release is yanked; unyank it first.")
-	errDraft         = apperr.New(apperr.Conflict, "NOT_PUBLISHED", "The release is a draft; publish it first (or delete it).")
-	errHalted        = apperr.New(apperr.Conflict, "ROLLOUT_HALTED", "The rollout is halted; resume it before changing it.")
-	errImmutable     = apperr.New(apperr.Conflict, "ARTIFACT_PUBLISHED", "A published release's artifacts cannot be replaced; publish a new version (a new os/arch may still be added).")
+	errNeedsArtifact = apperr.New(apperr.Conflict, wire.CodeNoArtifact, "Upload at least one artifact before publishing; create the release as a draft first.")
+	errNotDraft      = apperr.New(apperr.Conflict, wire.CodeNotDraft, "Only a draft can be deleted; yank a published release instead.")
+	errYanked        = apperr.New(apperr.Conflict, wire.CodeReleaseYanked, "The release is yanked; unyank it first.")
+	errDraft         = apperr.New(apperr.Conflict, wire.CodeNotPublished, "The release is a draft; publish it first (or delete it).")
+	errHalted        = apperr.New(apperr.Conflict, wire.CodeRolloutHalted, "The rollout is halted; resume it before changing it.")
+	errImmutable     = apperr.New(apperr.Conflict, wire.CodeArtifactPublished, "A published release's artifacts cannot be replaced; publish a new version (a new os/arch may still be added).")
 )
 
 func checkRollout(bp int) error {
@@ -105,13 +106,13 @@ func (s *Service) CreateRelease(ctx context.Context, actor audit.Actor, appID st
 	}
 	for _, e := range existing {
 		if e.Version.Compare(v) == 0 {
-			return nil, apperr.New(apperr.Conflict, "VERSION_EXISTS", "Release "+e.Version.String()+" already exists.")
+			return nil, apperr.New(apperr.Conflict, wire.CodeVersionExists, "Release "+e.Version.String()+" already exists.")
 		}
 	}
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.InsertRelease(ctx, r); err != nil {
 			if errors.Is(err, apperr.ErrConflict) {
-				return apperr.New(apperr.Conflict, "VERSION_EXISTS", "Release "+v.String()+" already exists.")
+				return apperr.New(apperr.Conflict, wire.CodeVersionExists, "Release "+v.String()+" already exists.")
 			}
 			return err
 		}
@@ -202,7 +203,7 @@ func (s *Service) Publish(ctx context.Context, actor audit.Actor, appID string, 
 	now := s.clock()
 	return s.change(ctx, actor, appID, id, "release.publish", func(r *Release) error {
 		if r.Published {
-			return apperr.New(apperr.Conflict, "ALREADY_PUBLISHED", "The release is already published.")
+			return apperr.New(apperr.Conflict, wire.CodeAlreadyPublished, "The release is already published.")
 		}
 		if r.Yanked {
 			return errYanked
@@ -369,7 +370,7 @@ func (s *Service) UploadArtifact(ctx context.Context, actor audit.Actor, appID s
 		if n == 0 {
 			return nil, apperr.InvalidField("body", "the artifact is empty")
 		}
-		return nil, apperr.New(apperr.Invalid, "CHECKSUM_MISMATCH", "The uploaded bytes have sha256 "+sum+", not "+claimed+"; nothing was kept.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeChecksumMismatch, "The uploaded bytes have sha256 "+sum+", not "+claimed+"; nothing was kept.")
 	}
 	now := s.clock()
 	a := &Artifact{OS: up.OS, Arch: up.Arch, FileName: up.FileName, Size: n, SHA256: sum, BlobKey: key, CreatedAt: now}
