@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
 )
@@ -69,6 +70,7 @@ type Tx interface {
 	// SubscriptionForUpdate returns one of the holder's subscriptions,
 	// locking it (ErrNotFound for anyone else's).
 	SubscriptionForUpdate(ctx context.Context, h Holder, id int64) (*commerce.Subscription, error)
+	journal.Journal
 	// License and Orders are this transaction as the license and commerce
 	// packages see it.
 	License() license.Tx
@@ -397,7 +399,7 @@ func (s *Service) EndSession(ctx context.Context, p *Principal, ip, id string) e
 		if err := lt.EndSession(ctx, sess.ID, license.CodeSessionRevoked, now); err != nil {
 			return err
 		}
-		return lt.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
+		return tx.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
 	})
 }
 

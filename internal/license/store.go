@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // Store is the persistence license needs. Reads outside a transaction may see
@@ -138,8 +137,7 @@ type Tx interface {
 	ExpiryTx
 	AliasTx
 
-	AddEvent(ctx context.Context, e event.Event) error
-	AddAudit(ctx context.Context, e audit.Entry) error
+	journal.Journal
 }
 
 // KeyFilter selects keys for listing. Status filters on the effective status at

@@ -398,7 +398,7 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 	var lastID int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		var err error
-		lastID, err = tx.AddEvent(ctx, in[3])
+		lastID, err = tx.AddEventID(ctx, in[3])
 		return err
 	})
 
@@ -462,7 +462,7 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 	}
 	// An event written after, in a rolled-back transaction, never shows.
 	err := whTxErr(db, func(ctx context.Context, tx webhook.Tx) error {
-		if _, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyDeleted, CreatedAt: t0}); err != nil {
+		if _, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyDeleted, CreatedAt: t0}); err != nil {
 			return err
 		}
 		return errBoom
@@ -488,7 +488,7 @@ func testWebhookAddEvent(t *testing.T, db *store.DB) {
 				if i == 1 {
 					app = ""
 				}
-				id, err := tx.AddEvent(ctx, event.Event{AppID: app, Type: event.Test, CreatedAt: t0,
+				id, err := tx.AddEventID(ctx, event.Event{AppID: app, Type: event.Test, CreatedAt: t0,
 					Data: map[string]any{"round": float64(round), "i": float64(i)}})
 				if err != nil {
 					return err
@@ -532,7 +532,7 @@ func testWebhookInsertDelivery(t *testing.T, db *store.DB) {
 	var evID int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		var err error
-		evID, err = tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0})
+		evID, err = tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0})
 		return err
 	})
 
@@ -961,7 +961,7 @@ func testWebhookConcurrentClaims(t *testing.T, db *store.DB) {
 	now := t0.Add(time.Hour)
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		for i := range n {
-			if _, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0,
+			if _, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0,
 				Data: map[string]any{"i": float64(i)}}); err != nil {
 				return err
 			}
