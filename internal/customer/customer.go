@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/commerce"
@@ -77,7 +78,7 @@ type Tx interface {
 	Orders() commerce.OrderTx
 }
 
-// Accounts checks app user passwords (license.Service): under the account
+// Accounts checks app user passwords (account.Service): under the account
 // sign-in lockout shared with the client API.
 type Accounts interface {
 	VerifyAccount(ctx context.Context, app *license.App, username, password, ip string) (*license.Account, error)
@@ -252,10 +253,10 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		cl = claims{kind: KindKey, subject: k.LicenseKey, app: app.ID, id: k.ID}
 	} else {
 		if !app.Settings.AccountsEnabled {
-			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodeAccountsDisabled, "User accounts are not enabled for this application."))
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, account.CodeAccountsDisabled, "User accounts are not enabled for this application."))
 		}
 		a, err := s.accounts.VerifyAccount(ctx, app, in.Username, in.Password, in.IP)
-		if apperr.CodeOf(err) == license.CodeInvalidCredentials {
+		if apperr.CodeOf(err) == account.CodeInvalidCredentials {
 			// The account lockout counted it; the portal's IP reservation
 			// stays counted too.
 			return nil, errInvalid
@@ -266,7 +267,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 			return nil, errBannedAccount
 		}
 		if a.PasswordResetRequired {
-			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodePasswordResetRequired,
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, account.CodePasswordResetRequired,
 				"Your password was reset by the application owner. Choose a new password in the application first."))
 		}
 		cl = claims{kind: KindAccount, subject: a.Username, app: app.ID, id: a.ID, pw: fingerprint(a.PasswordHash)}

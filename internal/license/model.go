@@ -107,8 +107,8 @@ const (
 	RedeemRestart = "restart"
 )
 
-// trialLength is how long a trial lasts.
-func (st AppSettings) trialLength() time.Duration {
+// TrialLength is how long a trial lasts.
+func (st AppSettings) TrialLength() time.Duration {
 	unit := 24 * time.Hour
 	if st.TrialDurationUnit == "hours" {
 		unit = time.Hour
@@ -256,21 +256,6 @@ type HeartbeatView struct {
 	KeyExpiry *time.Time
 	KeyString string
 	KeyExists bool
-}
-
-// Trial records the one trial a device got from an app. KeyID is nil once the
-// owner deleted the trial key; the device still counts as having had its trial.
-type Trial struct {
-	ID        int64
-	AppID     string
-	HWID      string
-	KeyID     *int64
-	IP        string
-	CreatedAt time.Time
-	// Filled by listings that join the key.
-	LicenseKey string
-	Status     Status
-	ExpiresAt  *time.Time
 }
 
 // ResetRequest is an end user's request, queued for the owner, to clear a

@@ -17,6 +17,11 @@ func (db *DB) LicenseStore() license.Store { return licenseStore{db} }
 
 type licenseStore struct{ db *DB }
 
+var (
+	_ license.Store = licenseStore{}
+	_ license.Tx    = licenseTx{}
+)
+
 // licenseTx is one write transaction of the license store.
 type licenseTx struct{ journalTx }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/event"
-	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -291,7 +290,7 @@ func testWebhookUpdateDeleteDestination(t *testing.T, db *store.DB) {
 	}
 
 	// Deleting an app deletes its destinations and their log, not those for every app.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	_, err = ws.Destination(ctx, doomed.ID)
 	wantErr(t, "destination of a deleted app", err, apperr.ErrNotFound)
 	_, err = ws.Delivery(ctx, "whd_g1")
@@ -394,7 +393,7 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 		}
 		return tx.AddEvent(ctx, in[1])
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.AddEvent(ctx, in[2]) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.AddEvent(ctx, in[2]) })
 	var lastID int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		var err error
