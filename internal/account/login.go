@@ -101,7 +101,6 @@ func lockAccount(ctx context.Context, tx Tx, verified *license.Account) (*licens
 	return a, nil
 }
 
-
 // AccountLoginRequest is the body of auth/account-login.
 type AccountLoginRequest struct {
 	Username string

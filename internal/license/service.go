@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/lockout"
 )
