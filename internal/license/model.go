@@ -1,7 +1,10 @@
 // Package license holds the heart of keyward: apps, license keys, their states
 // and transitions, device binding and device-bound sessions with the heartbeat
-// kill switch. It knows nothing of HTTP or SQL: it declares the Store it needs
-// and takes its clock from the caller.
+// kill switch, for both kinds of holder (keys and app user accounts, whose
+// sign-up, sign-in and redemptions are package account's; trials are package
+// trial's). The seat rules (Seats) are shared with both. It knows nothing of
+// HTTP or SQL: it declares the Store it needs and takes its clock from the
+// caller.
 package license
 
 import (

@@ -75,10 +75,11 @@ func (s *Service) Start(ctx context.Context, app *license.App, req Request) (*Re
 		if err != nil {
 			return err
 		}
-		if err := license.KeySeats(ctx, tx, k, now).BindDevice(req.HWID); err != nil {
+		seats := license.KeySeats(ctx, tx, k, now)
+		if err := seats.BindDevice(req.HWID); err != nil {
 			return err
 		}
-		if err := license.KeySeats(ctx, tx, k, now).RetireOverflow(req.HWID, now.Add(-s.lic.SessionTimeout())); err != nil {
+		if err := seats.RetireOverflow(req.HWID, now.Add(-s.lic.SessionTimeout())); err != nil {
 			return err
 		}
 		sess := &license.Session{ID: license.NewID(s.random), TokenHash: license.HashToken(token), AppID: app.ID, KeyID: &k.ID,
