@@ -72,8 +72,8 @@ type Redemption struct {
 	LicenseKey     string // filled by listings
 }
 
-// Codes of account holders that license answers itself (heartbeat kills of
-// account sessions, keys redeemed onto accounts).
+// CodeKeyRedeemed refuses a key redeemed onto an account where a key is
+// used directly (login, validation): its time now belongs to the account.
 const CodeKeyRedeemed = "KEY_REDEEMED"
 
 var (
@@ -103,8 +103,9 @@ func AccountStatusError(st Status) *apperr.Error {
 // username — register, login, change-password, redeem, reset requests, the
 // customer portal and the sign-in lockout — goes through it; the stored
 // username keeps the spelling given at sign-up for display. On the names
-// usernameRE admits (ASCII) it equals strings.ToLower, which computed the
-// stored keys before, so those need no backfill (TestUsernameKeyASCII).
+// the account package's usernameRE admits (ASCII) it equals strings.ToLower,
+// which computed the stored keys before, so those need no backfill
+// (account.TestUsernameKeyASCII).
 func UsernameKey(username string) string {
 	// A Caser keeps state between calls: one per call, never shared.
 	return cases.Fold().String(username)
