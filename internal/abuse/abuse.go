@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
 )
@@ -53,7 +54,7 @@ type Store interface {
 // Tx records a report.
 type Tx interface {
 	AddDetection(ctx context.Context, d *Detection) error
-	AddEvent(ctx context.Context, e event.Event) error
+	journal.Journal
 }
 
 // Responder applies the owner's response to a suspected leak ("pause" or

@@ -12,6 +12,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/wire"
 )
@@ -62,6 +63,10 @@ type OrderTx interface {
 	InsertSubscription(ctx context.Context, s *Subscription) error
 	SubscriptionForUpdate(ctx context.Context, appID string, id int64) (*Subscription, error)
 	UpdateSubscription(ctx context.Context, s *Subscription) error
+	journal.Journal
+	// License is this transaction as the license package sees it: a
+	// delivered key, a refund's ban and a renewal's extension commit with
+	// the order.
 	License() license.Tx
 }
 
@@ -108,7 +113,7 @@ func (o *Orders) NewFulfillmentSecret(ctx context.Context, actor audit.Actor, ap
 		} else if err != nil {
 			return err
 		}
-		return tx.License().AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "app.fulfillment_secret", AppID: appID, Target: appID})
+		return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "app.fulfillment_secret", AppID: appID, Target: appID})
 	})
 	if err != nil {
 		return "", err
@@ -158,7 +163,7 @@ func (o *Orders) CreateOrder(ctx context.Context, appID string, planID int64, em
 			return err
 		}
 		out = ord
-		return tx.License().AddEvent(ctx, event.Event{AppID: appID, Type: event.NewOrder, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
+		return tx.AddEvent(ctx, event.Event{AppID: appID, Type: event.NewOrder, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
 			"app_id": appID, "order_id": ord.ID, "plan_id": p.ID, "plan": p.Name, "amount_cents": p.PriceCents,
 			"currency": p.Currency, "email": email}})
 	})
@@ -256,11 +261,11 @@ func (o *Orders) complete(ctx context.Context, tx OrderTx, ord *Order, paymentRe
 	if err := tx.UpdateOrder(ctx, ord); err != nil {
 		return err
 	}
-	if err := lt.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: event.OrderApproved, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
+	if err := tx.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: event.OrderApproved, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
 		"app_id": ord.AppID, "order_id": ord.ID, "license_keys": ord.Keys, "payment_ref": paymentRef, "email": ord.Email}}); err != nil {
 		return err
 	}
-	return lt.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.fulfil", AppID: ord.AppID, Target: ord.ID,
+	return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.fulfil", AppID: ord.AppID, Target: ord.ID,
 		Details: map[string]any{"payment_ref": paymentRef, "license_keys": ord.Keys}})
 }
 
@@ -289,7 +294,7 @@ func (o *Orders) Refund(ctx context.Context, actor audit.Actor, appID, orderID, 
 			return err
 		}
 		out = ord
-		return tx.License().AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.refund", AppID: appID, Target: ord.ID,
+		return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "order.refund", AppID: appID, Target: ord.ID,
 			Details: map[string]any{"reason": reason, "license_keys": ord.Keys}})
 	})
 	return out, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 )
 
@@ -65,7 +66,7 @@ type Tx interface {
 	PlanForUpdate(ctx context.Context, appID string, id int64) (*Plan, error)
 	UpdatePlan(ctx context.Context, p *Plan) error
 	DeletePlan(ctx context.Context, appID string, id int64) error
-	AddAudit(ctx context.Context, e audit.Entry) error
+	journal.Journal
 }
 
 // Service sells.

@@ -64,7 +64,7 @@ func subscribe(ctx context.Context, tx OrderTx, ord *Order, lk string, now time.
 	if err := tx.InsertSubscription(ctx, sub); err != nil {
 		return err
 	}
-	return tx.License().AddEvent(ctx, event.Event{AppID: ord.AppID, Type: SubscriptionCreated, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
+	return tx.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: SubscriptionCreated, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
 		"app_id": ord.AppID, "subscription_id": sub.ID, "order_id": ord.ID, "license_key": lk, "plan": ord.PlanName,
 		"renews_at": license.Timestamp(sub.RenewsAt)}})
 }
@@ -87,7 +87,7 @@ func renew(ctx context.Context, tx OrderTx, ord *Order, now time.Time) error {
 	if err := tx.UpdateSubscription(ctx, sub); err != nil {
 		return err
 	}
-	return tx.License().AddEvent(ctx, event.Event{AppID: ord.AppID, Type: SubscriptionRenewed, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
+	return tx.AddEvent(ctx, event.Event{AppID: ord.AppID, Type: SubscriptionRenewed, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
 		"app_id": ord.AppID, "subscription_id": sub.ID, "order_id": ord.ID, "license_key": sub.LicenseKey,
 		"renews_at": license.Timestamp(sub.RenewsAt)}})
 }
@@ -126,14 +126,13 @@ func (o *Orders) QueueRenewals(ctx context.Context) (int, error) {
 			if err := tx.UpdateSubscription(ctx, sub); err != nil {
 				return err
 			}
-			lt := tx.License()
-			if err := lt.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: event.NewOrder, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
+			if err := tx.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: event.NewOrder, CreatedAt: now, Subject: event.OrderSubject(ord.ID), Data: map[string]any{
 				"app_id": sub.AppID, "order_id": ord.ID, "plan_id": sub.PlanID, "plan": sub.PlanName, "amount_cents": sub.AmountCents,
 				"currency": sub.Currency, "email": sub.Email, "subscription_id": sub.ID}}); err != nil {
 				return err
 			}
 			made = true
-			return lt.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: SubscriptionRenewalOrderCreated, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
+			return tx.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: SubscriptionRenewalOrderCreated, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
 				"app_id": sub.AppID, "subscription_id": sub.ID, "order_id": ord.ID, "license_key": sub.LicenseKey,
 				"renews_at": license.Timestamp(sub.RenewsAt)}})
 		})
@@ -176,12 +175,11 @@ func CancelInTx(ctx context.Context, tx OrderTx, sub *Subscription, actor audit.
 	if err := tx.UpdateSubscription(ctx, sub); err != nil {
 		return err
 	}
-	lt := tx.License()
-	if err := lt.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: SubscriptionCancelled, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
+	if err := tx.AddEvent(ctx, event.Event{AppID: sub.AppID, Type: SubscriptionCancelled, CreatedAt: now, Subject: event.SubscriptionSubject(sub.ID), Data: map[string]any{
 		"app_id": sub.AppID, "subscription_id": sub.ID, "license_key": sub.LicenseKey, "ends_at": license.Timestamp(sub.RenewsAt)}}); err != nil {
 		return err
 	}
-	return lt.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "subscription.cancel", AppID: sub.AppID, Target: sub.LicenseKey,
+	return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "subscription.cancel", AppID: sub.AppID, Target: sub.LicenseKey,
 		Details: map[string]any{"id": sub.ID}})
 }
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // Slide is an announcement shown in the app. It is shown while Active and
@@ -114,8 +114,7 @@ type Tx interface {
 	UpdateEntry(ctx context.Context, e *Entry) error
 	DeleteEntry(ctx context.Context, appID string, id int64) error
 
-	AddEvent(ctx context.Context, e event.Event) error
-	AddAudit(ctx context.Context, e audit.Entry) error
+	journal.Journal
 }
 
 // Service serves and edits content.

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
 	"github.com/keyward/keyward/wire"
@@ -70,13 +72,14 @@ type Tx interface {
 	// SubscriptionForUpdate returns one of the holder's subscriptions,
 	// locking it (ErrNotFound for anyone else's).
 	SubscriptionForUpdate(ctx context.Context, h Holder, id int64) (*commerce.Subscription, error)
+	journal.Journal
 	// License and Orders are this transaction as the license and commerce
 	// packages see it.
 	License() license.Tx
 	Orders() commerce.OrderTx
 }
 
-// Accounts checks app user passwords (license.Service): under the account
+// Accounts checks app user passwords (account.Service): under the account
 // sign-in lockout shared with the client API.
 type Accounts interface {
 	VerifyAccount(ctx context.Context, app *license.App, username, password, ip string) (*license.Account, error)
@@ -251,10 +254,10 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 		cl = claims{kind: KindKey, subject: k.LicenseKey, app: app.ID, id: k.ID}
 	} else {
 		if !app.Settings.AccountsEnabled {
-			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodeAccountsDisabled, "User accounts are not enabled for this application."))
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, account.CodeAccountsDisabled, "User accounts are not enabled for this application."))
 		}
 		a, err := s.accounts.VerifyAccount(ctx, app, in.Username, in.Password, in.IP)
-		if apperr.CodeOf(err) == license.CodeInvalidCredentials {
+		if apperr.CodeOf(err) == account.CodeInvalidCredentials {
 			// The account lockout counted it; the portal's IP reservation
 			// stays counted too.
 			return nil, errInvalid
@@ -265,7 +268,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*Token, error) {
 			return nil, errBannedAccount
 		}
 		if a.PasswordResetRequired {
-			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, license.CodePasswordResetRequired,
+			return nil, res.Abandon(ctx, apperr.New(apperr.Forbidden, account.CodePasswordResetRequired,
 				"Your password was reset by the application owner. Choose a new password in the application first."))
 		}
 		cl = claims{kind: KindAccount, subject: a.Username, app: app.ID, id: a.ID, pw: fingerprint(a.PasswordHash)}
@@ -398,7 +401,7 @@ func (s *Service) EndSession(ctx context.Context, p *Principal, ip, id string) e
 		if err := lt.EndSession(ctx, sess.ID, license.CodeSessionRevoked, now); err != nil {
 			return err
 		}
-		return lt.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
+		return tx.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "session.revoke", sess.AppID, sess.ID, map[string]any{"hwid": sess.HWID}))
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/wire"
 )
@@ -41,7 +42,7 @@ func accountUser(a *license.Account, now time.Time) wire.AccountUser {
 
 // register: auth/account-register.php {username, password, email?, license_key?}.
 func (a *API) register(ctx context.Context, c *call) (any, error) {
-	var req license.RegisterRequest
+	var req account.RegisterRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
 		return nil, err
@@ -55,7 +56,7 @@ func (a *API) register(ctx context.Context, c *call) (any, error) {
 	if req.LicenseKey, err = c.f.key("license_key"); err != nil {
 		return nil, err
 	}
-	acct, g, err := a.lic.Register(ctx, c.app, req)
+	acct, g, err := a.accounts.Register(ctx, c.app, req)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (a *API) register(ctx context.Context, c *call) (any, error) {
 // has the login session shape plus a top-level license_key when the account
 // has redeemed one.
 func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
-	var req license.AccountLoginRequest
+	var req account.AccountLoginRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	req.IP = c.ip
-	res, err := a.lic.AccountLogin(ctx, c.app, req)
+	res, err := a.accounts.AccountLogin(ctx, c.app, req)
 	a.countLogin(c.app, err)
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
 // changePassword: auth/change-password.php {username, current_password
 // (alias old_password), new_password}.
 func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
-	var req license.ChangePasswordRequest
+	var req account.ChangePasswordRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
 		return nil, err
@@ -123,7 +124,7 @@ func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	req.IP = c.ip
-	if err := a.lic.ChangePassword(ctx, c.app, req); err != nil {
+	if err := a.accounts.ChangePassword(ctx, c.app, req); err != nil {
 		return nil, err
 	}
 	return &wire.Reply{Success: true, Message: "Password changed. Please sign in again."}, nil
@@ -132,7 +133,7 @@ func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
 // redeem: auth/account-redeem.php {username, password, license_key} or
 // {session_id, license_key}.
 func (a *API) redeem(ctx context.Context, c *call) (any, error) {
-	var req license.RedeemRequest
+	var req account.RedeemRequest
 	var err error
 	if req.Username, err = c.f.str("username"); err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func (a *API) redeem(ctx context.Context, c *call) (any, error) {
 		return nil, err
 	}
 	req.IP = c.ip
-	acct, g, err := a.lic.RedeemKey(ctx, c.app, req)
+	acct, g, err := a.accounts.RedeemKey(ctx, c.app, req)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 )
@@ -36,7 +37,7 @@ func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, er
 		if _, err := a.lic.App(ctx, appID); err != nil {
 			return nil, err
 		}
-		d, err := a.lic.GetAccount(ctx, appID, u)
+		d, err := a.accounts.GetAccount(ctx, appID, u)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +67,7 @@ func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, er
 	if len(q) > 200 {
 		return nil, apperr.InvalidField("q", "must be at most 200 characters")
 	}
-	as, next, err := a.lic.ListAccounts(ctx, license.AccountFilter{AppID: appID, Query: q, After: after, Limit: int(limit)})
+	as, next, err := a.accounts.ListAccounts(ctx, account.Filter{AppID: appID, Query: q, After: after, Limit: int(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	var in license.AccountActionInput
+	var in account.AccountActionInput
 	if in.Reason, err = c.f.str("reason"); err != nil {
 		return nil, err
 	}
@@ -115,7 +116,7 @@ func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, 
 		t = t.UTC()
 		in.ExpiresAt = &t
 	}
-	acct, temp, err := a.lic.AccountAction(ctx, c.actor, appID, username, action, in)
+	acct, temp, err := a.accounts.AccountAction(ctx, c.actor, appID, username, action, in)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func (a *API) deleteAccount(ctx context.Context, c *adminCall) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	if err := a.lic.DeleteAccount(ctx, c.actor, appID, username); err != nil {
+	if err := a.accounts.DeleteAccount(ctx, c.actor, appID, username); err != nil {
 		return nil, err
 	}
 	return map[string]any{"success": true, "message": "Account deleted."}, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/trial"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -240,12 +241,12 @@ func keyTerms(c *adminCall) (license.KeyType, int, int, error) {
 // convertTrial: POST keys.php?action=convert {license_key, key_type,
 // duration_value?, max_devices?} turns a trial key into a full key.
 func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (map[string]any, error) {
-	var in license.ConvertInput
+	var in trial.ConvertInput
 	var err error
 	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
 		return nil, err
 	}
-	k, err := a.lic.ConvertTrial(ctx, c.actor, appID, lk, in)
+	k, err := a.trials.Convert(ctx, c.actor, appID, lk, in)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/abuse"
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/commerce"
@@ -25,6 +26,7 @@ import (
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/trial"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -59,6 +61,8 @@ type API struct {
 	// flights are the requests being served (inflight.go).
 	flights  flights
 	lic      *license.Service
+	accounts *account.Service
+	trials   *trial.Service
 	admins   *admin.Service
 	content  *content.Service
 	commerce *commerce.Service
@@ -91,6 +95,8 @@ func (a *API) SetSigning(set *signing.Set) { a.signer.Store(set) }
 // Services are the domain services the API serves.
 type Services struct {
 	License  *license.Service
+	Accounts *account.Service
+	Trials   *trial.Service
 	Admins   *admin.Service
 	Content  *content.Service
 	Commerce *commerce.Service
@@ -127,7 +133,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 	if cfg.MaxArtifact <= 0 {
 		cfg.MaxArtifact = 4096 << 20
 	}
-	return &API{lic: sv.License, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
+	return &API{lic: sv.License, accounts: sv.Accounts, trials: sv.Trials, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
 		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, metrics: sv.Metrics, ui: sv.UI, db: db, replays: db, cache: newReplayCache(cfg.ReplayMemory), limits: newLimiters(cfg, now), log: log, now: now, cfg: cfg}
 }
 

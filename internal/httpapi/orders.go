@@ -215,7 +215,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	keys := []string{lk}
 	if lk == "" {
 		keys = nil
-		if d, err := a.lic.GetAccount(r.Context(), appID, user); err == nil {
+		if d, err := a.accounts.GetAccount(r.Context(), appID, user); err == nil {
 			for _, rd := range d.Redemptions {
 				keys = append(keys, rd.LicenseKey)
 			}

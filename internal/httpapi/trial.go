@@ -8,6 +8,7 @@ import (
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/trial"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -18,7 +19,7 @@ func (a *API) trial(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.lic.StartTrial(ctx, c.app, license.TrialRequest{HWID: hwid, IP: c.ip})
+	res, err := a.trials.Start(ctx, c.app, trial.Request{HWID: hwid, IP: c.ip})
 	if (err == nil && res.New) || apperr.CodeOf(err) == wire.CodeTrialLimit {
 		a.abuse.Burst(ctx, c.app, abuse.TrialFarming, c.ip) // new trials (or refused ones) from one address
 	}
@@ -66,7 +67,7 @@ func (a *API) listTrials(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	ts, next, err := a.lic.Trials(ctx, appID, before, int(limit))
+	ts, next, err := a.trials.List(ctx, appID, before, int(limit))
 	if err != nil {
 		return nil, err
 	}

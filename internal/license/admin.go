@@ -53,7 +53,7 @@ func (a *App) Validate() error {
 		return apperr.InvalidField("download_url", "must be at most 2048 characters")
 	case st.TrialDurationUnit != "hours" && st.TrialDurationUnit != "days":
 		return apperr.InvalidField("trial_duration_unit", `must be "hours" or "days"`)
-	case st.TrialDuration < 1 || st.trialLength() > 3650*24*time.Hour:
+	case st.TrialDuration < 1 || st.TrialLength() > 3650*24*time.Hour:
 		return apperr.InvalidField("trial_duration", "must be at least 1 and at most ten years")
 	case st.TrialMaxDevices < 1 || st.TrialMaxDevices > 10000:
 		return apperr.InvalidField("trial_max_devices", "must be 1 to 10000")
@@ -93,7 +93,7 @@ func (a *App) Validate() error {
 	if err := checkFlags(a.Settings.FeatureFlags); err != nil {
 		return err
 	}
-	f, err := checkFeatures(st.TrialFeatures)
+	f, err := CheckFeatures(st.TrialFeatures)
 	if err != nil {
 		return apperr.InvalidField("trial_features", "must be an object of flag names to booleans, numbers or strings")
 	}
@@ -112,7 +112,7 @@ func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, versio
 	if err != nil {
 		return nil, err
 	}
-	a := &App{ID: newID(s.random), Name: strings.TrimSpace(name), Version: version, Secret: secret,
+	a := &App{ID: NewID(s.random), Name: strings.TrimSpace(name), Version: version, Secret: secret,
 		Settings: DefaultSettings(), CreatedAt: now, UpdatedAt: now}
 	if actor.Kind == "admin" || actor.Kind == "token" {
 		a.OwnerID = actor.ID
@@ -291,7 +291,7 @@ const MaxBatch = 10000
 // GenerateKeys creates Count unused keys and records key.created. Duration is
 // required (≥ 1 day) for days keys and refused for lifetime keys.
 func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in GenerateInput) ([]Key, error) {
-	if err := checkTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
+	if err := CheckTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
 		return nil, err
 	}
 	switch {
@@ -303,7 +303,7 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 	if in.MaxDevices == 0 {
 		in.MaxDevices = 1
 	}
-	features, err := checkFeatures(in.Features)
+	features, err := CheckFeatures(in.Features)
 	if err != nil {
 		return nil, err
 	}
@@ -347,9 +347,9 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 	return keys, nil
 }
 
-// checkTerms validates a key's type, duration (days; required for days
+// CheckTerms validates a key's type, duration (days; required for days
 // keys, refused for lifetime keys) and seats (0 meaning the default).
-func checkTerms(typ KeyType, duration, maxDevices int) error {
+func CheckTerms(typ KeyType, duration, maxDevices int) error {
 	switch {
 	case typ != TypeDays && typ != TypeLifetime:
 		return apperr.InvalidField("key_type", "must be days or lifetime")
@@ -365,10 +365,7 @@ func checkTerms(typ KeyType, duration, maxDevices int) error {
 
 // CheckFeatures validates a features object (flag → boolean, number or
 // string) and returns it compacted; empty or null is {}.
-func CheckFeatures(raw json.RawMessage) (json.RawMessage, error) { return checkFeatures(raw) }
-
-// checkFeatures accepts a JSON object of flag → boolean, number or string.
-func checkFeatures(raw json.RawMessage) (json.RawMessage, error) {
+func CheckFeatures(raw json.RawMessage) (json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return json.RawMessage("{}"), nil
 	}
@@ -458,7 +455,7 @@ func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licen
 	}
 	var features json.RawMessage
 	if u.Features != nil {
-		f, err := checkFeatures(u.Features)
+		f, err := CheckFeatures(u.Features)
 		if err != nil {
 			return nil, err
 		}
@@ -686,7 +683,7 @@ func extendGrant(ctx context.Context, tx Tx, k *Key, days int, now time.Time) er
 		return err
 	}
 	old := *a.ExpiresAt
-	exp := latest(old, now).Add(time.Duration(days) * 24 * time.Hour)
+	exp := later(old, now).Add(time.Duration(days) * 24 * time.Hour)
 	a.ExpiresAt, a.UpdatedAt = &exp, now
 	r.Added += exp.Sub(old)
 	if err := tx.UpdateRedemption(ctx, r); err != nil {

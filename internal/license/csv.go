@@ -274,7 +274,7 @@ func (p *ParsedCSV) row(line int, cols []int, rec []string) (ImportRow, bool) {
 		bad("note", "must be UTF-8 text")
 	}
 	k.Note = note
-	if f, err := checkFeatures([]byte(get("features"))); err != nil {
+	if f, err := CheckFeatures([]byte(get("features"))); err != nil {
 		bad("features", "must be a JSON object of flag names to booleans, numbers or strings")
 	} else {
 		k.Features = f

@@ -80,7 +80,7 @@ func sessionKill(sess *Session, reason string, app *App) *apperr.Error {
 	if sess.AccountID != nil {
 		switch reason {
 		case CodeBanned, CodePaused, CodeExpired:
-			return accountStatusError(Status(strings.ToLower(reason)))
+			return AccountStatusError(Status(strings.ToLower(reason)))
 		}
 	}
 	return killError(reason, app)
@@ -99,3 +99,14 @@ func statusError(s Status) *apperr.Error {
 	}
 	return nil
 }
+
+// ErrSessionGone is SESSION_EXPIRED: the session is unknown, ended or
+// silent past the timeout.
+var ErrSessionGone = errSessionGone
+
+// MaintenanceError is the MAINTENANCE refusal carrying the app's message.
+func MaintenanceError(app *App) *apperr.Error { return killError(CodeMaintenance, app) }
+
+// StatusError is the refusal of a key in status st (BANNED, PAUSED,
+// EXPIRED or KEY_REDEEMED); nil when the key may be used.
+func StatusError(st Status) *apperr.Error { return statusError(st) }

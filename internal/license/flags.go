@@ -109,7 +109,7 @@ func (a *App) Features(own json.RawMessage) json.RawMessage {
 		defaults[f.Name] = f.Default
 	}
 	base, _ := json.Marshal(defaults)
-	return mergeFeatures(base, own)
+	return MergeFeatures(base, own)
 }
 
 // SetFlag defines or redefines one feature flag of an app.

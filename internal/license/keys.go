@@ -47,7 +47,9 @@ func NewSecret(random io.Reader) (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-func newID(random io.Reader) string {
+// NewID returns a random UUID (a session's public ID), falling back to the
+// system source when random fails.
+func NewID(random io.Reader) string {
 	u, err := uuid.NewRandomFromReader(random)
 	if err != nil {
 		return uuid.NewString()
@@ -74,7 +76,8 @@ func activate(ctx context.Context, tx Tx, app *App, k *Key, hwid string, now tim
 // Timestamp formats t as ISO 8601 UTC with a Z, to the second.
 func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05Z") }
 
-func optTimestamp(t *time.Time) *string {
+// OptTimestamp is Timestamp of t, or nil when t is.
+func OptTimestamp(t *time.Time) *string {
 	if t == nil {
 		return nil
 	}
@@ -88,8 +91,8 @@ func (k *Key) Info(now time.Time) map[string]any {
 		"status":         k.StatusAt(now),
 		"key_type":       k.Type,
 		"duration":       k.Duration,
-		"activated_at":   optTimestamp(k.ActivatedAt),
-		"expires_at":     optTimestamp(k.ExpiresAt),
+		"activated_at":   OptTimestamp(k.ActivatedAt),
+		"expires_at":     OptTimestamp(k.ExpiresAt),
 		"days_remaining": k.DaysRemaining(now),
 		"max_devices":    k.MaxDevices,
 	}
@@ -103,7 +106,7 @@ func (k *Key) AdminView(now time.Time) map[string]any {
 	v["note"] = k.Note
 	v["features"] = k.FeaturesJSON()
 	v["created_at"] = Timestamp(k.CreatedAt)
-	v["last_self_reset_at"] = optTimestamp(k.LastSelfResetAt)
+	v["last_self_reset_at"] = OptTimestamp(k.LastSelfResetAt)
 	return v
 }
 

@@ -1,7 +1,10 @@
 // Package license holds the heart of keyward: apps, license keys, their states
 // and transitions, device binding and device-bound sessions with the heartbeat
-// kill switch. It knows nothing of HTTP or SQL: it declares the Store it needs
-// and takes its clock from the caller.
+// kill switch, for both kinds of holder (keys and app user accounts, whose
+// sign-up, sign-in and redemptions are package account's; trials are package
+// trial's). The seat rules (Seats) are shared with both. It knows nothing of
+// HTTP or SQL: it declares the Store it needs and takes its clock from the
+// caller.
 package license
 
 import (
@@ -107,8 +110,8 @@ const (
 	RedeemRestart = "restart"
 )
 
-// trialLength is how long a trial lasts.
-func (st AppSettings) trialLength() time.Duration {
+// TrialLength is how long a trial lasts.
+func (st AppSettings) TrialLength() time.Duration {
 	unit := 24 * time.Hour
 	if st.TrialDurationUnit == "hours" {
 		unit = time.Hour
@@ -256,21 +259,6 @@ type HeartbeatView struct {
 	KeyExpiry *time.Time
 	KeyString string
 	KeyExists bool
-}
-
-// Trial records the one trial a device got from an app. KeyID is nil once the
-// owner deleted the trial key; the device still counts as having had its trial.
-type Trial struct {
-	ID        int64
-	AppID     string
-	HWID      string
-	KeyID     *int64
-	IP        string
-	CreatedAt time.Time
-	// Filled by listings that join the key.
-	LicenseKey string
-	Status     Status
-	ExpiresAt  *time.Time
 }
 
 // ResetRequest is an end user's request, queued for the owner, to clear a

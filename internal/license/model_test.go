@@ -84,13 +84,13 @@ func TestTruncateKeepsUTF8Whole(t *testing.T) {
 
 func TestCheckFeatures(t *testing.T) {
 	for _, ok := range []string{``, `null`, `{}`, `{"pro":true,"seats":3,"tier":"gold"}`} {
-		if _, err := checkFeatures([]byte(ok)); err != nil {
-			t.Errorf("checkFeatures(%s) = %v, want ok", ok, err)
+		if _, err := CheckFeatures([]byte(ok)); err != nil {
+			t.Errorf("CheckFeatures(%s) = %v, want ok", ok, err)
 		}
 	}
 	for _, bad := range []string{`[]`, `"x"`, `{"a":{"b":1}}`, `{"a":[1]}`, `{"a":null}`, `{"":1}`} {
-		if _, err := checkFeatures([]byte(bad)); err == nil {
-			t.Errorf("checkFeatures(%s) = nil, want an error", bad)
+		if _, err := CheckFeatures([]byte(bad)); err == nil {
+			t.Errorf("CheckFeatures(%s) = nil, want an error", bad)
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/lockout"
 )
@@ -25,14 +23,8 @@ type Config struct {
 	// before it is read again (default 1s; negative disables). It bounds how
 	// long a change made through another process takes to be seen here.
 	AppCacheTTL time.Duration
-	// AccountBcryptCost is the bcrypt cost of app user account passwords
-	// (default 10): every account sign-in pays it once.
-	AccountBcryptCost int
-	// Guard counts failed account sign-ins (nil: no lockouts); SignIn
-	// applies per username, SignInIP per client IP, both per app.
-	Guard    *lockout.Guard
-	SignIn   lockout.Policy
-	SignInIP lockout.Policy
+	// Guard counts secret regenerations (nil: no limit).
+	Guard *lockout.Guard
 	// SecretRegen limits secret regenerations per app (through Guard).
 	SecretRegen lockout.Policy
 }
@@ -47,7 +39,6 @@ type Service struct {
 	cfg    Config
 
 	apps    *appCache
-	dummy   []byte // a bcrypt hash compared against for unknown usernames
 	mu      sync.Mutex
 	touched map[string]time.Time // session ID → last heartbeat not yet written
 	// flushed is the batch the last flush wrote (or is writing), kept until
@@ -67,22 +58,8 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 	if cfg.AppCacheTTL == 0 {
 		cfg.AppCacheTTL = time.Second
 	}
-	if cfg.AccountBcryptCost == 0 {
-		cfg.AccountBcryptCost = 10
-	}
 	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
-		dummy:   dummyHash(cfg.AccountBcryptCost),
 		touched: map[string]time.Time{}}
-}
-
-// dummyHash is made once at start, so that even the first sign-in with an
-// unknown username costs one comparison and nothing more.
-func dummyHash(cost int) []byte {
-	h, err := bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), cost)
-	if err != nil { // only an out-of-range cost, which config refuses
-		h, _ = bcrypt.GenerateFromPassword([]byte("keyward-dummy-password"), bcrypt.DefaultCost)
-	}
-	return h
 }
 
 // Now returns the service clock's time.
@@ -182,7 +159,7 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 			return err
 		}
 		sess := &Session{
-			ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
+			ID: NewID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
 			HWID: req.HWID, IP: req.IP, AppVersion: truncate(req.AppVersion, 64), CreatedAt: now, LastSeenAt: now,
 		}
 		if err := tx.InsertSession(ctx, sess); err != nil {
@@ -195,88 +172,6 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 		return nil, err
 	}
 	return res, nil
-}
-
-// seats are the devices and sessions of one key or account: bindDevice and
-// retireOverflow apply the same max_devices rules to both.
-type seats struct {
-	max     int
-	what    string // "license key" or "account", for messages
-	devices func() ([]Device, error)
-	bind    func(hwid string) error
-	live    func() ([]Session, error)
-}
-
-func keySeats(ctx context.Context, tx Tx, k *Key, now time.Time) seats {
-	return seats{max: k.MaxDevices, what: "license key",
-		devices: func() ([]Device, error) { return tx.Devices(ctx, k.ID) },
-		bind:    func(hwid string) error { return tx.UpsertDevice(ctx, k.ID, hwid, now) },
-		live:    func() ([]Session, error) { return tx.LiveSessionsOfKey(ctx, k.ID) }}
-}
-
-// bindDevice records hwid on k, refusing a new device once max_devices are bound.
-func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
-	return keySeats(ctx, tx, k, now).bindDevice(hwid)
-}
-
-// bindDevice records hwid, refusing a new device once max are bound:
-// HWID_MISMATCH for single-device holders, DEVICE_LIMIT otherwise.
-func (st seats) bindDevice(hwid string) error {
-	devices, err := st.devices()
-	if err != nil {
-		return err
-	}
-	known := false
-	for _, d := range devices {
-		if d.HWID == hwid {
-			known = true
-			break
-		}
-	}
-	if !known && len(devices) >= st.max {
-		if st.max <= 1 {
-			return apperr.New(apperr.Forbidden, CodeHWIDMismatch, "This "+st.what+" is bound to another device.")
-		}
-		return apperr.New(apperr.Forbidden, CodeDeviceLimit, "This "+st.what+" is already in use on the maximum number of devices.").
-			With("devices_used", len(devices)).With("max_devices", st.max)
-	}
-	return st.bind(hwid)
-}
-
-func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now, staleBefore time.Time) error {
-	return keySeats(ctx, tx, k, now).retireOverflow(ctx, tx, hwid, now, staleBefore)
-}
-
-// retireOverflow ends sessions until one more fits in the seats. It
-// retires, in order: a session already silent past the timeout (stale
-// before: dead, just not reaped yet), the oldest session of the same device
-// (an app restarted after a crash replaces its own stale session rather than
-// another machine's), then the oldest session overall.
-func (st seats) retireOverflow(ctx context.Context, tx Tx, hwid string, now, staleBefore time.Time) error {
-	live, err := st.live()
-	if err != nil {
-		return err
-	}
-	for len(live) >= max(st.max, 1) {
-		victim, sameDevice := -1, -1
-		for i, ss := range live {
-			if ss.LastSeenAt.Before(staleBefore) {
-				victim = i
-				break
-			}
-			if sameDevice < 0 && ss.HWID == hwid {
-				sameDevice = i
-			}
-		}
-		if victim < 0 {
-			victim = max(sameDevice, 0)
-		}
-		if err := tx.EndSession(ctx, live[victim].ID, CodeSessionExpired, now); err != nil {
-			return err
-		}
-		live = append(live[:victim], live[victim+1:]...)
-	}
-	return nil
 }
 
 // Heartbeat keeps a session alive, or ends it and returns the kill code:

@@ -4,8 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // Store is the persistence license needs. Reads outside a transaction may see
@@ -42,17 +41,6 @@ type Store interface {
 	// ReapSessions ends live sessions last seen before cutoff and deletes ended
 	// sessions older than purgeBefore. It returns how many it ended.
 	ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error)
-
-	// Trials lists an app's trials, newest first, joined with their keys;
-	// before is the cursor (a trial's ID; 0 for the first page).
-	Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, error)
-
-	// AccountByUsername reads an account by its username key (UsernameKey).
-	AccountByUsername(ctx context.Context, appID, usernameKey string) (*Account, error)
-	Accounts(ctx context.Context, f AccountFilter) ([]Account, error)
-	AccountDevices(ctx context.Context, accountID int64) ([]Device, error)
-	// Redemptions lists the keys redeemed onto an account, oldest first.
-	Redemptions(ctx context.Context, accountID int64) ([]Redemption, error)
 
 	InTx(ctx context.Context, fn func(Tx) error) error
 }
@@ -101,32 +89,19 @@ type Tx interface {
 	// LockApp serialises writers of one app's trials across processes (a
 	// row lock on PostgreSQL; SQLite has a single writer anyway).
 	LockApp(ctx context.Context, appID string) error
-	// KeyByIDForUpdate reads a key of the app by its ID, locking the row.
-	KeyByIDForUpdate(ctx context.Context, appID string, id int64) (*Key, error)
-	// TrialOf returns the trial a device got from an app (ErrNotFound if none).
-	TrialOf(ctx context.Context, appID, hwid string) (*Trial, error)
-	// IsTrialKey reports whether the key was issued as a device's trial.
-	IsTrialKey(ctx context.Context, keyID int64) (bool, error)
-	// CountTrialsFromIP counts the app's trials started from ip since then.
-	CountTrialsFromIP(ctx context.Context, appID, ip string, since time.Time) (int, error)
-	InsertTrial(ctx context.Context, t *Trial) error
+	// Accounts as license holders: a device reset of an account, and the
+	// grant ledger of keys redeemed onto one (a ban takes the time back,
+	// an unban gives it back, a renewal extends it). The account package
+	// declares the rest.
 
-	// InsertAccount stores a new account (ErrConflict when the username is taken).
-	InsertAccount(ctx context.Context, a *Account) error
 	// AccountForUpdate reads an account by username key (UsernameKey), locking the row.
 	AccountForUpdate(ctx context.Context, appID, usernameKey string) (*Account, error)
 	// AccountByIDForUpdate reads an account of the app by ID, locking the row.
 	AccountByIDForUpdate(ctx context.Context, appID string, id int64) (*Account, error)
 	UpdateAccount(ctx context.Context, a *Account) error
-	DeleteAccount(ctx context.Context, id int64) error
-	AccountDevices(ctx context.Context, accountID int64) ([]Device, error)
-	UpsertAccountDevice(ctx context.Context, accountID int64, hwid string, now time.Time) error
 	DeleteAccountDevices(ctx context.Context, accountID int64) (int, error)
-	// LiveSessionsOfAccount returns the account's open sessions, oldest first.
-	LiveSessionsOfAccount(ctx context.Context, accountID int64) ([]Session, error)
 	// EndAccountSessions ends every live session of an account.
 	EndAccountSessions(ctx context.Context, accountID int64, reason string, now time.Time) (int, error)
-	InsertRedemption(ctx context.Context, r *Redemption) error
 	// RedemptionOfKey returns the redemption of a key (ErrNotFound if none).
 	RedemptionOfKey(ctx context.Context, keyID int64) (*Redemption, error)
 	// UpdateRedemption stores a redemption's PriorExpiresAt and Added.
@@ -138,8 +113,7 @@ type Tx interface {
 	ExpiryTx
 	AliasTx
 
-	AddEvent(ctx context.Context, e event.Event) error
-	AddAudit(ctx context.Context, e audit.Entry) error
+	journal.Journal
 }
 
 // KeyFilter selects keys for listing. Status filters on the effective status at
@@ -154,15 +128,6 @@ type KeyFilter struct {
 	After int64
 	Limit int
 	Now   time.Time
-}
-
-// AccountFilter selects accounts for listing. Query matches a substring of
-// the username or e-mail; After is the cursor (accounts with a larger ID).
-type AccountFilter struct {
-	AppID string
-	Query string
-	After int64
-	Limit int
 }
 
 // SessionFilter selects live sessions for listing.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
 )
 
@@ -139,6 +140,9 @@ type Tx interface {
 	// KeyReseller returns the reseller that generated a key of the app
 	// ("" for the owner's keys; ErrNotFound when there is no such key).
 	KeyReseller(ctx context.Context, appID, licenseKey string) (string, error)
+	journal.Journal
+	// License is this transaction as the license package sees it (keys
+	// inserted and banned with the ledger).
 	License() license.Tx
 }
 

@@ -149,7 +149,7 @@ func (s *Service) Create(ctx context.Context, actor audit.Actor, in CreateInput)
 		if err := tx.InsertReseller(ctx, r, HashToken(tok)); err != nil {
 			return err
 		}
-		return tx.License().AddAudit(ctx, audit.NewEntry(actor, now, "reseller.create", r.AppID, r.ID,
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "reseller.create", r.AppID, r.ID,
 			map[string]any{"name": r.Name, "email": r.Email, "products": r.Products}))
 	})
 	if err != nil {
@@ -266,7 +266,7 @@ func (s *Service) change(ctx context.Context, actor audit.Actor, appID, id strin
 		if detail != "" {
 			details["reason"] = detail
 		}
-		return tx.License().AddAudit(ctx, audit.NewEntry(actor, now, "reseller."+reason, appID, r.ID, details))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "reseller."+reason, appID, r.ID, details))
 	})
 	return out, err
 }
@@ -342,7 +342,7 @@ func (s *Service) mutate(ctx context.Context, actor audit.Actor, appID, id, acti
 			return err
 		}
 		out = r
-		return tx.License().AddAudit(ctx, audit.NewEntry(actor, now, action, appID, r.ID, details))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, appID, r.ID, details))
 	})
 	return out, err
 }
@@ -366,7 +366,7 @@ func (s *Service) RotateToken(ctx context.Context, actor audit.Actor, appID, id 
 		}
 		r.TokenHint, r.UpdatedAt = hint, now
 		out = r
-		return tx.License().AddAudit(ctx, audit.NewEntry(actor, now, "reseller.rotate_token", appID, r.ID, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "reseller.rotate_token", appID, r.ID, nil))
 	})
 	if err != nil {
 		return nil, "", err
@@ -386,7 +386,7 @@ func (s *Service) Delete(ctx context.Context, actor audit.Actor, appID, id strin
 		if err := tx.DeleteReseller(ctx, r.ID); err != nil {
 			return err
 		}
-		return tx.License().AddAudit(ctx, audit.NewEntry(actor, now, "reseller.delete", appID, r.ID,
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "reseller.delete", appID, r.ID,
 			map[string]any{"name": r.Name, "balance": r.Balance}))
 	})
 }

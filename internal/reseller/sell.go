@@ -124,14 +124,13 @@ func (s *Service) Generate(ctx context.Context, c *Caller, ip, productID string,
 			Detail: fmt.Sprintf("%d × %s (%s) at %d", count, p.Name, p.ID, p.Price), Actor: ledgerActor(actor)}); err != nil {
 			return err
 		}
-		lt := tx.License()
-		if err := lt.AddEvent(ctx, event.Event{AppID: r.AppID, Type: event.KeyCreated, CreatedAt: now, Data: map[string]any{
+		if err := tx.AddEvent(ctx, event.Event{AppID: r.AppID, Type: event.KeyCreated, CreatedAt: now, Data: map[string]any{
 			"app_id": r.AppID, "count": count, "key_type": p.KeyType, "duration": p.Duration, "license_keys": strs,
 			"reseller_id": r.ID}}); err != nil {
 			return err
 		}
 		out = &Generated{Keys: keys, Charged: cost, Balance: bal}
-		return lt.AddAudit(ctx, audit.NewEntry(actor, now, "reseller.generate", r.AppID, fmt.Sprintf("%d keys", count),
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "reseller.generate", r.AppID, fmt.Sprintf("%d keys", count),
 			map[string]any{"product": p.ID, "count": count, "price": p.Price, "charged": cost, "balance": bal,
 				"key_type": p.KeyType, "duration": p.Duration, "max_devices": p.MaxDevices}))
 	})
@@ -196,7 +195,7 @@ func (s *Service) Ban(ctx context.Context, c *Caller, ip, licenseKey, reason str
 		if reason != "" {
 			details["reason"] = reason
 		}
-		return lt.AddAudit(ctx, audit.NewEntry(c.Actor(ip), now, "reseller.ban", c.App.ID, licenseKey, details))
+		return tx.AddAudit(ctx, audit.NewEntry(c.Actor(ip), now, "reseller.ban", c.App.ID, licenseKey, details))
 	})
 	return out, err
 }

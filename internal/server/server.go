@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/keyward/keyward/internal/abuse"
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/audit"
@@ -42,6 +43,7 @@ import (
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/sweep"
+	"github.com/keyward/keyward/internal/trial"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -68,6 +70,8 @@ type Server struct {
 	opts     Options
 	DB       *store.DB
 	License  *license.Service
+	Accounts *account.Service
+	Trials   *trial.Service
 	Admins   *admin.Service
 	Content  *content.Service
 	Commerce *commerce.Service
@@ -164,8 +168,10 @@ func (s *Server) init(ctx context.Context) error {
 	signIn := lockout.Policy{MaxFailures: lim.LockoutFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
 	signInIP := lockout.Policy{MaxFailures: lim.LockoutIPFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}
 	s.License = license.NewService(s.DB.LicenseStore(), s.opts.Now, rand.Reader, license.Config{SessionTimeout: s.cfg.SessionTimeout,
-		AccountBcryptCost: lim.AccountBcryptCost, Guard: guard, SignIn: signIn, SignInIP: signInIP,
-		SecretRegen: lockout.Policy{MaxFailures: lim.SecretRegenLimit, Window: time.Hour, Lock: time.Hour}})
+		Guard: guard, SecretRegen: lockout.Policy{MaxFailures: lim.SecretRegenLimit, Window: time.Hour, Lock: time.Hour}})
+	s.Accounts = account.New(s.DB.AccountStore(), s.License, s.opts.Now, rand.Reader, account.Config{BcryptCost: lim.AccountBcryptCost,
+		Guard: guard, SignIn: signIn, SignInIP: signInIP})
+	s.Trials = trial.New(s.DB.TrialStore(), s.License, s.opts.Now, rand.Reader)
 	var err error
 	s.Admins, err = admin.New(ctx, s.DB.AdminStore(), s.opts.Now, admin.Config{BcryptCost: s.cfg.BcryptCost, TokenTTL: s.cfg.TokenTTL,
 		Guard: guard, SignIn: signIn, SignInIP: signInIP})
@@ -184,7 +190,7 @@ func (s *Server) init(ctx context.Context) error {
 		}
 		return app.Settings.KeyPrefix, nil
 	})
-	s.Customers, err = customer.New(ctx, s.DB.CustomerStore(), s.License, s.opts.Now, customer.Config{
+	s.Customers, err = customer.New(ctx, s.DB.CustomerStore(), s.Accounts, s.opts.Now, customer.Config{
 		Guard: guard, SignIn: signIn, SignInIP: signInIP})
 	if err != nil {
 		return err
@@ -215,7 +221,7 @@ func (s *Server) init(ctx context.Context) error {
 		}
 		return err
 	}, s.opts.Now, s.opts.Log)
-	s.api = httpapi.New(httpapi.Services{License: s.License, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
+	s.api = httpapi.New(httpapi.Services{License: s.License, Accounts: s.Accounts, Trials: s.Trials, Admins: s.Admins, Content: s.Content, Commerce: s.Commerce, Orders: s.Orders,
 		Updates: s.Updates, Webhooks: s.Webhooks, Abuse: detector, Customers: s.Customers,
 		Sellers:   reseller.New(s.DB.ResellerStore(), s.License, s.opts.Now, rand.Reader),
 		Analytics: s.Analytics, Usage: s.Usage, Checks: s.readiness(), Metrics: s.Metrics,

@@ -37,7 +37,7 @@ func benchSubjectEvents(b *testing.B, s *kwtest.Server, appID string, n, subject
 			if subjects > 0 {
 				subject = event.KeySubject(int64(i % subjects))
 			}
-			if _, err := tx.AddEvent(context.Background(), event.Event{AppID: appID, Type: event.KeyCreated, CreatedAt: s.Clock.Now(),
+			if _, err := tx.AddEventID(context.Background(), event.Event{AppID: appID, Type: event.KeyCreated, CreatedAt: s.Clock.Now(),
 				Data: map[string]any{"app_id": appID, "n": i}, Subject: subject}); err != nil {
 				return err
 			}

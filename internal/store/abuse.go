@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/abuse"
-	"github.com/keyward/keyward/internal/event"
 )
 
 // AbuseStore returns db as the abuse package's Store.
@@ -15,13 +14,10 @@ func (db *DB) AbuseStore() abuse.Store { return abuseStore{db} }
 
 type abuseStore struct{ db *DB }
 
-type abuseTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type abuseTx struct{ journalTx }
 
 func (s abuseStore) InTx(ctx context.Context, fn func(abuse.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(abuseTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(abuseTx{journalTx{s.db, tx}}) })
 }
 
 func (s abuseStore) Sight(ctx context.Context, appID, licenseKey, kind, value string, now, since time.Time) (int, error) {
@@ -83,10 +79,6 @@ func (t abuseTx) AddDetection(ctx context.Context, d *abuse.Detection) error {
 	}
 	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO detections (app_id, kind, subject, details, created_at)
 		VALUES (?, ?, ?, ?, ?) RETURNING id`), d.AppID, d.Kind, d.Subject, string(details), ms(d.CreatedAt)).Scan(&d.ID))
-}
-
-func (t abuseTx) AddEvent(ctx context.Context, e event.Event) error {
-	return addEvent(ctx, t.db, t.tx, e)
 }
 
 // PurgeSightings deletes key sightings last seen before cutoff.

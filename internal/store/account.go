@@ -6,8 +6,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/license"
 )
+
+// AccountStore returns db as the account package's Store. Its methods are
+// the license store's: accounts share the keys, sessions and devices
+// tables, and a redemption changes a key and an account in one transaction.
+func (db *DB) AccountStore() account.Store { return accountStore{licenseStore{db}} }
+
+type accountStore struct{ licenseStore }
+
+var (
+	_ account.Store = accountStore{}
+	_ account.Tx    = licenseTx{}
+)
+
+func (s accountStore) InTx(ctx context.Context, fn func(account.Tx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
+}
 
 const accountCols = `id, app_id, username, email, password_hash, password_reset_required, status, max_devices, features,
 	license_key, expires_at, last_login_at, created_at, updated_at`
@@ -44,7 +61,7 @@ func likeEscape(q string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(q)
 }
 
-func (s licenseStore) Accounts(ctx context.Context, f license.AccountFilter) ([]license.Account, error) {
+func (s licenseStore) Accounts(ctx context.Context, f account.Filter) ([]license.Account, error) {
 	q := `SELECT ` + accountCols + ` FROM accounts WHERE app_id = ? AND id > ?`
 	args := []any{f.AppID, f.After}
 	if f.Query != "" {

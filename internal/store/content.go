@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"time"
 
-	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
-	"github.com/keyward/keyward/internal/event"
 )
 
 // ContentStore returns db as the content package's Store.
@@ -15,13 +13,10 @@ func (db *DB) ContentStore() content.Store { return contentStore{db} }
 
 type contentStore struct{ db *DB }
 
-type contentTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type contentTx struct{ journalTx }
 
 func (s contentStore) InTx(ctx context.Context, fn func(content.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(contentTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(contentTx{journalTx{s.db, tx}}) })
 }
 
 func textMap(rows *sql.Rows, err error) (map[string]string, error) {
@@ -267,12 +262,4 @@ func (t contentTx) UpdateEntry(ctx context.Context, e *content.Entry) error {
 func (t contentTx) DeleteEntry(ctx context.Context, appID string, id int64) error {
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM changelog_entries WHERE app_id = ? AND id = ?`), appID, id)
 	return affected(res, err)
-}
-
-func (t contentTx) AddEvent(ctx context.Context, e event.Event) error {
-	return addEvent(ctx, t.db, t.tx, e)
-}
-
-func (t contentTx) AddAudit(ctx context.Context, e audit.Entry) error {
-	return addAudit(ctx, t.db, t.tx, e)
 }

@@ -18,17 +18,14 @@ func (db *DB) CustomerStore() customer.Store { return customerStore{db} }
 
 type customerStore struct{ db *DB }
 
-type customerTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type customerTx struct{ journalTx }
 
 func (s customerStore) InTx(ctx context.Context, fn func(customer.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(customerTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(customerTx{journalTx{s.db, tx}}) })
 }
 
-func (t customerTx) License() license.Tx      { return licenseTx{t.db, t.tx} }
-func (t customerTx) Orders() commerce.OrderTx { return commerceTx{t.db, t.tx} }
+func (t customerTx) License() license.Tx      { return licenseTx{journalTx{t.db, t.tx}} }
+func (t customerTx) Orders() commerce.OrderTx { return commerceTx{journalTx{t.db, t.tx}} }
 
 func (s customerStore) ServerSecret(ctx context.Context, name string, generate func() (string, error)) (string, error) {
 	return adminStore{s.db}.ServerSecret(ctx, name, generate)

@@ -86,7 +86,7 @@ func TestPurgeWebhookLog(t *testing.T) {
 					sent   bool
 				}{{webhook.Succeeded, old, true}, {webhook.Failed, old, true}, {webhook.Pending, old, true},
 					{webhook.Succeeded, recent, true}, {webhook.Succeeded, old, false}, {webhook.Succeeded, old, true}} {
-					id, err := tx.AddEvent(ctx, event.Event{Type: "test", CreatedAt: c.at, Data: map[string]any{}})
+					id, err := tx.AddEventID(ctx, event.Event{Type: "test", CreatedAt: c.at, Data: map[string]any{}})
 					if err != nil {
 						return err
 					}

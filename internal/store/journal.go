@@ -10,6 +10,7 @@ import (
 
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // addEvent writes one outbox row inside the caller's transaction.
@@ -184,4 +185,23 @@ func (db *DB) Audit(ctx context.Context, f AuditFilter) ([]audit.Entry, error) {
 		out = append(out, e)
 	}
 	return out, translate(rows.Err())
+}
+
+// journalTx is the journal (audit entry and outbox event) of one write
+// transaction; every domain Tx of the store embeds it.
+type journalTx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+var _ journal.Journal = journalTx{}
+
+// AddEvent writes one outbox row in the transaction.
+func (t journalTx) AddEvent(ctx context.Context, e event.Event) error {
+	return addEvent(ctx, t.db, t.tx, e)
+}
+
+// AddAudit appends one audit entry in the transaction.
+func (t journalTx) AddAudit(ctx context.Context, e audit.Entry) error {
+	return addAudit(ctx, t.db, t.tx, e)
 }

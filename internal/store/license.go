@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
-	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/license"
 )
 
@@ -19,14 +17,16 @@ func (db *DB) LicenseStore() license.Store { return licenseStore{db} }
 
 type licenseStore struct{ db *DB }
 
+var (
+	_ license.Store = licenseStore{}
+	_ license.Tx    = licenseTx{}
+)
+
 // licenseTx is one write transaction of the license store.
-type licenseTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type licenseTx struct{ journalTx }
 
 func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
 }
 
 const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at`
@@ -673,12 +673,4 @@ func (t licenseTx) LastApprovedReset(ctx context.Context, keyID, accountID int64
 	var at sql.NullInt64
 	err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT MAX(decided_at) FROM hwid_reset_requests WHERE `+col+` = ? AND status = 'approved'`), id).Scan(&at)
 	return fromNullMS(at), translate(err)
-}
-
-func (t licenseTx) AddEvent(ctx context.Context, e event.Event) error {
-	return addEvent(ctx, t.db, t.tx, e)
-}
-
-func (t licenseTx) AddAudit(ctx context.Context, e audit.Entry) error {
-	return addAudit(ctx, t.db, t.tx, e)
 }

@@ -14,11 +14,11 @@ import (
 func (db *DB) OrderStore() commerce.OrderStore { return commerceStore{db} }
 
 func (s commerceStore) InOrderTx(ctx context.Context, fn func(commerce.OrderTx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
 }
 
 // License is this transaction as the license package's Tx.
-func (t commerceTx) License() license.Tx { return licenseTx{t.db, t.tx} }
+func (t commerceTx) License() license.Tx { return licenseTx{journalTx{t.db, t.tx}} }
 
 const orderCols = `id, app_id, plan_id, plan_name, kind, amount_cents, currency, key_type, duration, max_devices, features, email,
 	status, payment_ref, keys, created_at, fulfilled_at, updated_at, subscription_id`

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/license"
 )
@@ -14,13 +13,10 @@ func (db *DB) CommerceStore() commerce.Store { return commerceStore{db} }
 
 type commerceStore struct{ db *DB }
 
-type commerceTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type commerceTx struct{ journalTx }
 
 func (s commerceStore) InTx(ctx context.Context, fn func(commerce.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
 }
 
 const planCols = `id, app_id, kind, name, description, price_cents, currency, period, key_type, duration, max_devices, features,
@@ -81,8 +77,4 @@ func (t commerceTx) UpdatePlan(ctx context.Context, p *commerce.Plan) error {
 func (t commerceTx) DeletePlan(ctx context.Context, appID string, id int64) error {
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM price_plans WHERE app_id = ? AND id = ?`), appID, id)
 	return affected(res, err)
-}
-
-func (t commerceTx) AddAudit(ctx context.Context, e audit.Entry) error {
-	return addAudit(ctx, t.db, t.tx, e)
 }

@@ -6,7 +6,23 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/trial"
 )
+
+// TrialStore returns db as the trial package's Store (over the license
+// store's tables and transaction: a trial inserts a key and opens a session).
+func (db *DB) TrialStore() trial.Store { return trialStore{licenseStore{db}} }
+
+type trialStore struct{ licenseStore }
+
+var (
+	_ trial.Store = trialStore{}
+	_ trial.Tx    = licenseTx{}
+)
+
+func (s trialStore) InTx(ctx context.Context, fn func(trial.Tx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
+}
 
 func (t licenseTx) LockApp(ctx context.Context, appID string) error {
 	var id string
@@ -18,8 +34,8 @@ func (t licenseTx) KeyByIDForUpdate(ctx context.Context, appID string, id int64)
 		appID, id))
 }
 
-func (t licenseTx) TrialOf(ctx context.Context, appID, hwid string) (*license.Trial, error) {
-	var tr license.Trial
+func (t licenseTx) TrialOf(ctx context.Context, appID, hwid string) (*trial.Trial, error) {
+	var tr trial.Trial
 	var keyID sql.NullInt64
 	var created int64
 	err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT id, app_id, hwid, key_id, ip, created_at FROM trials WHERE app_id = ? AND hwid = ?`),
@@ -47,12 +63,12 @@ func (t licenseTx) CountTrialsFromIP(ctx context.Context, appID, ip string, sinc
 	return n, translate(err)
 }
 
-func (t licenseTx) InsertTrial(ctx context.Context, tr *license.Trial) error {
+func (t licenseTx) InsertTrial(ctx context.Context, tr *trial.Trial) error {
 	return translate(t.tx.QueryRowContext(ctx, t.db.rebind(`INSERT INTO trials (app_id, hwid, key_id, ip, created_at)
 		VALUES (?, ?, ?, ?, ?) RETURNING id`), tr.AppID, tr.HWID, tr.KeyID, tr.IP, ms(tr.CreatedAt)).Scan(&tr.ID))
 }
 
-func (s licenseStore) Trials(ctx context.Context, appID string, before int64, limit int) ([]license.Trial, error) {
+func (s licenseStore) Trials(ctx context.Context, appID string, before int64, limit int) ([]trial.Trial, error) {
 	q := `SELECT t.id, t.app_id, t.hwid, t.key_id, t.ip, t.created_at, k.license_key, k.status, k.expires_at
 		FROM trials t LEFT JOIN license_keys k ON k.id = t.key_id WHERE t.app_id = ?`
 	args := []any{appID}
@@ -67,9 +83,9 @@ func (s licenseStore) Trials(ctx context.Context, appID string, before int64, li
 		return nil, translate(err)
 	}
 	defer rows.Close()
-	out := []license.Trial{}
+	out := []trial.Trial{}
 	for rows.Next() {
-		var tr license.Trial
+		var tr trial.Trial
 		var keyID, expires sql.NullInt64
 		var lk, status sql.NullString
 		var created int64

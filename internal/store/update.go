@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/update"
 )
 
@@ -17,13 +15,10 @@ func (db *DB) UpdateStore() update.Store { return updateStore{db} }
 
 type updateStore struct{ db *DB }
 
-type updateTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type updateTx struct{ journalTx }
 
 func (s updateStore) InTx(ctx context.Context, fn func(update.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(updateTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(updateTx{journalTx{s.db, tx}}) })
 }
 
 const releaseCols = `id, app_id, version, channel, changelog, mandatory, min_version, rollout, salt, published, halted, yanked,
@@ -240,12 +235,4 @@ func (t updateTx) SetFloor(ctx context.Context, appID, channel, version string, 
 		ON CONFLICT (app_id, channel) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at`),
 		appID, channel, version, ms(now))
 	return translate(err)
-}
-
-func (t updateTx) AddEvent(ctx context.Context, e event.Event) error {
-	return addEvent(ctx, t.db, t.tx, e)
-}
-
-func (t updateTx) AddAudit(ctx context.Context, e audit.Entry) error {
-	return addAudit(ctx, t.db, t.tx, e)
 }

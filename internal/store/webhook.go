@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -18,13 +17,10 @@ func (db *DB) WebhookStore() webhook.Store { return webhookStore{db} }
 
 type webhookStore struct{ db *DB }
 
-type webhookTx struct {
-	db *DB
-	tx *sql.Tx
-}
+type webhookTx struct{ journalTx }
 
 func (s webhookStore) InTx(ctx context.Context, fn func(webhook.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(webhookTx{s.db, tx}) })
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(webhookTx{journalTx{s.db, tx}}) })
 }
 
 // skipLocked is the suffix that lets several processes claim rows without
@@ -333,7 +329,8 @@ func (t webhookTx) RequeueFailed(ctx context.Context, appID string, destinationI
 	return int(n), translate(err)
 }
 
-func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
+// AddEventID writes one outbox row and returns its id.
+func (t webhookTx) AddEventID(ctx context.Context, e event.Event) (int64, error) {
 	data, err := json.Marshal(e.Data)
 	if err != nil {
 		return 0, err
@@ -345,10 +342,6 @@ func (t webhookTx) AddEvent(ctx context.Context, e event.Event) (int64, error) {
 		t.db.noteEvent(t.tx)
 	}
 	return id, translate(err)
-}
-
-func (t webhookTx) AddAudit(ctx context.Context, e audit.Entry) error {
-	return addAudit(ctx, t.db, t.tx, e)
 }
 
 // storableText drops NUL and invalid UTF-8, which PostgreSQL text refuses,

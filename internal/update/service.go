@@ -14,9 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/keyward/keyward/internal/apperr"
-	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/blob"
-	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // Store is the persistence updates need. Lookups return apperr.ErrNotFound
@@ -44,8 +43,7 @@ type Tx interface {
 	// one there and returning it (nil when there was none).
 	PutArtifact(ctx context.Context, releaseID int64, a *Artifact) (*Artifact, error)
 	SetFloor(ctx context.Context, appID, channel, version string, now time.Time) error
-	AddEvent(ctx context.Context, e event.Event) error
-	AddAudit(ctx context.Context, e audit.Entry) error
+	journal.Journal
 }
 
 // CheckRecord is one device's latest update check. Device is a hash of the

@@ -20,6 +20,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/journal"
 )
 
 // Destination is an endpoint events are sent to. AppID "" receives the
@@ -154,8 +155,9 @@ type Tx interface {
 	// how many.
 	RequeueFailed(ctx context.Context, appID string, destinationID int64, since, now time.Time) (int, error)
 
-	AddEvent(ctx context.Context, e event.Event) (int64, error)
-	AddAudit(ctx context.Context, e audit.Entry) error
+	// AddEventID is AddEvent returning the new event's id.
+	AddEventID(ctx context.Context, e event.Event) (int64, error)
+	journal.Journal
 }
 
 // Service manages destinations and the delivery log.
@@ -386,7 +388,7 @@ func (s *Service) SendTest(ctx context.Context, actor audit.Actor, id int64) (st
 		}
 		ev := event.Event{AppID: d.AppID, Type: event.Test, CreatedAt: now,
 			Data: map[string]any{"webhook_id": d.ID, "message": "This is a test delivery from keyward."}}
-		evID, err := tx.AddEvent(ctx, ev)
+		evID, err := tx.AddEventID(ctx, ev)
 		if err != nil {
 			return err
 		}

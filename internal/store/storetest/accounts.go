@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
@@ -21,7 +22,7 @@ func newAccount(appID, username string) *license.Account {
 
 func addAccounts(t *testing.T, db *store.DB, as ...*license.Account) {
 	t.Helper()
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, a := range as {
 			if err := tx.InsertAccount(ctx, a); err != nil {
 				return err
@@ -101,7 +102,7 @@ func redemptionKeys(rs []license.Redemption) []int64 {
 // a transaction) and by ID; unset optional fields stay unset.
 func testAccountRoundTrip(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	full := newAccount("app", "Alice.Smith")
 	full.Email, full.PasswordResetRequired, full.Status, full.MaxDevices = "Alice@Example.com", true, license.StatusPaused, 3
@@ -123,7 +124,7 @@ func testAccountRoundTrip(t *testing.T, db *store.DB) {
 			t.Fatalf("AccountByUsername(%s): %v", key, err)
 		}
 		checkAccount(t, "AccountByUsername("+key+")", got, want)
-		inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		inTx(t, db, func(ctx context.Context, tx storeTx) error {
 			got, err := tx.AccountForUpdate(ctx, "app", key)
 			if err != nil {
 				return err
@@ -147,7 +148,7 @@ func testAccountRoundTrip(t *testing.T, db *store.DB) {
 	updatedBare := *bare
 	updatedBare.PasswordResetRequired, updatedBare.Status = true, license.StatusPaused
 	updatedBare.ExpiresAt, updatedBare.Features = ptr(t0.Add(-time.Hour)), json.RawMessage(`{"beta":1}`)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.UpdateAccount(ctx, &updated); err != nil {
 			return err
 		}
@@ -176,14 +177,14 @@ func testAccountRoundTrip(t *testing.T, db *store.DB) {
 // ErrNotFound.
 func testAccountConflictsAndMissing(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	addApp(t, db, "other")
 	bob := newAccount("app", "bob")
 	addAccounts(t, db, bob)
 
 	for _, name := range []string{"bob", "Bob", "BOB"} {
-		wantErr(t, "InsertAccount of "+name+" after bob", txErr(db, func(ctx context.Context, tx license.Tx) error {
+		wantErr(t, "InsertAccount of "+name+" after bob", txErr(db, func(ctx context.Context, tx storeTx) error {
 			return tx.InsertAccount(ctx, newAccount("app", name))
 		}), apperr.ErrConflict)
 	}
@@ -208,27 +209,27 @@ func testAccountConflictsAndMissing(t *testing.T, db *store.DB) {
 	wantErr(t, "AccountByUsername(unknown)", err, apperr.ErrNotFound)
 	_, err = ls.AccountByUsername(ctx, "nope", "bob")
 	wantErr(t, "AccountByUsername(unknown app)", err, apperr.ErrNotFound)
-	wantErr(t, "AccountForUpdate(unknown)", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "AccountForUpdate(unknown)", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.AccountForUpdate(ctx, "app", "nobody")
 		return err
 	}), apperr.ErrNotFound)
-	wantErr(t, "AccountByIDForUpdate(unknown ID)", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "AccountByIDForUpdate(unknown ID)", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.AccountByIDForUpdate(ctx, "app", bob.ID+otherBob.ID+100)
 		return err
 	}), apperr.ErrNotFound)
-	wantErr(t, "AccountByIDForUpdate of another app's account", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "AccountByIDForUpdate of another app's account", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.AccountByIDForUpdate(ctx, "app", otherBob.ID)
 		return err
 	}), apperr.ErrNotFound)
-	wantErr(t, "UpdateAccount of a missing ID", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateAccount of a missing ID", txErr(db, func(ctx context.Context, tx storeTx) error {
 		a := *bob
 		a.ID = bob.ID + otherBob.ID + 100
 		return tx.UpdateAccount(ctx, &a)
 	}), apperr.ErrNotFound)
-	wantErr(t, "DeleteAccount of a missing ID", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "DeleteAccount of a missing ID", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.DeleteAccount(ctx, bob.ID+otherBob.ID+100)
 	}), apperr.ErrNotFound)
-	if err := txErr(db, func(ctx context.Context, tx license.Tx) error {
+	if err := txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.InsertAccount(ctx, newAccount("nope", "carol"))
 	}); err == nil {
 		t.Errorf("InsertAccount into an unknown app succeeded, want an error")
@@ -240,13 +241,13 @@ func testAccountConflictsAndMissing(t *testing.T, db *store.DB) {
 // it was stored with.
 func testAccountFoldedUsernames(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	strasse, kim := newAccount("app", "Straße"), newAccount("app", "Kim")
 	addAccounts(t, db, strasse, kim)
 
 	for _, name := range []string{"STRASSE", "strasse", "straße", "\u017Ftraße", "kim", "KIM", "\u212Aim"} {
-		wantErr(t, "InsertAccount of "+name, txErr(db, func(ctx context.Context, tx license.Tx) error {
+		wantErr(t, "InsertAccount of "+name, txErr(db, func(ctx context.Context, tx storeTx) error {
 			return tx.InsertAccount(ctx, newAccount("app", name))
 		}), apperr.ErrConflict)
 	}
@@ -260,7 +261,7 @@ func testAccountFoldedUsernames(t *testing.T, db *store.DB) {
 			t.Fatalf("AccountByUsername(%q): %v", key, err)
 		}
 		checkAccount(t, "AccountByUsername of "+c.spelling, got, c.want)
-		inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		inTx(t, db, func(ctx context.Context, tx storeTx) error {
 			got, err := tx.AccountForUpdate(ctx, "app", key)
 			if err != nil {
 				return err
@@ -282,7 +283,7 @@ func testAccountFoldedUsernames(t *testing.T, db *store.DB) {
 // case-insensitive substring of the username or the e-mail.
 func testAccountListing(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	addApp(t, db, "other")
 	mk := func(app, username, email string) *license.Account {
@@ -311,28 +312,28 @@ func testAccountListing(t *testing.T, db *store.DB) {
 	all := []string{"alice", "Bob_Smith", "bobxsmith", "carol", "dave", "erin", "frank", "gina"}
 	cases := []struct {
 		name string
-		f    license.AccountFilter
+		f    account.Filter
 		want []string
 	}{
-		{"every account of the app, by ID", license.AccountFilter{}, all},
-		{"cursor", license.AccountFilter{After: as[1].ID}, all[2:]},
-		{"limit", license.AccountFilter{Limit: 2}, all[:2]},
-		{"cursor and limit", license.AccountFilter{After: as[0].ID, Limit: 2}, all[1:3]},
-		{"cursor at the end", license.AccountFilter{After: as[len(as)-1].ID}, []string{}},
-		{"username, any case", license.AccountFilter{Query: "BOB"}, []string{"Bob_Smith", "bobxsmith"}},
-		{"username substring", license.AccountFilter{Query: "smi"}, []string{"Bob_Smith", "bobxsmith"}},
-		{"e-mail, any case", license.AccountFilter{Query: "example.org"}, []string{"Bob_Smith"}},
-		{"e-mail, query upper-case", license.AccountFilter{Query: "EXAMPLE.NET"}, []string{"bobxsmith"}},
-		{"_ is literal", license.AccountFilter{Query: "_"}, []string{"Bob_Smith"}},
-		{"_ inside a query is literal", license.AccountFilter{Query: "b_s"}, []string{"Bob_Smith"}},
-		{"% is literal", license.AccountFilter{Query: "%"}, []string{"carol"}},
-		{"% inside a query is literal", license.AccountFilter{Query: "50%off"}, []string{"carol"}},
-		{`\ is literal`, license.AccountFilter{Query: `\`}, []string{"erin"}},
-		{"non-ASCII e-mail, lower-case query", license.AccountFilter{Query: "émile"}, []string{"gina"}},
-		{"non-ASCII e-mail, upper-case query", license.AccountFilter{Query: "ÖZ@"}, []string{"gina"}},
-		{"no match", license.AccountFilter{Query: "nobody"}, []string{}},
-		{"query with a cursor", license.AccountFilter{Query: "bob", After: as[1].ID}, []string{"bobxsmith"}},
-		{"query with a limit", license.AccountFilter{Query: "shop", Limit: 1}, []string{"carol"}},
+		{"every account of the app, by ID", account.Filter{}, all},
+		{"cursor", account.Filter{After: as[1].ID}, all[2:]},
+		{"limit", account.Filter{Limit: 2}, all[:2]},
+		{"cursor and limit", account.Filter{After: as[0].ID, Limit: 2}, all[1:3]},
+		{"cursor at the end", account.Filter{After: as[len(as)-1].ID}, []string{}},
+		{"username, any case", account.Filter{Query: "BOB"}, []string{"Bob_Smith", "bobxsmith"}},
+		{"username substring", account.Filter{Query: "smi"}, []string{"Bob_Smith", "bobxsmith"}},
+		{"e-mail, any case", account.Filter{Query: "example.org"}, []string{"Bob_Smith"}},
+		{"e-mail, query upper-case", account.Filter{Query: "EXAMPLE.NET"}, []string{"bobxsmith"}},
+		{"_ is literal", account.Filter{Query: "_"}, []string{"Bob_Smith"}},
+		{"_ inside a query is literal", account.Filter{Query: "b_s"}, []string{"Bob_Smith"}},
+		{"% is literal", account.Filter{Query: "%"}, []string{"carol"}},
+		{"% inside a query is literal", account.Filter{Query: "50%off"}, []string{"carol"}},
+		{`\ is literal`, account.Filter{Query: `\`}, []string{"erin"}},
+		{"non-ASCII e-mail, lower-case query", account.Filter{Query: "émile"}, []string{"gina"}},
+		{"non-ASCII e-mail, upper-case query", account.Filter{Query: "ÖZ@"}, []string{"gina"}},
+		{"no match", account.Filter{Query: "nobody"}, []string{}},
+		{"query with a cursor", account.Filter{Query: "bob", After: as[1].ID}, []string{"bobxsmith"}},
+		{"query with a limit", account.Filter{Query: "shop", Limit: 1}, []string{"carol"}},
 	}
 	for _, c := range cases {
 		f := c.f
@@ -349,16 +350,16 @@ func testAccountListing(t *testing.T, db *store.DB) {
 			t.Errorf("%s: Accounts(%+v) = %v, want %v", c.name, f, accountNames(got), c.want)
 		}
 	}
-	got, err := ls.Accounts(ctx, license.AccountFilter{AppID: "other", Query: "ALICE", Limit: 100})
+	got, err := ls.Accounts(ctx, account.Filter{AppID: "other", Query: "ALICE", Limit: 100})
 	if err != nil || len(got) != 1 || got[0].AppID != "other" {
 		t.Errorf("Accounts(other, ALICE) = %+v, %v; want other's alice only", got, err)
 	}
-	got, err = ls.Accounts(ctx, license.AccountFilter{AppID: "app", Limit: 100})
+	got, err = ls.Accounts(ctx, account.Filter{AppID: "app", Limit: 100})
 	if err != nil || len(got) != len(as) {
 		t.Fatalf("Accounts = %v, %v", accountNames(got), err)
 	}
 	checkAccount(t, "listed account", &got[1], as[1])
-	if got, err := ls.Accounts(ctx, license.AccountFilter{AppID: "nope", Limit: 100}); err != nil || got == nil || len(got) != 0 {
+	if got, err := ls.Accounts(ctx, account.Filter{AppID: "nope", Limit: 100}); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("Accounts of an unknown app = %#v, %v; want an empty, non-nil list", got, err)
 	}
 }
@@ -367,12 +368,12 @@ func testAccountListing(t *testing.T, db *store.DB) {
 // last-seen; listed oldest first; deleted all at once with a count.
 func testAccountDevices(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	acc, other := newAccount("app", "alice"), newAccount("app", "bob")
 	addAccounts(t, db, acc, other)
 	t1, t2, t3 := t0, t0.Add(time.Minute), t0.Add(2*time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, d := range []struct {
 			hwid string
 			at   time.Time
@@ -417,7 +418,7 @@ func testAccountDevices(t *testing.T, db *store.DB) {
 		t.Fatal(err)
 	}
 	check("AccountDevices", ds)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		ds, err := tx.AccountDevices(ctx, acc.ID)
 		check("tx.AccountDevices", ds)
 		return err
@@ -426,7 +427,7 @@ func testAccountDevices(t *testing.T, db *store.DB) {
 		t.Errorf("other account's devices = %+v, %v; want its hw-b only", ds, err)
 	}
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		n, err := tx.DeleteAccountDevices(ctx, acc.ID)
 		if n != 3 {
 			t.Errorf("DeleteAccountDevices = %d, want 3", n)
@@ -468,7 +469,7 @@ func testAccountSessions(t *testing.T, db *store.DB) {
 	addSessions(t, db, sa1, sa2, sa3, sb, sk)
 
 	early := t0.Add(30 * time.Second)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.SessionByTokenHash(ctx, sa1.TokenHash)
 		if err != nil {
 			return err
@@ -504,7 +505,7 @@ func testAccountSessions(t *testing.T, db *store.DB) {
 		return tx.EndSession(ctx, sa3.ID, license.CodeSessionRevoked, early)
 	})
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		live, err := tx.LiveSessionsOfAccount(ctx, alice.ID)
 		if got := sessionIDs(live); !reflect.DeepEqual(got, []string{"sa-c", "sa-b"}) {
 			t.Errorf("LiveSessionsOfAccount after EndSession = %v, want sa-c, sa-b (only live ones)", got)
@@ -553,7 +554,7 @@ func testAccountSessions(t *testing.T, db *store.DB) {
 
 	// EndAccountSessions ends the account's live sessions only and counts them.
 	end := t0.Add(time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		n, err := tx.EndAccountSessions(ctx, alice.ID, license.CodeSessionRevoked, end)
 		if err != nil {
 			return err
@@ -567,7 +568,7 @@ func testAccountSessions(t *testing.T, db *store.DB) {
 		}
 		return err
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		live, err := tx.LiveSessionsOfAccount(ctx, alice.ID)
 		if err != nil {
 			return err
@@ -661,7 +662,7 @@ func testAccountHeartbeatView(t *testing.T, db *store.DB) {
 	d.report(t, "HeartbeatView of a key session next to accounts")
 
 	// The account's state is read fresh.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		a, err := tx.AccountByIDForUpdate(ctx, "app", paused.ID)
 		if err != nil {
 			return err
@@ -679,7 +680,7 @@ func testAccountHeartbeatView(t *testing.T, db *store.DB) {
 	}
 
 	// A deleted account leaves its session without account state.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteAccount(ctx, life.ID) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteAccount(ctx, life.ID) })
 	v = view(sl.TokenHash)
 	if v.KeyExists || v.KeyStatus != "" || v.KeyExpiry != nil || v.KeyString != "" || v.Session.AccountID != nil {
 		t.Errorf("HeartbeatView after the account was deleted = %+v (AccountID %v), want no account state and a nil AccountID",
@@ -707,7 +708,7 @@ func testDeleteAccount(t *testing.T, db *store.DB) {
 	end := t0.Add(time.Minute)
 	ra := &license.Redemption{KeyID: keys[0].ID, AccountID: alice.ID, DaysAdded: 30, Added: 30 * 24 * time.Hour, CreatedAt: t0}
 	rb := &license.Redemption{KeyID: keys[1].ID, AccountID: bob.ID, DaysAdded: 7, Added: 7 * 24 * time.Hour, CreatedAt: t0}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, id := range []int64{alice.ID, bob.ID} {
 			for _, hw := range []string{"hw-1", "hw-2"} {
 				if err := tx.UpsertAccountDevice(ctx, id, hw, t0); err != nil {
@@ -724,31 +725,31 @@ func testDeleteAccount(t *testing.T, db *store.DB) {
 		return tx.EndSession(ctx, ended.ID, license.CodeSessionRevoked, end)
 	})
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteAccount(ctx, alice.ID) })
-	wantErr(t, "DeleteAccount again", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteAccount(ctx, alice.ID) })
+	wantErr(t, "DeleteAccount again", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.DeleteAccount(ctx, alice.ID)
 	}), apperr.ErrNotFound)
 
-	_, err := ls.AccountByUsername(ctx, "app", "alice")
+	_, err := db.AccountStore().AccountByUsername(ctx, "app", "alice")
 	wantErr(t, "AccountByUsername of a deleted account", err, apperr.ErrNotFound)
-	wantErr(t, "AccountByIDForUpdate of a deleted account", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "AccountByIDForUpdate of a deleted account", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.AccountByIDForUpdate(ctx, "app", alice.ID)
 		return err
 	}), apperr.ErrNotFound)
-	if ds, err := ls.AccountDevices(ctx, alice.ID); err != nil || len(ds) != 0 {
+	if ds, err := db.AccountStore().AccountDevices(ctx, alice.ID); err != nil || len(ds) != 0 {
 		t.Errorf("AccountDevices of a deleted account = %+v, %v; want none", ds, err)
 	}
-	if ds, err := ls.AccountDevices(ctx, bob.ID); err != nil || len(ds) != 2 {
+	if ds, err := db.AccountStore().AccountDevices(ctx, bob.ID); err != nil || len(ds) != 2 {
 		t.Errorf("other account's devices = %+v, %v; want both kept", ds, err)
 	}
-	if rs, err := ls.Redemptions(ctx, alice.ID); err != nil || len(rs) != 0 {
+	if rs, err := db.AccountStore().Redemptions(ctx, alice.ID); err != nil || len(rs) != 0 {
 		t.Errorf("Redemptions of a deleted account = %+v, %v; want none", rs, err)
 	}
-	if rs, err := ls.Redemptions(ctx, bob.ID); err != nil || !reflect.DeepEqual(redemptionKeys(rs), []int64{keys[1].ID}) {
+	if rs, err := db.AccountStore().Redemptions(ctx, bob.ID); err != nil || !reflect.DeepEqual(redemptionKeys(rs), []int64{keys[1].ID}) {
 		t.Errorf("other account's redemptions = %+v, %v; want K-2 kept", rs, err)
 	}
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		r, err := tx.RedemptionOfKey(ctx, keys[0].ID)
 		if err != nil {
 			t.Errorf("RedemptionOfKey after the account was deleted: %v; want the redemption kept", err)
@@ -805,7 +806,7 @@ func testDeleteAccount(t *testing.T, db *store.DB) {
 // oldest first with their keys.
 func testRedemptions(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.AccountStore()
 	addApp(t, db, "app")
 	k2 := newKey("app", "K-2")
 	k2.Status = license.StatusRedeemed
@@ -817,7 +818,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 	r2 := &license.Redemption{KeyID: keys[1].ID, AccountID: alice.ID, Lifetime: true,
 		PriorExpiresAt: ptr(t0.Add(30 * 24 * time.Hour)), CreatedAt: t0}
 	r3 := &license.Redemption{KeyID: keys[2].ID, AccountID: bob.ID, DaysAdded: 7, Added: -3 * time.Hour, CreatedAt: t0}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, r := range []*license.Redemption{r1, r2, r3} {
 			if err := tx.InsertRedemption(ctx, r); err != nil {
 				return err
@@ -826,7 +827,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 		return nil
 	})
 	// A key is redeemed once.
-	wantErr(t, "InsertRedemption of a redeemed key", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertRedemption of a redeemed key", txErr(db, func(ctx context.Context, tx storeTx) error {
 		r := *r1
 		r.AccountID = bob.ID
 		return tx.InsertRedemption(ctx, &r)
@@ -845,7 +846,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 		d.eq("LicenseKey", got.LicenseKey, lk)
 		d.report(t, what)
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, r := range []*license.Redemption{r1, r2, r3} {
 			got, err := tx.RedemptionOfKey(ctx, r.KeyID)
 			if err != nil {
@@ -867,7 +868,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 	})
 
 	// UpdateRedemption changes the prior expiry, clearing and setting it.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		r := *r1
 		r.PriorExpiresAt = nil
 		if err := tx.UpdateRedemption(ctx, &r); err != nil {
@@ -878,10 +879,10 @@ func testRedemptions(t *testing.T, db *store.DB) {
 		return tx.UpdateRedemption(ctx, &r)
 	})
 	r1.PriorExpiresAt, r3.PriorExpiresAt = nil, ptr(t0.Add(5*time.Hour))
-	wantErr(t, "UpdateRedemption of an unredeemed key", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateRedemption of an unredeemed key", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.UpdateRedemption(ctx, &license.Redemption{KeyID: keys[3].ID, PriorExpiresAt: ptr(t0)})
 	}), apperr.ErrNotFound)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, r := range []*license.Redemption{r1, r3} {
 			got, err := tx.RedemptionOfKey(ctx, r.KeyID)
 			if err != nil {
@@ -911,7 +912,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 	}
 
 	// A banned key's lifetime grant is no longer active.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		k, err := tx.KeyForUpdate(ctx, "app", "K-2")
 		if err != nil {
 			return err
@@ -919,7 +920,7 @@ func testRedemptions(t *testing.T, db *store.DB) {
 		k.Status = license.StatusBanned
 		return tx.UpdateKey(ctx, k)
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		lr, err := tx.ActiveLifetimeRedemptions(ctx, alice.ID)
 		if len(lr) != 0 {
 			t.Errorf("ActiveLifetimeRedemptions after the key was banned = %v, want none", redemptionKeys(lr))

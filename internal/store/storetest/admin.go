@@ -27,7 +27,7 @@ func testAudit(t *testing.T, db *store.DB) {
 		{At: t0.Add(2 * time.Second), Actor: admin, Action: "app.update", AppID: "a", Target: "a"},
 		{At: t0.Add(3 * time.Second), Actor: admin, Action: "admin.create", Target: "u-2"},
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, e := range in {
 			if err := tx.AddAudit(ctx, e); err != nil {
 				return err
@@ -91,7 +91,7 @@ func testAudit(t *testing.T, db *store.DB) {
 		}
 	}
 	// Without a limit, a page holds 100 entries.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for i := range 100 {
 			if err := tx.AddAudit(ctx, audit.Entry{At: t0, Actor: audit.System, Action: "bulk", Target: fmt.Sprint(i)}); err != nil {
 				return err
@@ -109,7 +109,7 @@ func testResetRequests(t *testing.T, db *store.DB) {
 	k := addKeys(t, db, newKey("app", "K"))[0]
 	r1 := &license.ResetRequest{AppID: "app", KeyID: k.ID, LicenseKey: "K", Username: "zoë", HWID: "hw", Reason: "new pc", CreatedAt: t0}
 	r2 := &license.ResetRequest{AppID: "app", KeyID: k.ID, LicenseKey: "K", CreatedAt: t0}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.InsertResetRequest(ctx, r1); err != nil {
 			return err
 		}

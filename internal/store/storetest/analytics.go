@@ -199,7 +199,7 @@ func testAnalyticsSessions(t *testing.T, db *store.DB) {
 	kb := addKeys(t, db, newKey("b", "K-1"))[0]
 	addSessions(t, db, newSession("a1", "a", ka.ID, t0), newSession("a2", "a", ka.ID, t0), newSession("a3", "a", ka.ID, t0),
 		newSession("b1", "b", kb.ID, t0))
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.EndSession(ctx, "a3", license.CodeBanned, t0)
 	})
 
@@ -222,14 +222,14 @@ func testAnalyticsSessions(t *testing.T, db *store.DB) {
 	m := time.Minute
 	sample(h0.Add(5 * m))  // a: 2, b: 1
 	sample(h0.Add(10 * m)) // the same counts
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.EndSession(ctx, "a2", license.CodeSessionExpired, t0)
 	})
 	sample(h0.Add(65 * m)) // a: 1 in the second hour
 	addSessions(t, db, newSession("a4", "a", ka.ID, t0), newSession("a5", "a", ka.ID, t0))
 	sample(h0.Add(65 * m)) // the same instant again: a: 3 replaces 1
 	sample(h0.Add(70 * m)) // a: 3
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.EndSession(ctx, "b1", license.CodeBanned, t0)
 	})
 	sample(h0.Add(3 * time.Hour)) // b has no live session: no sample
@@ -319,7 +319,7 @@ func testAnalyticsDeleteAppCascades(t *testing.T, db *store.DB) {
 	if err := as.SampleSessions(ctx, h0); err != nil {
 		t.Fatal(err)
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	for app, want := range map[string]int64{"gone": 0, "kept": 1} {
 		u, err := as.UsageByCode(ctx, app, []string{analytics.Login}, h0, h0.Add(time.Hour))
 		if err != nil {

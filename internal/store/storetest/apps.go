@@ -25,7 +25,7 @@ func testApps(t *testing.T, db *store.DB) {
 		KeyPrefix: "KW", TrialEnabled: true, TrialDuration: 12, TrialDurationUnit: "hours", TrialMaxDevices: 2,
 		TrialFeatures: json.RawMessage(`{"pro":true}`), TrialIPLimit: 5, TrialIPWindowHours: 6}
 	a2 := newApp("app-2", t0.Add(-time.Hour))
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.InsertApp(ctx, a1, "hash-1"); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func testApps(t *testing.T, db *store.DB) {
 	up.Settings = license.DefaultSettings()
 	up.Settings.LoginMessage = "changed"
 	up.UpdatedAt = t0.Add(time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.UpdateApp(ctx, &up, "hash-1b") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.UpdateApp(ctx, &up, "hash-1b") })
 	got, err = ls.AppBySecretHash(ctx, "hash-1b")
 	if err != nil {
 		t.Fatal(err)
@@ -75,14 +75,14 @@ func testApps(t *testing.T, db *store.DB) {
 	wantErr(t, "AppBySecretHash(old hash)", err, apperr.ErrNotFound)
 
 	missing := newApp("missing", t0)
-	wantErr(t, "UpdateApp(missing)", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateApp(missing)", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.UpdateApp(ctx, missing, "hash-x")
 	}), apperr.ErrNotFound)
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "app-1") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "app-1") })
 	_, err = ls.App(ctx, "app-1")
 	wantErr(t, "App after DeleteApp", err, apperr.ErrNotFound)
-	wantErr(t, "DeleteApp twice", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "DeleteApp twice", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.DeleteApp(ctx, "app-1")
 	}), apperr.ErrNotFound)
 	if apps, err := ls.Apps(ctx); err != nil || len(apps) != 1 || apps[0].ID != "app-2" {
@@ -94,13 +94,13 @@ func testAppConflicts(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	addApp(t, db, "a")
 	addApp(t, db, "b")
-	wantErr(t, "InsertApp with a taken ID", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertApp with a taken ID", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.InsertApp(ctx, newApp("a", t0), "hash-new")
 	}), apperr.ErrConflict)
-	wantErr(t, "InsertApp with a taken secret hash", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertApp with a taken secret hash", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.InsertApp(ctx, newApp("c", t0), "hash-a")
 	}), apperr.ErrConflict)
-	wantErr(t, "UpdateApp to a taken secret hash", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateApp to a taken secret hash", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.UpdateApp(ctx, newApp("b", t0), "hash-a")
 	}), apperr.ErrConflict)
 	if _, err := db.LicenseStore().App(ctx, "c"); !errors.Is(err, apperr.ErrNotFound) {
@@ -118,10 +118,10 @@ func testDeleteAppCascades(t *testing.T, db *store.DB) {
 	addApp(t, db, "kept")
 	k := addKeys(t, db, newKey("gone", "K-1"))[0]
 	kept := addKeys(t, db, newKey("kept", "K-1"))[0]
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.UpsertDevice(ctx, k.ID, "hw", t0) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.UpsertDevice(ctx, k.ID, "hw", t0) })
 	addSessions(t, db, newSession("s-gone", "gone", k.ID, t0), newSession("s-kept", "kept", kept.ID, t0))
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	_, err := ls.Key(ctx, "gone", "K-1")
 	wantErr(t, "key of a deleted app", err, apperr.ErrNotFound)
 	if ds, err := ls.Devices(ctx, k.ID); err != nil || len(ds) != 0 {

@@ -14,7 +14,6 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/event"
-	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 )
 
@@ -291,7 +290,7 @@ func testContentKeyTextsCascade(t *testing.T, db *store.DB) {
 		}
 		return tx.SetKeyText(ctx, "a", "K-2", "welcome", "Hello K-2", t0)
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteKey(ctx, keys[0].ID) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, keys[0].ID) })
 	d, o := contentTexts(t, db, "a", "K-1")
 	wantTexts(t, "defaults after deleting a key", d, map[string]string{"welcome": "Hello"})
 	wantTexts(t, "overrides of a deleted key", o, nil)
@@ -836,7 +835,7 @@ func testContentDeleteAppCascades(t *testing.T, db *store.DB) {
 		})
 	}
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	checkEmpty := func(when string) {
 		t.Helper()
 		d, o := contentTexts(t, db, "gone", "K-1")

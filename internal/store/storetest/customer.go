@@ -29,7 +29,7 @@ func testCustomerHolder(t *testing.T, db *store.DB) {
 	addKeys(t, db, newKey("app", "K-1X"))
 	mine, theirs := keys[0], keys[1]
 	h := customer.Holder{AppID: "app", KeyID: mine.ID}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for i, k := range keys[:3] {
 			if err := tx.UpsertDevice(ctx, k.ID, "hw-"+k.LicenseKey, t0); err != nil {
 				return err
@@ -41,7 +41,7 @@ func testCustomerHolder(t *testing.T, db *store.DB) {
 		}
 		return tx.InsertSession(ctx, newSession("ended", "app", mine.ID, t0))
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.EndSession(ctx, "ended", "LOGOUT", t0) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.EndSession(ctx, "ended", "LOGOUT", t0) })
 
 	devs, err := cs.Devices(ctx, h)
 	if err != nil || len(devs) != 1 || devs[0].HWID != "hw-K-1" || !devs[0].CreatedAt.Equal(stored(t0)) {
@@ -152,7 +152,7 @@ func testCustomerAccountHolder(t *testing.T, db *store.DB) {
 		Features: []byte(`{}`), CreatedAt: t0, UpdatedAt: t0}
 	a2 := &license.Account{AppID: "app", Username: "bob", PasswordHash: "h", Status: license.StatusActive, MaxDevices: 1,
 		Features: []byte(`{}`), CreatedAt: t0, UpdatedAt: t0}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for i, a := range []*license.Account{a1, a2} {
 			if err := tx.InsertAccount(ctx, a); err != nil {
 				return err

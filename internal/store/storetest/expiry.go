@@ -36,14 +36,14 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 	h := time.Hour
 	ks := expiringKeys(t, db, "a", "K", ptr(-2*h), ptr(-h), ptr(time.Duration(0)), ptr(h), nil)
 	paused := expiringKeys(t, db, "a", "P", ptr(-3*h))[0]
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		paused.Status = license.StatusPaused
 		return tx.UpdateKey(ctx, &paused)
 	})
 	addSessions(t, db, newSession("s1", "a", ks[0].ID, t0), newSession("s2", "a", ks[3].ID, t0))
 
 	var got []license.Key
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		var err error
 		got, err = tx.KeysPastExpiry(ctx, t0, time.Time{}, 0, 2)
 		return err
@@ -51,7 +51,7 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 	if ids, want := keyIDs(got), keyIDs(ks[:2]); fmt.Sprint(ids) != fmt.Sprint(want) {
 		t.Fatalf("KeysPastExpiry(limit 2) = %v, want %v (oldest expiry first, paused keys left out)", ids, want)
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		next, err := tx.KeysPastExpiry(ctx, t0, *got[1].ExpiresAt, got[1].ID, 100)
 		if err != nil {
 			return err
@@ -68,7 +68,7 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 		}
 		return tx.MarkExpired(ctx, keyIDs(all), license.CodeExpired, t0)
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		left, err := tx.KeysPastExpiry(ctx, t0.Add(2*h), time.Time{}, 0, 100)
 		if err != nil {
 			return err
@@ -116,7 +116,7 @@ func testExpiryExpiring(t *testing.T, db *store.DB) {
 	ks := expiringKeys(t, db, "a", "K", ptr(-h), ptr(h), ptr(2*h), ptr(2*h), ptr(30*h), ptr(100*h), nil)
 	list := func(afterExp time.Time, afterID int64, minWindow int64, limit int) []license.ExpiringKey {
 		var out []license.ExpiringKey
-		inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+		inTx(t, db, func(ctx context.Context, tx storeTx) error {
 			var err error
 			out, err = tx.KeysExpiringBy(ctx, t0, t0.Add(48*h), afterExp, afterID, minWindow, limit)
 			return err
@@ -146,7 +146,7 @@ func testExpiryExpiring(t *testing.T, db *store.DB) {
 	// Told of the 1-day window: out of the walk; told of the 7-day window
 	// only: still in (a smaller window may come); told for another expiry:
 	// in again.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.SetExpiryNotice(ctx, ks[1].ID, *ks[1].ExpiresAt, day); err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func testExpiryExpiring(t *testing.T, db *store.DB) {
 	if got[0].NoticeFor == nil || !got[0].NoticeFor.Equal(stored(*ks[2].ExpiresAt)) || got[0].Notice != 7*day {
 		t.Fatalf("notice read back as %+v", got[0])
 	}
-	if err := txErr(db, func(ctx context.Context, tx license.Tx) error {
+	if err := txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.SetExpiryNotice(ctx, 999999, t0, day)
 	}); err == nil {
 		t.Fatal("SetExpiryNotice of a missing key succeeded")
@@ -178,7 +178,7 @@ func testExpiryAddEvents(t *testing.T, db *store.DB) {
 		{Type: event.AppRevoked, CreatedAt: t0, Data: map[string]any{"app_id": "x"}},
 		{AppID: "a", Type: event.KeyExpiring, CreatedAt: t0.Add(time.Second), Data: map[string]any{"days_left": float64(7)}},
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.AddEvents(ctx, nil); err != nil {
 			return err
 		}

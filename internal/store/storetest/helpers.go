@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/trial"
 )
 
 // t0 has sub-millisecond digits and a non-UTC zone: the store keeps
@@ -22,10 +24,19 @@ func stored(t time.Time) time.Time { return t.Truncate(time.Millisecond).UTC() }
 
 func ptr[T any](v T) *T { return &v }
 
-func inTx(t *testing.T, db *store.DB, fn func(ctx context.Context, tx license.Tx) error) {
+// storeTx is the store's one write transaction as every domain package
+// sees it: license, account and trial declare overlapping views of it, and
+// these tests exercise it whole.
+type storeTx interface {
+	license.Tx
+	account.Tx
+	trial.Tx
+}
+
+func inTx(t *testing.T, db *store.DB, fn func(ctx context.Context, tx storeTx) error) {
 	t.Helper()
 	ctx := context.Background()
-	if err := db.LicenseStore().InTx(ctx, func(tx license.Tx) error { return fn(ctx, tx) }); err != nil {
+	if err := db.LicenseStore().InTx(ctx, func(tx license.Tx) error { return fn(ctx, tx.(storeTx)) }); err != nil {
 		t.Fatalf("InTx: %v", err)
 	}
 }
@@ -33,9 +44,9 @@ func inTx(t *testing.T, db *store.DB, fn func(ctx context.Context, tx license.Tx
 // txErr runs fn in its own transaction and returns its error (PostgreSQL
 // aborts a transaction after a failed statement, so each expected failure
 // gets its own).
-func txErr(db *store.DB, fn func(ctx context.Context, tx license.Tx) error) error {
+func txErr(db *store.DB, fn func(ctx context.Context, tx storeTx) error) error {
 	ctx := context.Background()
-	return db.LicenseStore().InTx(ctx, func(tx license.Tx) error { return fn(ctx, tx) })
+	return db.LicenseStore().InTx(ctx, func(tx license.Tx) error { return fn(ctx, tx.(storeTx)) })
 }
 
 func wantErr(t *testing.T, what string, err, sentinel error) {
@@ -54,7 +65,7 @@ func newApp(id string, created time.Time) *license.App {
 func addApp(t *testing.T, db *store.DB, id string) *license.App {
 	t.Helper()
 	a := newApp(id, t0)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.InsertApp(ctx, a, "hash-"+id) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.InsertApp(ctx, a, "hash-"+id) })
 	return a
 }
 
@@ -65,7 +76,7 @@ func newKey(appID, lk string) license.Key {
 
 func addKeys(t *testing.T, db *store.DB, keys ...license.Key) []license.Key {
 	t.Helper()
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.InsertKeys(ctx, keys) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.InsertKeys(ctx, keys) })
 	for _, k := range keys {
 		if k.ID == 0 {
 			t.Fatalf("InsertKeys left key %s without an ID", k.LicenseKey)
@@ -81,7 +92,7 @@ func newSession(id string, appID string, keyID int64, created time.Time) *licens
 
 func addSessions(t *testing.T, db *store.DB, ss ...*license.Session) {
 	t.Helper()
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, s := range ss {
 			if err := tx.InsertSession(ctx, s); err != nil {
 				return err

@@ -48,7 +48,7 @@ func testKeyRoundTrip(t *testing.T, db *store.DB) {
 
 	// KeyForUpdate reads the same row; UpdateKey writes every mutable field.
 	want := keys[0]
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		k, err := tx.KeyForUpdate(ctx, "app", "KW-UNUSED")
 		if err != nil {
 			return err
@@ -77,7 +77,7 @@ func testKeyRoundTrip(t *testing.T, db *store.DB) {
 	// Clearing optional times stores NULL, not zero.
 	want.ExpiresAt, want.LastSelfResetAt, want.Features = nil, nil, nil
 	want.UpdatedAt = t0.Add(4 * time.Second)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { k := want; return tx.UpdateKey(ctx, &k) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { k := want; return tx.UpdateKey(ctx, &k) })
 	got, err = ls.Key(ctx, "app", "KW-ROTATED")
 	if err != nil {
 		t.Fatal(err)
@@ -97,12 +97,12 @@ func testKeyConflictsAndMissing(t *testing.T, db *store.DB) {
 	// The same string in another app is a different key.
 	addKeys(t, db, newKey("b", "K-1"))
 
-	wantErr(t, "InsertKeys with a taken string", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertKeys with a taken string", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.InsertKeys(ctx, []license.Key{newKey("a", "K-3"), newKey("a", "K-1")})
 	}), apperr.ErrConflict)
 	_, err := ls.Key(ctx, "a", "K-3")
 	wantErr(t, "K-3 of a refused batch", err, apperr.ErrNotFound)
-	wantErr(t, "UpdateKey rotating onto a taken string", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateKey rotating onto a taken string", txErr(db, func(ctx context.Context, tx storeTx) error {
 		k := keys[1]
 		k.LicenseKey = "K-1"
 		return tx.UpdateKey(ctx, &k)
@@ -112,20 +112,20 @@ func testKeyConflictsAndMissing(t *testing.T, db *store.DB) {
 	wantErr(t, "Key(missing)", err, apperr.ErrNotFound)
 	_, err = ls.Key(ctx, "missing-app", "K-1")
 	wantErr(t, "Key(other app)", err, apperr.ErrNotFound)
-	wantErr(t, "KeyForUpdate(missing)", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "KeyForUpdate(missing)", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.KeyForUpdate(ctx, "a", "nope")
 		return err
 	}), apperr.ErrNotFound)
-	wantErr(t, "UpdateKey(missing)", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "UpdateKey(missing)", txErr(db, func(ctx context.Context, tx storeTx) error {
 		k := keys[0]
 		k.ID = 1 << 40
 		return tx.UpdateKey(ctx, &k)
 	}), apperr.ErrNotFound)
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteKey(ctx, keys[0].ID) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, keys[0].ID) })
 	_, err = ls.Key(ctx, "a", "K-1")
 	wantErr(t, "Key after DeleteKey", err, apperr.ErrNotFound)
-	wantErr(t, "DeleteKey twice", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "DeleteKey twice", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.DeleteKey(ctx, keys[0].ID)
 	}), apperr.ErrNotFound)
 	if _, err := ls.Key(ctx, "b", "K-1"); err != nil {
@@ -191,7 +191,7 @@ func testKeyListing(t *testing.T, db *store.DB) {
 	o.Note = "Alpha customer"
 	other := addKeys(t, db, o)
 	keys[1].Type = license.TypeLifetime
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.UpdateKey(ctx, &keys[1]); err != nil {
 			return err
 		}
@@ -309,7 +309,7 @@ func testDevices(t *testing.T, db *store.DB) {
 	keys := addKeys(t, db, newKey("app", "K-1"), newKey("app", "K-2"))
 	k, other := keys[0].ID, keys[1].ID
 	t1, t2, t3 := t0, t0.Add(time.Minute), t0.Add(2*time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, d := range []struct {
 			hwid string
 			at   time.Time
@@ -346,7 +346,7 @@ func testDevices(t *testing.T, db *store.DB) {
 	d.time("[1].LastSeenAt", ds[1].LastSeenAt, t3)
 	d.report(t, "Devices (oldest first)")
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		n, err := tx.DeleteDevices(ctx, k)
 		if n != 2 {
 			t.Errorf("DeleteDevices = %d, want 2", n)
@@ -367,7 +367,7 @@ func testDevices(t *testing.T, db *store.DB) {
 		t.Errorf("other key's devices = %v, %v; want its one device", ds, err)
 	}
 	// Deleting a key deletes its devices.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteKey(ctx, other) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, other) })
 	if ds, err := ls.Devices(ctx, other); err != nil || len(ds) != 0 {
 		t.Errorf("devices of a deleted key = %v, %v; want none", ds, err)
 	}
@@ -425,7 +425,7 @@ func testTakenKeyStrings(t *testing.T, db *store.DB) {
 	addApp(t, db, "b")
 	keys := addKeys(t, db, newKey("a", "K-1"), newKey("a", "K-2"))
 	addKeys(t, db, newKey("b", "K-3"))
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.InsertKeyAlias(ctx, "a", "OLD-1", "pc", keys[0].ID, t0)
 	})
 	strs := []string{"K-3", "K-2", "OLD-1", "NEW"}
@@ -442,7 +442,7 @@ func testTakenKeyStrings(t *testing.T, db *store.DB) {
 	}
 	got, err := db.LicenseStore().TakenKeyStrings(ctx, "a", strs)
 	check("TakenKeyStrings", got, err)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.TakenKeyStrings(ctx, "a", strs)
 		check("Tx.TakenKeyStrings", got, err)
 		return nil

@@ -231,7 +231,7 @@ func testResellerKeys(t *testing.T, db *store.DB) {
 			t.Fatalf("InsertResellerKeys left %s without an ID", k.LicenseKey)
 		}
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		k, err := tx.KeyForUpdate(ctx, "app", "R1-B")
 		if err != nil {
 			return err

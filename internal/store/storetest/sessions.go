@@ -22,19 +22,19 @@ func testSessions(t *testing.T, db *store.DB) {
 	sOther := newSession("s-other", "app", k2, t0)
 	addSessions(t, db, s1, s2, s3, sOther)
 
-	wantErr(t, "InsertSession with a taken ID", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertSession with a taken ID", txErr(db, func(ctx context.Context, tx storeTx) error {
 		s := newSession("s-b", "app", k, t0)
 		s.TokenHash = "fresh"
 		return tx.InsertSession(ctx, s)
 	}), apperr.ErrConflict)
-	wantErr(t, "InsertSession with a taken token hash", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "InsertSession with a taken token hash", txErr(db, func(ctx context.Context, tx storeTx) error {
 		s := newSession("s-new", "app", k, t0)
 		s.TokenHash = s1.TokenHash
 		return tx.InsertSession(ctx, s)
 	}), apperr.ErrConflict)
 
 	end := t0.Add(time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		live, err := tx.LiveSessionsOfKey(ctx, k)
 		if err != nil {
 			return err
@@ -63,7 +63,7 @@ func testSessions(t *testing.T, db *store.DB) {
 	})
 
 	// Ending an ended session changes nothing.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.EndSession(ctx, s1.ID, license.CodeSessionRevoked, end.Add(time.Hour)); err != nil {
 			return err
 		}
@@ -71,7 +71,7 @@ func testSessions(t *testing.T, db *store.DB) {
 	})
 	ended := *s1
 	ended.EndedAt, ended.EndReason = &end, license.CodeBanned
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.SessionByTokenHash(ctx, s1.TokenHash)
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func testSessions(t *testing.T, db *store.DB) {
 	})
 
 	reset := t0.Add(2 * time.Minute)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		n, err := tx.EndKeySessions(ctx, k, license.CodeHWIDReset, reset)
 		if err != nil {
 			return err
@@ -104,7 +104,7 @@ func testSessions(t *testing.T, db *store.DB) {
 		}
 		return err
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		live, err := tx.LiveSessionsOfKey(ctx, k)
 		if err != nil {
 			return err
@@ -149,7 +149,7 @@ func testSessionListing(t *testing.T, db *store.DB) {
 		newSession("s-5", "app", keys[1].ID, t0),
 		newSession("s-o", "other", ko.ID, t0),
 	)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.EndSession(ctx, "s-3", license.CodeSessionRevoked, t0); err != nil {
 			return err
 		}
@@ -235,7 +235,7 @@ func testHeartbeatView(t *testing.T, db *store.DB) {
 	}
 
 	// The key's state is read fresh: a ban shows at once.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		k, err := tx.KeyForUpdate(ctx, "app", "K-ACTIVE")
 		if err != nil {
 			return err
@@ -248,7 +248,7 @@ func testHeartbeatView(t *testing.T, db *store.DB) {
 	}
 
 	// An ended session is still found, with its reason.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.EndSession(ctx, s1.ID, license.CodeBanned, t0.Add(time.Second))
 	})
 	if v := view(s1.TokenHash); v.Session.EndedAt == nil || v.Session.EndReason != license.CodeBanned {
@@ -256,7 +256,7 @@ func testHeartbeatView(t *testing.T, db *store.DB) {
 	}
 
 	// A deleted key leaves the session without key state.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteKey(ctx, keys[1].ID) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, keys[1].ID) })
 	v = view(s2.TokenHash)
 	if v.KeyExists || v.KeyStatus != "" || v.KeyExpiry != nil || v.KeyString != "" || v.Session.KeyID != nil {
 		t.Errorf("HeartbeatView after the key was deleted = %+v, want no key state and a nil KeyID", v)
@@ -278,7 +278,7 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 	s2 := newSession("s-2", "app", k, t0)
 	s3 := newSession("s-3", "app", k, t0)
 	addSessions(t, db, s1, s2, s3)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		return tx.EndSession(ctx, s3.ID, license.CodeSessionRevoked, t0)
 	})
 	seen := func(s *license.Session) time.Time {
@@ -328,7 +328,7 @@ func testReapSessions(t *testing.T, db *store.DB) {
 	oldTomb := newSession("old-tomb", "app", k, now.Add(-48*time.Hour))
 	newTomb := newSession("new-tomb", "app", k, now.Add(-48*time.Hour))
 	addSessions(t, db, stale, boundary, fresh, oldTomb, newTomb)
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.EndSession(ctx, oldTomb.ID, license.CodeBanned, purge.Add(-time.Millisecond)); err != nil {
 			return err
 		}
@@ -342,7 +342,7 @@ func testReapSessions(t *testing.T, db *store.DB) {
 	if n != 1 {
 		t.Errorf("ReapSessions = %d, want 1 (only the stale session)", n)
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.SessionByID(ctx, stale.ID)
 		if err != nil {
 			return err

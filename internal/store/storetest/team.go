@@ -11,7 +11,6 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
-	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 )
 
@@ -334,7 +333,7 @@ func teamAppWithOwner(t *testing.T, db *store.DB, id, owner string) {
 	t.Helper()
 	a := newApp(id, t0)
 	a.OwnerID = owner
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.InsertApp(ctx, a, "hash-"+id) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.InsertApp(ctx, a, "hash-"+id) })
 }
 
 // MemberRole tells a member's role, a non-member ("" on an existing app)
@@ -513,7 +512,7 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 		t.Errorf("member.remove audit entries = %v, want root's only", got)
 	}
 	// Deleting an app takes its team with it.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "a") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "a") })
 	if got, err := as.Roles(ctx, bob.ID); err != nil || len(got) != 0 {
 		t.Errorf("Roles after the app was deleted = %v, %v; want none", got, err)
 	}

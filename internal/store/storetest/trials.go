@@ -8,33 +8,34 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
+	"github.com/keyward/keyward/internal/trial"
 )
 
 // Trials: one row per device per app, counted per IP in a window, listed with
 // their keys, and outliving a deleted key.
 func testTrials(t *testing.T, db *store.DB) {
 	ctx := context.Background()
-	ls := db.LicenseStore()
+	ls := db.TrialStore()
 	addApp(t, db, "app")
 	addApp(t, db, "other")
 	k := newKey("app", "TRIAL-AAAAA-BBBBB-CCCCC")
 	k.Status, k.ActivatedAt, k.ExpiresAt = license.StatusActive, ptr(t0), ptr(t0.Add(72*time.Hour))
 	keys := addKeys(t, db, k, newKey("app", "TRIAL-DDDDD-EEEEE-FFFFF"), newKey("other", "K-OTHER"))
 
-	wantErr(t, "LockApp of an unknown app", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "LockApp of an unknown app", txErr(db, func(ctx context.Context, tx storeTx) error {
 		return tx.LockApp(ctx, "nope")
 	}), apperr.ErrNotFound)
-	wantErr(t, "TrialOf before any trial", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "TrialOf before any trial", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.TrialOf(ctx, "app", "pc-1")
 		return err
 	}), apperr.ErrNotFound)
 
-	trials := []*license.Trial{
+	trials := []*trial.Trial{
 		{AppID: "app", HWID: "pc-1", KeyID: &keys[0].ID, IP: "198.51.100.1", CreatedAt: t0},
 		{AppID: "app", HWID: "pc-2", KeyID: &keys[1].ID, IP: "198.51.100.1", CreatedAt: t0.Add(2 * time.Hour)},
 		{AppID: "other", HWID: "pc-1", IP: "198.51.100.1", CreatedAt: t0.Add(2 * time.Hour)},
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.LockApp(ctx, "app"); err != nil {
 			return err
 		}
@@ -49,11 +50,11 @@ func testTrials(t *testing.T, db *store.DB) {
 		t.Fatalf("InsertTrial IDs %d, %d: want increasing, non-zero", trials[0].ID, trials[1].ID)
 	}
 	// A device has one trial per app.
-	wantErr(t, "second trial of pc-1", txErr(db, func(ctx context.Context, tx license.Tx) error {
-		return tx.InsertTrial(ctx, &license.Trial{AppID: "app", HWID: "pc-1", IP: "x", CreatedAt: t0})
+	wantErr(t, "second trial of pc-1", txErr(db, func(ctx context.Context, tx storeTx) error {
+		return tx.InsertTrial(ctx, &trial.Trial{AppID: "app", HWID: "pc-1", IP: "x", CreatedAt: t0})
 	}), apperr.ErrConflict)
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.TrialOf(ctx, "app", "pc-1")
 		if err != nil {
 			return err
@@ -91,7 +92,7 @@ func testTrials(t *testing.T, db *store.DB) {
 		}
 		return nil
 	})
-	wantErr(t, "KeyByIDForUpdate of another app's key", txErr(db, func(ctx context.Context, tx license.Tx) error {
+	wantErr(t, "KeyByIDForUpdate of another app's key", txErr(db, func(ctx context.Context, tx storeTx) error {
 		_, err := tx.KeyByIDForUpdate(ctx, "app", keys[2].ID)
 		return err
 	}), apperr.ErrNotFound)
@@ -115,8 +116,8 @@ func testTrials(t *testing.T, db *store.DB) {
 	}
 
 	// Deleting the key keeps the trial, without a key.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteKey(ctx, keys[0].ID) })
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, keys[0].ID) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		got, err := tx.TrialOf(ctx, "app", "pc-1")
 		if err != nil || got.KeyID != nil {
 			t.Errorf("TrialOf after the key was deleted = %+v, %v; want the trial without a key", got, err)

@@ -104,7 +104,7 @@ func testInTxRollsBack(t *testing.T, db *store.DB) {
 func testInTxCommits(t *testing.T, db *store.DB) {
 	ctx := context.Background()
 	ls := db.LicenseStore()
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return writeEverything(ctx, tx, "ok") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return writeEverything(ctx, tx, "ok") })
 	if _, err := ls.App(ctx, "app-ok"); err != nil {
 		t.Errorf("app: %v", err)
 	}
@@ -137,7 +137,7 @@ func testEvents(t *testing.T, db *store.DB) {
 		{Type: event.AppRevoked, CreatedAt: t0.Add(time.Second), Data: map[string]any{"app_id": "gone"}},
 		{AppID: "app", Type: event.KeyBanned, CreatedAt: t0.Add(2 * time.Second), Data: map[string]any{"reason": "résumé"}},
 	}
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error {
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for _, e := range in {
 			if err := tx.AddEvent(ctx, e); err != nil {
 				return err

@@ -15,7 +15,6 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
-	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/update"
 )
@@ -969,7 +968,7 @@ func testUpdateDeleteAppCascades(t *testing.T, db *store.DB) {
 		}
 	}
 
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	checkEmpty := func(when string) {
 		t.Helper()
 		if rs := updReleases(t, db, "gone"); len(rs) != 0 {

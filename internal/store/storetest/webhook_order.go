@@ -193,7 +193,7 @@ func testWebhookFanOutSequence(t *testing.T, db *store.DB) {
 			if i%2 == 1 {
 				typ = event.KeyUnbanned
 			}
-			if _, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: typ, CreatedAt: t0, Subject: event.KeySubject(int64(i % 50)),
+			if _, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: typ, CreatedAt: t0, Subject: event.KeySubject(int64(i % 50)),
 				Data: map[string]any{"i": i}}); err != nil {
 				return err
 			}
@@ -254,7 +254,7 @@ func testWebhookFanOutTurns(t *testing.T, db *store.DB) {
 	var ids []int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		for range 3 {
-			id, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyBanned, CreatedAt: t0})
+			id, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyBanned, CreatedAt: t0})
 			if err != nil {
 				return err
 			}

@@ -13,7 +13,6 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/event"
-	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/webhook"
 )
@@ -291,7 +290,7 @@ func testWebhookUpdateDeleteDestination(t *testing.T, db *store.DB) {
 	}
 
 	// Deleting an app deletes its destinations and their log, not those for every app.
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.DeleteApp(ctx, "gone") })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "gone") })
 	_, err = ws.Destination(ctx, doomed.ID)
 	wantErr(t, "destination of a deleted app", err, apperr.ErrNotFound)
 	_, err = ws.Delivery(ctx, "whd_g1")
@@ -394,11 +393,11 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 		}
 		return tx.AddEvent(ctx, in[1])
 	})
-	inTx(t, db, func(ctx context.Context, tx license.Tx) error { return tx.AddEvent(ctx, in[2]) })
+	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.AddEvent(ctx, in[2]) })
 	var lastID int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		var err error
-		lastID, err = tx.AddEvent(ctx, in[3])
+		lastID, err = tx.AddEventID(ctx, in[3])
 		return err
 	})
 
@@ -462,7 +461,7 @@ func testWebhookUndispatchedEvents(t *testing.T, db *store.DB) {
 	}
 	// An event written after, in a rolled-back transaction, never shows.
 	err := whTxErr(db, func(ctx context.Context, tx webhook.Tx) error {
-		if _, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyDeleted, CreatedAt: t0}); err != nil {
+		if _, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyDeleted, CreatedAt: t0}); err != nil {
 			return err
 		}
 		return errBoom
@@ -488,7 +487,7 @@ func testWebhookAddEvent(t *testing.T, db *store.DB) {
 				if i == 1 {
 					app = ""
 				}
-				id, err := tx.AddEvent(ctx, event.Event{AppID: app, Type: event.Test, CreatedAt: t0,
+				id, err := tx.AddEventID(ctx, event.Event{AppID: app, Type: event.Test, CreatedAt: t0,
 					Data: map[string]any{"round": float64(round), "i": float64(i)}})
 				if err != nil {
 					return err
@@ -532,7 +531,7 @@ func testWebhookInsertDelivery(t *testing.T, db *store.DB) {
 	var evID int64
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		var err error
-		evID, err = tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0})
+		evID, err = tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0})
 		return err
 	})
 
@@ -961,7 +960,7 @@ func testWebhookConcurrentClaims(t *testing.T, db *store.DB) {
 	now := t0.Add(time.Hour)
 	whTx(t, db, func(ctx context.Context, tx webhook.Tx) error {
 		for i := range n {
-			if _, err := tx.AddEvent(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0,
+			if _, err := tx.AddEventID(ctx, event.Event{AppID: "a", Type: event.KeyCreated, CreatedAt: t0,
 				Data: map[string]any{"i": float64(i)}}); err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package license
+package trial
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -25,29 +26,29 @@ var (
 	errTrialLimit    = apperr.New(apperr.Forbidden, CodeTrialLimit, "Too many trials have been started from this network. Please try again later.")
 )
 
-// TrialPrefix starts every trial key: TRIAL-XXXXX-XXXXX-XXXXX.
-const TrialPrefix = "TRIAL"
+// KeyPrefix starts every trial key: TRIAL-XXXXX-XXXXX-XXXXX.
+const KeyPrefix = "TRIAL"
 
-// TrialRequest is a device asking for a trial.
-type TrialRequest struct {
+// Request is a device asking for a trial.
+type Request struct {
 	HWID string
 	IP   string
 }
 
-// TrialResult is an issued (or resumed) trial with a ready session.
-type TrialResult struct {
-	Key          Key
+// Result is an issued (or resumed) trial with a ready session.
+type Result struct {
+	Key          license.Key
 	SessionToken string
 	New          bool // false when the device got its running trial back
 }
 
-// StartTrial gives a device its one trial of the app: a new, active trial key
+// Start gives a device its one trial of the app: a new, active trial key
 // bound to the device with a session open on it, or — when the device already
 // has a running trial — that key again with a new session. It returns
 // MISSING_FIELDS, MAINTENANCE, TRIAL_DISABLED, TRIAL_USED (the device's trial
 // is over or its key was deleted), TRIAL_LIMIT (the per-IP cap), BANNED or
 // PAUSED (the owner stopped the trial key).
-func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*TrialResult, error) {
+func (s *Service) Start(ctx context.Context, app *license.App, req Request) (*Result, error) {
 	if req.HWID == "" {
 		return nil, apperr.Missing("hwid")
 	}
@@ -59,14 +60,14 @@ func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*
 		return nil, errTrialDisabled
 	}
 	if st.Maintenance {
-		return nil, killError(CodeMaintenance, app)
+		return nil, license.MaintenanceError(app)
 	}
 	now := s.Now()
 	token, err := s.randomHex(32)
 	if err != nil {
 		return nil, err
 	}
-	var res *TrialResult
+	var res *Result
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.LockApp(ctx, app.ID); err != nil {
 			return err
@@ -75,18 +76,19 @@ func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*
 		if err != nil {
 			return err
 		}
-		if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+		seats := license.KeySeats(ctx, tx, k, now)
+		if err := seats.BindDevice(req.HWID); err != nil {
 			return err
 		}
-		if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
+		if err := seats.RetireOverflow(req.HWID, now.Add(-s.lic.SessionTimeout())); err != nil {
 			return err
 		}
-		sess := &Session{ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
+		sess := &license.Session{ID: license.NewID(s.random), TokenHash: license.HashToken(token), AppID: app.ID, KeyID: &k.ID,
 			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now}
 		if err := tx.InsertSession(ctx, sess); err != nil {
 			return err
 		}
-		res = &TrialResult{Key: *k, SessionToken: token, New: isNew}
+		res = &Result{Key: *k, SessionToken: token, New: isNew}
 		return nil
 	})
 	if err != nil {
@@ -96,7 +98,7 @@ func (s *Service) StartTrial(ctx context.Context, app *App, req TrialRequest) (*
 }
 
 // trialKey finds the device's running trial key or issues a new one.
-func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialRequest, now time.Time) (*Key, bool, error) {
+func (s *Service) trialKey(ctx context.Context, tx Tx, app *license.App, req Request, now time.Time) (*license.Key, bool, error) {
 	prior, err := tx.TrialOf(ctx, app.ID, req.HWID)
 	switch {
 	case err == nil:
@@ -110,10 +112,10 @@ func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialReques
 			return nil, false, err
 		}
 		st := k.StatusAt(now)
-		if st == StatusExpired {
+		if st == license.StatusExpired {
 			return nil, false, errTrialUsed
 		}
-		if e := statusError(st); e != nil {
+		if e := license.StatusError(st); e != nil {
 			return nil, false, e
 		}
 		return k, false, nil
@@ -131,18 +133,18 @@ func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialReques
 			return nil, false, errTrialLimit
 		}
 	}
-	lk, err := NewKeyString(s.random, TrialPrefix)
+	lk, err := license.NewKeyString(s.random, KeyPrefix)
 	if err != nil {
 		return nil, false, err
 	}
 	lk = lk[:len(lk)-6] // TRIAL- and three groups of five
-	exp := now.Add(st.trialLength())
-	features, err := checkFeatures(st.TrialFeatures)
+	exp := now.Add(st.TrialLength())
+	features, err := license.CheckFeatures(st.TrialFeatures)
 	if err != nil {
 		return nil, false, err
 	}
-	keys := []Key{{AppID: app.ID, LicenseKey: lk, Status: StatusActive, Type: TypeDays,
-		Duration: int(math.Ceil(st.trialLength().Hours() / 24)), MaxDevices: st.TrialMaxDevices,
+	keys := []license.Key{{AppID: app.ID, LicenseKey: lk, Status: license.StatusActive, Type: license.TypeDays,
+		Duration: int(math.Ceil(st.TrialLength().Hours() / 24)), MaxDevices: st.TrialMaxDevices,
 		Note: "trial", Features: features, ActivatedAt: &now, ExpiresAt: &exp, CreatedAt: now, UpdatedAt: now}}
 	if err := tx.InsertKeys(ctx, keys); err != nil {
 		return nil, false, err
@@ -152,13 +154,13 @@ func (s *Service) trialKey(ctx context.Context, tx Tx, app *App, req TrialReques
 		return nil, false, err
 	}
 	err = tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.TrialCreated, CreatedAt: now, Subject: event.KeySubject(k.ID),
-		Data: map[string]any{"app_id": app.ID, "license_key": lk, "hwid": req.HWID, "expires_at": Timestamp(exp)}})
+		Data: map[string]any{"app_id": app.ID, "license_key": lk, "hwid": req.HWID, "expires_at": license.Timestamp(exp)}})
 	return k, true, err
 }
 
-// Trials lists an app's trials, newest first, and the cursor of the next page
+// List lists an app's trials, newest first, and the cursor of the next page
 // (0 at the end).
-func (s *Service) Trials(ctx context.Context, appID string, before int64, limit int) ([]Trial, int64, error) {
+func (s *Service) List(ctx context.Context, appID string, before int64, limit int) ([]Trial, int64, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
@@ -177,22 +179,22 @@ func (s *Service) Trials(ctx context.Context, appID string, before int64, limit 
 // counted from the conversion) as for generated keys; MaxDevices 0 keeps the
 // trial's seats.
 type ConvertInput struct {
-	Type       KeyType
+	Type       license.KeyType
 	Duration   int
 	MaxDevices int
 }
 
-// ConvertTrial turns a trial key into a full key without changing its string,
+// Convert turns a trial key into a full key without changing its string,
 // so the customer's running app keeps working: a days key runs Duration days
 // from now, a lifetime key never expires, and an expired trial becomes active
 // again. The device binding and open sessions stay. It returns NOT_FOUND,
 // MISSING_FIELDS or CONFLICT (not a trial key, or banned).
-func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, licenseKey string, in ConvertInput) (*Key, error) {
-	if err := checkTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
+func (s *Service) Convert(ctx context.Context, actor audit.Actor, appID, licenseKey string, in ConvertInput) (*license.Key, error) {
+	if err := license.CheckTerms(in.Type, in.Duration, in.MaxDevices); err != nil {
 		return nil, err
 	}
 	details := map[string]any{"key_type": in.Type, "duration": in.Duration}
-	return s.mutateKey(ctx, actor, appID, licenseKey, "key.convert", details, func(tx Tx, k *Key, now time.Time) error {
+	return s.convert(ctx, actor, appID, licenseKey, details, func(tx Tx, k *license.Key, now time.Time) error {
 		isTrial, err := tx.IsTrialKey(ctx, k.ID)
 		if err != nil {
 			return err
@@ -200,16 +202,16 @@ func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, li
 		if !isTrial {
 			return conflict("Only trial keys can be converted.")
 		}
-		if k.Status == StatusBanned {
+		if k.Status == license.StatusBanned {
 			return conflict("A banned key cannot be converted; unban it first.")
 		}
 		k.Type, k.Duration, k.ExpiresAt = in.Type, in.Duration, nil
-		if in.Type == TypeDays {
+		if in.Type == license.TypeDays {
 			exp := now.Add(time.Duration(in.Duration) * 24 * time.Hour)
 			k.ExpiresAt = &exp
 		}
-		if k.Status == StatusExpired {
-			k.Status = StatusActive
+		if k.Status == license.StatusExpired {
+			k.Status = license.StatusActive
 		}
 		if in.MaxDevices > 0 {
 			k.MaxDevices = in.MaxDevices
@@ -219,3 +221,32 @@ func (s *Service) ConvertTrial(ctx context.Context, actor audit.Actor, appID, li
 		return nil
 	})
 }
+
+// convert loads a key for update, applies fn, saves it and audits
+// key.convert (as license does for its own key actions).
+func (s *Service) convert(ctx context.Context, actor audit.Actor, appID, licenseKey string, details map[string]any,
+	fn func(Tx, *license.Key, time.Time) error) (*license.Key, error) {
+	now := s.Now()
+	var out *license.Key
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return apperr.NotFoundOf("Key")
+		} else if err != nil {
+			return err
+		}
+		target := k.LicenseKey
+		if err := fn(tx, k, now); err != nil {
+			return err
+		}
+		k.UpdatedAt = now
+		if err := tx.UpdateKey(ctx, k); err != nil {
+			return err
+		}
+		out = k
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.convert", appID, target, details))
+	})
+	return out, err
+}
+
+func conflict(msg string) error { return apperr.New(apperr.Conflict, license.CodeConflict, msg) }

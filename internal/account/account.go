@@ -1,4 +1,4 @@
-package license
+package account
 
 import (
 	"context"
@@ -6,86 +6,24 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/text/cases"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/wire"
 )
 
-// Account is an app user account: an end user who signs in with a username
-// and password and holds license time, seats and features of their own,
-// filled by redeeming keys. Status is active, paused or banned as stored;
-// StatusAt adds expired. ExpiresAt nil means lifetime; an account without
-// time has an expiry in the past.
-type Account struct {
-	ID                    int64
-	AppID                 string
-	Username              string
-	Email                 string
-	PasswordHash          string
-	PasswordResetRequired bool
-	Status                Status
-	MaxDevices            int
-	Features              json.RawMessage
-	LicenseKey            string // the key redeemed last; "" when none
-	ExpiresAt             *time.Time
-	LastLoginAt           *time.Time
-	CreatedAt             time.Time
-	UpdatedAt             time.Time
-}
-
-// StatusAt returns the account's effective status at now.
-func (a *Account) StatusAt(now time.Time) Status {
-	if a.Status == StatusActive && a.ExpiresAt != nil && !now.Before(*a.ExpiresAt) {
-		return StatusExpired
-	}
-	return a.Status
-}
-
-// Lifetime reports whether the account never expires.
-func (a *Account) Lifetime() bool { return a.ExpiresAt == nil }
-
-// DaysRemaining returns the whole days left, rounded up; nil for lifetime.
-func (a *Account) DaysRemaining(now time.Time) *int {
-	k := Key{ExpiresAt: a.ExpiresAt}
-	return k.DaysRemaining(now)
-}
-
-// FeaturesJSON returns the account's feature map as raw JSON, {} when unset.
-func (a *Account) FeaturesJSON() json.RawMessage {
-	k := Key{Features: a.Features}
-	return k.FeaturesJSON()
-}
-
-// Redemption records a key redeemed onto an account: what it added — Added,
-// how far it moved the expiry (negative when a restart shortened it), or a
-// lifetime grant with the expiry underneath it — so banning the key can take
-// it back. AccountID is 0 once the account was deleted.
-type Redemption struct {
-	KeyID          int64
-	AccountID      int64
-	DaysAdded      int
-	Added          time.Duration
-	Lifetime       bool
-	PriorExpiresAt *time.Time
-	CreatedAt      time.Time
-	LicenseKey     string // filled by listings
-}
-
-// Account error codes (sdk-compat §1.8–§1.11, §2.1).
+// Account error codes (sdk-compat §1.8–§1.11, §2.1); KEY_REDEEMED is license's.
 const (
 	CodeInvalidCredentials    = wire.CodeInvalidCredentials
 	CodeUsernameExists        = wire.CodeUsernameExists
 	CodeKeyRequired           = wire.CodeKeyRequired
 	CodeKeyAlreadyUsed        = wire.CodeKeyAlreadyUsed
 	CodeKeyInUse              = wire.CodeKeyInUse
-	CodeKeyRedeemed           = wire.CodeKeyRedeemed
 	CodeAlreadyLifetime       = wire.CodeAlreadyLifetime
 	CodeAccountsDisabled      = wire.CodeAccountsDisabled
 	CodePasswordResetRequired = wire.CodePasswordResetRequired
@@ -96,47 +34,17 @@ var (
 	errAccountsDisabled   = apperr.New(apperr.Forbidden, CodeAccountsDisabled, "User accounts are not enabled for this application.")
 	errUsernameExists     = apperr.New(apperr.Conflict, CodeUsernameExists, "This username is already taken.")
 	errKeyRequired        = apperr.New(apperr.Invalid, CodeKeyRequired, "A license key is required to create an account.")
-	errRedeemInvalidKey   = apperr.New(apperr.Invalid, CodeInvalidKey, "Invalid license key.")
+	errRedeemInvalidKey   = apperr.New(apperr.Invalid, license.CodeInvalidKey, "Invalid license key.")
 	errKeyAlreadyUsed     = apperr.New(apperr.Conflict, CodeKeyAlreadyUsed, "This license key has already been redeemed.")
 	errKeyInUse           = apperr.New(apperr.Conflict, CodeKeyInUse, "This license key is already activated and cannot be redeemed onto an account.")
-	errKeyRedeemed        = apperr.New(apperr.Forbidden, CodeKeyRedeemed, "This license key was redeemed onto an account. Sign in with the account instead.")
 	errAlreadyLifetime    = apperr.New(apperr.Conflict, CodeAlreadyLifetime, "This account already has lifetime access.")
 	errResetRequired      = apperr.New(apperr.Forbidden, CodePasswordResetRequired,
 		"Your password was reset by the application owner. Choose a new password with change-password, using the temporary one as the current password.")
-	errAccountBanned = apperr.New(apperr.Forbidden, CodeBanned, "This account has been banned.")
-	errAccountPaused = apperr.New(apperr.Forbidden, CodePaused, "This account is paused.")
-	errAccountNoTime = apperr.New(apperr.Forbidden, CodeExpired, "This account has no license time left. Redeem a license key to continue.")
 )
-
-// accountStatusError is the refusal for an account that may not sign in.
-func accountStatusError(st Status) *apperr.Error {
-	switch st {
-	case StatusBanned:
-		return errAccountBanned
-	case StatusPaused:
-		return errAccountPaused
-	case StatusExpired:
-		return errAccountNoTime
-	}
-	return nil
-}
 
 // usernameRE: 3 to 32 letters, digits, '.', '_' or '-', starting with a
 // letter or digit.
 var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{2,31}$`)
-
-// UsernameKey is the form usernames are unique and looked up by: the Unicode
-// case folding of username (cases.Fold: "Alice", "ALICE" and "alice" are one
-// name, and so are "STRASSE" and "straße"). Every surface that takes a
-// username — register, login, change-password, redeem, reset requests, the
-// customer portal and the sign-in lockout — goes through it; the stored
-// username keeps the spelling given at sign-up for display. On the names
-// usernameRE admits (ASCII) it equals strings.ToLower, which computed the
-// stored keys before, so those need no backfill (TestUsernameKeyASCII).
-func UsernameKey(username string) string {
-	// A Caser keeps state between calls: one per call, never shared.
-	return cases.Fold().String(username)
-}
 
 func checkUsername(u string) error {
 	if !usernameRE.MatchString(u) {
@@ -157,24 +65,9 @@ func checkPassword(field, p string, minLen int) error {
 	return nil
 }
 
-// CheckEmail accepts "" or a plausible e-mail address of at most 254
-// characters.
-func CheckEmail(e string) error { return checkEmail(e) }
-
-func checkEmail(e string) error {
-	if e == "" {
-		return nil
-	}
-	at := strings.IndexByte(e, '@')
-	if len(e) > 254 || at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
-		return apperr.InvalidField("email", "must be an e-mail address of at most 254 characters")
-	}
-	return nil
-}
-
 // hashPassword returns the bcrypt hash of p at the configured cost.
 func (s *Service) hashPassword(p string) (string, error) {
-	h, err := bcrypt.GenerateFromPassword([]byte(p), s.cfg.AccountBcryptCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(p), s.cfg.BcryptCost)
 	if err != nil {
 		return "", apperr.Wrap(err, "bcrypt")
 	}
@@ -200,7 +93,7 @@ type Grant struct {
 // given. It returns MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE,
 // KEY_REQUIRED, USERNAME_EXISTS and, for the key, INVALID_KEY,
 // KEY_ALREADY_USED, KEY_IN_USE, BANNED, PAUSED or EXPIRED.
-func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (*Account, *Grant, error) {
+func (s *Service) Register(ctx context.Context, app *license.App, req RegisterRequest) (*license.Account, *Grant, error) {
 	st := app.Settings
 	switch {
 	case req.Username == "":
@@ -210,7 +103,7 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 	case !st.AccountsEnabled:
 		return nil, nil, errAccountsDisabled
 	case st.Maintenance:
-		return nil, nil, killError(CodeMaintenance, app)
+		return nil, nil, license.MaintenanceError(app)
 	}
 	if err := checkUsername(req.Username); err != nil {
 		return nil, nil, err
@@ -218,7 +111,7 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 	if err := checkPassword("password", req.Password, st.AccountPasswordMinLength); err != nil {
 		return nil, nil, err
 	}
-	if err := checkEmail(req.Email); err != nil {
+	if err := license.CheckEmail(req.Email); err != nil {
 		return nil, nil, err
 	}
 	if st.AccountKeyRequired && req.LicenseKey == "" {
@@ -230,7 +123,7 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 	}
 	now := s.Now()
 	noTime := now.Add(time.Duration(st.AccountSignupDays) * 24 * time.Hour)
-	a := &Account{AppID: app.ID, Username: req.Username, Email: req.Email, PasswordHash: hash, Status: StatusActive,
+	a := &license.Account{AppID: app.ID, Username: req.Username, Email: req.Email, PasswordHash: hash, Status: license.StatusActive,
 		MaxDevices: st.AccountMaxDevices, Features: json.RawMessage("{}"), ExpiresAt: &noTime, CreatedAt: now, UpdatedAt: now}
 	// Identical sign-ups sent at once (a client retrying before the first
 	// answer) must all get the first one's answer. The username is free when
@@ -262,8 +155,8 @@ func (s *Service) Register(ctx context.Context, app *App, req RegisterRequest) (
 // filled with what a redeemed key gave. It sets *raced when the username
 // was free at first but a concurrent sign-up took it (or the key) before
 // this transaction could.
-func register(ctx context.Context, tx Tx, app *App, a *Account, grant *Grant, req RegisterRequest, now time.Time, raced *bool) error {
-	prior, err := tx.AccountForUpdate(ctx, app.ID, UsernameKey(req.Username))
+func register(ctx context.Context, tx Tx, app *license.App, a *license.Account, grant *Grant, req RegisterRequest, now time.Time, raced *bool) error {
+	prior, err := tx.AccountForUpdate(ctx, app.ID, license.UsernameKey(req.Username))
 	if err == nil {
 		// A client's retry of a sign-up that went through gets the same answer.
 		g, err := duplicateRegister(ctx, tx, app, prior, req, now)
@@ -278,7 +171,7 @@ func register(ctx context.Context, tx Tx, app *App, a *Account, grant *Grant, re
 	} else if !errors.Is(err, apperr.ErrNotFound) {
 		return err
 	}
-	var k *Key
+	var k *license.Key
 	if req.LicenseKey != "" {
 		var err error
 		if k, err = redeemableKey(ctx, tx, app.ID, req.LicenseKey, now); err != nil {
@@ -313,7 +206,7 @@ func register(ctx context.Context, tx Tx, app *App, a *Account, grant *Grant, re
 // username, same password, same key), and nil when req is someone else's
 // attempt at a taken username — another spelling of it too, which must not
 // pass for a new account.
-func duplicateRegister(ctx context.Context, tx Tx, app *App, prior *Account, req RegisterRequest, now time.Time) (*Grant, error) {
+func duplicateRegister(ctx context.Context, tx Tx, app *license.App, prior *license.Account, req RegisterRequest, now time.Time) (*Grant, error) {
 	if prior.Username != req.Username || now.Sub(prior.CreatedAt) >= duplicateGrace ||
 		bcrypt.CompareHashAndPassword([]byte(prior.PasswordHash), []byte(req.Password)) != nil {
 		return nil, nil
@@ -332,7 +225,7 @@ func duplicateRegister(ctx context.Context, tx Tx, app *App, prior *Account, req
 
 // duplicateRedeem returns the grant when licenseKey was redeemed onto a less
 // than duplicateGrace ago: a client's retry gets the same answer.
-func duplicateRedeem(ctx context.Context, tx Tx, app *App, a *Account, licenseKey string, now time.Time) (*Grant, error) {
+func duplicateRedeem(ctx context.Context, tx Tx, app *license.App, a *license.Account, licenseKey string, now time.Time) (*Grant, error) {
 	r, err := redemptionOfString(ctx, tx, app.ID, licenseKey)
 	if err != nil || r == nil || r.AccountID != a.ID || now.Sub(r.CreatedAt) >= duplicateGrace {
 		return nil, err
@@ -341,7 +234,7 @@ func duplicateRedeem(ctx context.Context, tx Tx, app *App, a *Account, licenseKe
 }
 
 // redemptionOfString returns the redemption of the key licenseKey, or nil.
-func redemptionOfString(ctx context.Context, tx Tx, appID, licenseKey string) (*Redemption, error) {
+func redemptionOfString(ctx context.Context, tx Tx, appID, licenseKey string) (*license.Redemption, error) {
 	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, nil
@@ -357,7 +250,7 @@ func redemptionOfString(ctx context.Context, tx Tx, appID, licenseKey string) (*
 
 // redeemableKey reads and locks a key that may be redeemed: unused and
 // neither banned nor paused.
-func redeemableKey(ctx context.Context, tx Tx, appID, licenseKey string, now time.Time) (*Key, error) {
+func redeemableKey(ctx context.Context, tx Tx, appID, licenseKey string, now time.Time) (*license.Key, error) {
 	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, errRedeemInvalidKey
@@ -365,32 +258,32 @@ func redeemableKey(ctx context.Context, tx Tx, appID, licenseKey string, now tim
 		return nil, err
 	}
 	switch k.StatusAt(now) {
-	case StatusUnused:
+	case license.StatusUnused:
 		return k, nil
-	case StatusRedeemed:
+	case license.StatusRedeemed:
 		return nil, errKeyAlreadyUsed
-	case StatusActive:
+	case license.StatusActive:
 		return nil, errKeyInUse
 	}
-	return nil, statusError(k.StatusAt(now))
+	return nil, license.StatusError(k.StatusAt(now))
 }
 
 // redeem moves k's time onto a (the caller saves a): a lifetime key makes
 // the account lifetime; a days key adds its days to the running time
 // ("stack") or counts them from now ("restart"). The key becomes redeemed.
-func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.Time) (*Grant, error) {
+func redeem(ctx context.Context, tx Tx, app *license.App, a *license.Account, k *license.Key, now time.Time) (*Grant, error) {
 	if a.Lifetime() {
 		return nil, errAlreadyLifetime
 	}
 	st := app.Settings
-	r := &Redemption{KeyID: k.ID, AccountID: a.ID, PriorExpiresAt: a.ExpiresAt, CreatedAt: now}
-	if k.Type == TypeLifetime {
+	r := &license.Redemption{KeyID: k.ID, AccountID: a.ID, PriorExpiresAt: a.ExpiresAt, CreatedAt: now}
+	if k.Type == license.TypeLifetime {
 		r.Lifetime = true
 		a.ExpiresAt = nil
 	} else {
 		r.DaysAdded = k.Duration
 		base := now
-		if st.AccountRedeemMode != RedeemRestart && a.ExpiresAt.After(now) {
+		if st.AccountRedeemMode != license.RedeemRestart && a.ExpiresAt.After(now) {
 			base = *a.ExpiresAt
 		}
 		exp := base.Add(time.Duration(k.Duration) * 24 * time.Hour)
@@ -402,10 +295,10 @@ func redeem(ctx context.Context, tx Tx, app *App, a *Account, k *Key, now time.T
 	if st.AccountTakesKeyDevices && k.MaxDevices > a.MaxDevices {
 		a.MaxDevices = k.MaxDevices
 	}
-	a.Features = mergeFeatures(a.Features, k.Features)
+	a.Features = license.MergeFeatures(a.Features, k.Features)
 	a.LicenseKey = k.LicenseKey
 	a.UpdatedAt = now
-	k.Status, k.ActivatedAt, k.UpdatedAt = StatusRedeemed, &now, now
+	k.Status, k.ActivatedAt, k.UpdatedAt = license.StatusRedeemed, &now, now
 	if err := tx.UpdateKey(ctx, k); err != nil {
 		return nil, err
 	}
@@ -425,25 +318,4 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// mergeFeatures returns base with the flags of add set over it.
-func mergeFeatures(base, add json.RawMessage) json.RawMessage {
-	m := map[string]json.RawMessage{}
-	_ = json.Unmarshal(base, &m)
-	var extra map[string]json.RawMessage
-	if json.Unmarshal(add, &extra) != nil || len(extra) == 0 {
-		if len(base) == 0 {
-			return json.RawMessage("{}")
-		}
-		return base
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return base
-	}
-	return out
 }

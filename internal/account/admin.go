@@ -1,4 +1,4 @@
-package license
+package account
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/license"
 )
 
 // ListAccounts returns a page of an app's accounts and the cursor of the
 // next page (0 at the end).
-func (s *Service) ListAccounts(ctx context.Context, f AccountFilter) ([]Account, int64, error) {
+func (s *Service) ListAccounts(ctx context.Context, f Filter) ([]license.Account, int64, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
-	if _, err := s.App(ctx, f.AppID); err != nil {
+	if _, err := s.lic.App(ctx, f.AppID); err != nil {
 		return nil, 0, err
 	}
 	as, err := s.store.Accounts(ctx, f)
@@ -31,17 +32,17 @@ func (s *Service) ListAccounts(ctx context.Context, f AccountFilter) ([]Account,
 
 // AccountDetail is one account with its devices, open sessions and redeemed keys.
 type AccountDetail struct {
-	Account     Account
-	Devices     []Device
-	Sessions    []Session
-	Redemptions []Redemption
+	Account     license.Account
+	Devices     []license.Device
+	Sessions    []license.Session
+	Redemptions []license.Redemption
 }
 
 // GetAccount returns an account of the app by username, or NOT_FOUND.
 func (s *Service) GetAccount(ctx context.Context, appID, username string) (*AccountDetail, error) {
-	a, err := s.store.AccountByUsername(ctx, appID, UsernameKey(username))
+	a, err := s.store.AccountByUsername(ctx, appID, license.UsernameKey(username))
 	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, apperr.NotFoundOf("Account")
+		return nil, apperr.NotFoundOf("license.Account")
 	} else if err != nil {
 		return nil, err
 	}
@@ -49,7 +50,7 @@ func (s *Service) GetAccount(ctx context.Context, appID, username string) (*Acco
 	if d.Devices, err = s.store.AccountDevices(ctx, a.ID); err != nil {
 		return nil, err
 	}
-	if d.Sessions, err = s.store.Sessions(ctx, SessionFilter{AppID: appID, AccountID: a.ID, Limit: 1000}); err != nil {
+	if d.Sessions, err = s.store.Sessions(ctx, license.SessionFilter{AppID: appID, AccountID: a.ID, Limit: 1000}); err != nil {
 		return nil, err
 	}
 	if d.Redemptions, err = s.store.Redemptions(ctx, a.ID); err != nil {
@@ -88,7 +89,7 @@ type AccountActionInput struct {
 //
 // It returns the account, the temporary password of reset-password, or
 // NOT_FOUND, MISSING_FIELDS or CONFLICT.
-func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, username, action string, in AccountActionInput) (*Account, string, error) {
+func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, username, action string, in AccountActionInput) (*license.Account, string, error) {
 	details := map[string]any{}
 	if in.Reason != "" {
 		details["reason"] = truncate(in.Reason, 1000)
@@ -100,7 +101,7 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 		if in.Lifetime == (in.ExpiresAt != nil) {
 			return nil, "", apperr.InvalidField("expires_at", "give an ISO 8601 time, or lifetime true")
 		}
-		details["expires_at"], details["lifetime"] = optTimestamp(in.ExpiresAt), in.Lifetime
+		details["expires_at"], details["lifetime"] = license.OptTimestamp(in.ExpiresAt), in.Lifetime
 	case AccountResetPassword:
 		var err error
 		if temp, err = s.randomPassword(); err != nil {
@@ -113,11 +114,11 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 		return nil, "", apperr.InvalidField("action", "must be ban, unban, pause, resume, reset-devices, set-expiry or reset-password")
 	}
 	now := s.Now()
-	var out *Account
+	var out *license.Account
 	err := s.store.InTx(ctx, func(tx Tx) error {
-		a, err := tx.AccountForUpdate(ctx, appID, UsernameKey(username))
+		a, err := tx.AccountForUpdate(ctx, appID, license.UsernameKey(username))
 		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.NotFoundOf("Account")
+			return apperr.NotFoundOf("license.Account")
 		} else if err != nil {
 			return err
 		}
@@ -127,35 +128,35 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 		}
 		switch action {
 		case AccountBan:
-			a.Status = StatusBanned
-			err = end(CodeBanned)
+			a.Status = license.StatusBanned
+			err = end(license.CodeBanned)
 		case AccountUnban:
-			if a.Status != StatusBanned {
+			if a.Status != license.StatusBanned {
 				return conflict("The account is not banned.")
 			}
-			a.Status = StatusActive
+			a.Status = license.StatusActive
 		case AccountPause:
 			switch a.Status {
-			case StatusBanned:
+			case license.StatusBanned:
 				return conflict("A banned account cannot be paused.")
-			case StatusActive:
-				a.Status = StatusPaused
-				err = end(CodePaused)
+			case license.StatusActive:
+				a.Status = license.StatusPaused
+				err = end(license.CodePaused)
 			}
 		case AccountResume:
-			if a.Status != StatusPaused {
+			if a.Status != license.StatusPaused {
 				return conflict("The account is not paused.")
 			}
-			a.Status = StatusActive
+			a.Status = license.StatusActive
 		case AccountResetDevices:
 			if _, err = tx.DeleteAccountDevices(ctx, a.ID); err == nil {
-				err = end(CodeHWIDReset)
+				err = end(license.CodeHWIDReset)
 			}
 		case AccountSetExpiry:
 			a.ExpiresAt = in.ExpiresAt
 		case AccountResetPassword:
 			a.PasswordHash, a.PasswordResetRequired = tempHash, true
-			err = end(CodeSessionRevoked)
+			err = end(license.CodeSessionRevoked)
 		}
 		if err != nil {
 			return err
@@ -178,13 +179,13 @@ func (s *Service) AccountAction(ctx context.Context, actor audit.Actor, appID, u
 func (s *Service) DeleteAccount(ctx context.Context, actor audit.Actor, appID, username string) error {
 	now := s.Now()
 	return s.store.InTx(ctx, func(tx Tx) error {
-		a, err := tx.AccountForUpdate(ctx, appID, UsernameKey(username))
+		a, err := tx.AccountForUpdate(ctx, appID, license.UsernameKey(username))
 		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.NotFoundOf("Account")
+			return apperr.NotFoundOf("license.Account")
 		} else if err != nil {
 			return err
 		}
-		if _, err := tx.EndAccountSessions(ctx, a.ID, CodeSessionRevoked, now); err != nil {
+		if _, err := tx.EndAccountSessions(ctx, a.ID, license.CodeSessionRevoked, now); err != nil {
 			return err
 		}
 		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
@@ -211,131 +212,4 @@ func (s *Service) randomPassword() (string, error) {
 		b[i] = alphabet[int(r[0])%len(alphabet)]
 	}
 	return string(b), nil
-}
-
-// takeBack withdraws the time a redeemed key gave its account, when the
-// owner bans the key; giveBack restores it on unban. Seats and features the
-// key brought stay. A days grant moves the account's expiry by what it added
-// (which ends the account's time at its next heartbeat when that lands in
-// the past); a lifetime grant returns the account to the expiry beneath it,
-// unless another lifetime grant still holds. While the account is lifetime,
-// days are moved on the expiry beneath its lifetime grants, so they reappear
-// when those are taken back.
-func takeBack(ctx context.Context, tx Tx, k *Key, now time.Time) error {
-	r, a, err := redemptionOf(ctx, tx, k)
-	if r == nil || err != nil {
-		return err
-	}
-	if !r.Lifetime {
-		if err := shiftExpiry(ctx, tx, a, -r.Added); err != nil {
-			return err
-		}
-	} else if a.Lifetime() {
-		others, err := otherLifetimeGrants(ctx, tx, a, k.ID)
-		if err != nil {
-			return err
-		}
-		if len(others) == 0 {
-			a.ExpiresAt = r.PriorExpiresAt
-			if a.ExpiresAt == nil {
-				a.ExpiresAt = &now
-			}
-		}
-	}
-	a.UpdatedAt = now
-	return tx.UpdateAccount(ctx, a)
-}
-
-func giveBack(ctx context.Context, tx Tx, k *Key, now time.Time) error {
-	r, a, err := redemptionOf(ctx, tx, k)
-	if r == nil || err != nil {
-		return err
-	}
-	switch {
-	case !r.Lifetime:
-		if err := shiftExpiry(ctx, tx, a, r.Added); err != nil {
-			return err
-		}
-	case a.Lifetime():
-		// Another grant already makes it lifetime: share the expiry beneath.
-		others, err := otherLifetimeGrants(ctx, tx, a, k.ID)
-		if err != nil {
-			return err
-		}
-		if len(others) > 0 {
-			r.PriorExpiresAt = others[0].PriorExpiresAt
-			if err := tx.UpdateRedemption(ctx, r); err != nil {
-				return err
-			}
-		}
-	default:
-		r.PriorExpiresAt, a.ExpiresAt = a.ExpiresAt, nil
-		if err := tx.UpdateRedemption(ctx, r); err != nil {
-			return err
-		}
-	}
-	a.UpdatedAt = now
-	return tx.UpdateAccount(ctx, a)
-}
-
-// shiftExpiry moves the account's expiry by d or, while it is lifetime, the
-// expiry beneath each of its active lifetime grants.
-func shiftExpiry(ctx context.Context, tx Tx, a *Account, d time.Duration) error {
-	if !a.Lifetime() {
-		exp := a.ExpiresAt.Add(d)
-		a.ExpiresAt = &exp
-		return nil
-	}
-	grants, err := tx.ActiveLifetimeRedemptions(ctx, a.ID)
-	if err != nil {
-		return err
-	}
-	for i := range grants {
-		g := &grants[i]
-		if g.PriorExpiresAt == nil {
-			continue
-		}
-		p := g.PriorExpiresAt.Add(d)
-		g.PriorExpiresAt = &p
-		if err := tx.UpdateRedemption(ctx, g); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// otherLifetimeGrants are the account's active lifetime grants but keyID's.
-func otherLifetimeGrants(ctx context.Context, tx Tx, a *Account, keyID int64) ([]Redemption, error) {
-	grants, err := tx.ActiveLifetimeRedemptions(ctx, a.ID)
-	if err != nil {
-		return nil, err
-	}
-	out := grants[:0]
-	for _, g := range grants {
-		if g.KeyID != keyID {
-			out = append(out, g)
-		}
-	}
-	return out, nil
-}
-
-// redemptionOf returns the redemption of k and its account, locked; nil when
-// k was never redeemed or its account is gone.
-func redemptionOf(ctx context.Context, tx Tx, k *Key) (*Redemption, *Account, error) {
-	r, err := tx.RedemptionOfKey(ctx, k.ID)
-	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, nil, nil
-	} else if err != nil {
-		return nil, nil, err
-	}
-	if r.AccountID == 0 { // the account was deleted
-		return nil, nil, nil
-	}
-	a, err := tx.AccountByIDForUpdate(ctx, k.AppID, r.AccountID)
-	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, nil, nil
-	} else if err != nil {
-		return nil, nil, err
-	}
-	return r, a, nil
 }

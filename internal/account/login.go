@@ -1,13 +1,13 @@
-package license
+package account
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/lockout"
 )
 
@@ -20,7 +20,7 @@ const (
 // signInSubjects are what a failed sign-in counts against: the username (an
 // unknown one too, so a lockout says nothing about existence) and the client IP.
 func (s *Service) signInSubjects(appID, username, ip string) []lockout.Subject {
-	u := UsernameKey(username)
+	u := license.UsernameKey(username)
 	if len(u) > 64 {
 		u = u[:64]
 	}
@@ -35,7 +35,7 @@ func (s *Service) signInSubjects(appID, username, ip string) []lockout.Subject {
 // gets the same INVALID_CREDENTIALS. It returns TOO_MANY_ATTEMPTS while
 // locked, without comparing the password. The right password gives the
 // attempt back and forgets the username's failures.
-func (s *Service) verifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
+func (s *Service) verifyAccount(ctx context.Context, app *license.App, username, password, ip string) (*license.Account, error) {
 	a, res, err := s.checkAccount(ctx, app, username, password, ip)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func (s *Service) verifyAccount(ctx context.Context, app *App, username, passwor
 // surface than the client API (the customer portal), under the same
 // per-username and per-IP sign-in lockout as account-login, so both share
 // one attempt budget. It returns INVALID_CREDENTIALS or TOO_MANY_ATTEMPTS.
-func (s *Service) VerifyAccount(ctx context.Context, app *App, username, password, ip string) (*Account, error) {
+func (s *Service) VerifyAccount(ctx context.Context, app *license.App, username, password, ip string) (*license.Account, error) {
 	return s.verifyAccount(ctx, app, username, password, ip)
 }
 
@@ -60,16 +60,16 @@ func (s *Service) VerifyAccount(ctx context.Context, app *App, username, passwor
 // wrong one leaves the attempt counted and is INVALID_CREDENTIALS; the right
 // one returns the account and the reservation, which the caller gives back
 // (redeem keeps it when the key turns out unknown).
-func (s *Service) checkAccount(ctx context.Context, app *App, username, password, ip string) (*Account, *lockout.Reservation, error) {
+func (s *Service) checkAccount(ctx context.Context, app *license.App, username, password, ip string) (*license.Account, *lockout.Reservation, error) {
 	subs := s.signInSubjects(app.ID, username, ip)
 	res, err := s.cfg.Guard.Reserve(ctx, subs...)
 	if err != nil {
 		return nil, nil, err
 	}
-	var a *Account
+	var a *license.Account
 	if len(username) <= 64 {
 		var err error
-		a, err = s.store.AccountByUsername(ctx, app.ID, UsernameKey(username))
+		a, err = s.store.AccountByUsername(ctx, app.ID, license.UsernameKey(username))
 		if err != nil && !errors.Is(err, apperr.ErrNotFound) {
 			return nil, nil, res.Abandon(ctx, err)
 		}
@@ -88,7 +88,7 @@ func (s *Service) checkAccount(ctx context.Context, app *App, username, password
 
 // lockAccount re-reads a verified account under a row lock and refuses it
 // when its password changed since it was verified.
-func lockAccount(ctx context.Context, tx Tx, verified *Account) (*Account, error) {
+func lockAccount(ctx context.Context, tx Tx, verified *license.Account) (*license.Account, error) {
 	a, err := tx.AccountByIDForUpdate(ctx, verified.AppID, verified.ID)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, errInvalidCredentials
@@ -99,13 +99,6 @@ func lockAccount(ctx context.Context, tx Tx, verified *Account) (*Account, error
 		return nil, errInvalidCredentials
 	}
 	return a, nil
-}
-
-func accountSeats(ctx context.Context, tx Tx, a *Account, now time.Time) seats {
-	return seats{max: a.MaxDevices, what: "account",
-		devices: func() ([]Device, error) { return tx.AccountDevices(ctx, a.ID) },
-		bind:    func(hwid string) error { return tx.UpsertAccountDevice(ctx, a.ID, hwid, now) },
-		live:    func() ([]Session, error) { return tx.LiveSessionsOfAccount(ctx, a.ID) }}
 }
 
 // AccountLoginRequest is the body of auth/account-login.
@@ -119,7 +112,7 @@ type AccountLoginRequest struct {
 // AccountLoginResult is a signed-in account with a new session.
 type AccountLoginResult struct {
 	SessionToken string
-	Account      Account
+	Account      license.Account
 }
 
 // AccountLogin signs an app user in and opens a session on the device under
@@ -128,7 +121,7 @@ type AccountLoginResult struct {
 // next heartbeat. It returns MISSING_FIELDS, ACCOUNTS_DISABLED, MAINTENANCE,
 // TOO_MANY_ATTEMPTS, INVALID_CREDENTIALS, PASSWORD_RESET_REQUIRED, BANNED,
 // PAUSED, EXPIRED, HWID_MISMATCH or DEVICE_LIMIT.
-func (s *Service) AccountLogin(ctx context.Context, app *App, req AccountLoginRequest) (*AccountLoginResult, error) {
+func (s *Service) AccountLogin(ctx context.Context, app *license.App, req AccountLoginRequest) (*AccountLoginResult, error) {
 	switch {
 	case req.Username == "":
 		return nil, apperr.Missing("username")
@@ -141,7 +134,7 @@ func (s *Service) AccountLogin(ctx context.Context, app *App, req AccountLoginRe
 	case !app.Settings.AccountsEnabled:
 		return nil, errAccountsDisabled
 	case app.Settings.Maintenance:
-		return nil, killError(CodeMaintenance, app)
+		return nil, license.MaintenanceError(app)
 	}
 	verified, err := s.verifyAccount(ctx, app, req.Username, req.Password, req.IP)
 	if err != nil {
@@ -161,17 +154,17 @@ func (s *Service) AccountLogin(ctx context.Context, app *App, req AccountLoginRe
 		if err != nil {
 			return err
 		}
-		if e := accountStatusError(a.StatusAt(now)); e != nil {
+		if e := license.AccountStatusError(a.StatusAt(now)); e != nil {
 			return e
 		}
 		st := accountSeats(ctx, tx, a, now)
-		if err := st.bindDevice(req.HWID); err != nil {
+		if err := st.BindDevice(req.HWID); err != nil {
 			return err
 		}
-		if err := st.retireOverflow(ctx, tx, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
+		if err := st.RetireOverflow(req.HWID, now.Add(-s.lic.SessionTimeout())); err != nil {
 			return err
 		}
-		sess := &Session{ID: newID(s.random), TokenHash: HashToken(token), AppID: app.ID, AccountID: &a.ID,
+		sess := &license.Session{ID: license.NewID(s.random), TokenHash: license.HashToken(token), AppID: app.ID, AccountID: &a.ID,
 			HWID: req.HWID, IP: req.IP, CreatedAt: now, LastSeenAt: now}
 		if err := tx.InsertSession(ctx, sess); err != nil {
 			return err
@@ -200,7 +193,7 @@ type ChangePasswordRequest struct {
 // ChangePassword verifies the current password (under the sign-in lockout),
 // sets the new one, clears a forced reset and ends every session of the
 // account (their next heartbeat answers SESSION_REVOKED).
-func (s *Service) ChangePassword(ctx context.Context, app *App, req ChangePasswordRequest) error {
+func (s *Service) ChangePassword(ctx context.Context, app *license.App, req ChangePasswordRequest) error {
 	switch {
 	case req.Username == "":
 		return apperr.Missing("username")
@@ -232,7 +225,7 @@ func (s *Service) ChangePassword(ctx context.Context, app *App, req ChangePasswo
 			return err
 		}
 		a.PasswordHash, a.PasswordResetRequired, a.UpdatedAt = hash, false, now
-		if _, err := tx.EndAccountSessions(ctx, a.ID, CodeSessionRevoked, now); err != nil {
+		if _, err := tx.EndAccountSessions(ctx, a.ID, license.CodeSessionRevoked, now); err != nil {
 			return err
 		}
 		return tx.UpdateAccount(ctx, a)
@@ -257,7 +250,7 @@ type RedeemRequest struct {
 // INVALID_CREDENTIALS, SESSION_EXPIRED (not a live account session),
 // BANNED/PAUSED (of the account or the key), INVALID_KEY, KEY_ALREADY_USED,
 // KEY_IN_USE, EXPIRED or ALREADY_LIFETIME.
-func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*Account, *Grant, error) {
+func (s *Service) RedeemKey(ctx context.Context, app *license.App, req RedeemRequest) (*license.Account, *Grant, error) {
 	bySession := req.Username == "" && req.SessionToken != ""
 	switch {
 	case req.LicenseKey == "":
@@ -269,24 +262,17 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 	case !app.Settings.AccountsEnabled:
 		return nil, nil, errAccountsDisabled
 	case app.Settings.Maintenance:
-		return nil, nil, killError(CodeMaintenance, app)
+		return nil, nil, license.MaintenanceError(app)
 	}
 	now := s.Now()
-	var verified *Account
+	var verified *license.Account
 	var accountID int64
 	var res *lockout.Reservation
 	if bySession {
-		v, err := s.store.HeartbeatView(ctx, HashToken(req.SessionToken))
-		if errors.Is(err, apperr.ErrNotFound) {
-			return nil, nil, errSessionGone
-		} else if err != nil {
+		var err error
+		if accountID, err = s.lic.AccountOfSession(ctx, app, req.SessionToken); err != nil {
 			return nil, nil, err
 		}
-		ss := v.Session
-		if ss.AppID != app.ID || ss.AccountID == nil || ss.EndedAt != nil || now.Sub(s.lastSeen(&ss)) > s.cfg.SessionTimeout {
-			return nil, nil, errSessionGone
-		}
-		accountID = *ss.AccountID
 		// The account's username, to reserve the attempt on its counter
 		// too before the key is looked up (outside the redeem transaction:
 		// SQLite has one writer).
@@ -299,7 +285,7 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 			return err
 		})
 		if errors.Is(err, apperr.ErrNotFound) {
-			return nil, nil, errSessionGone
+			return nil, nil, license.ErrSessionGone
 		} else if err != nil {
 			return nil, nil, err
 		}
@@ -315,23 +301,23 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 		}
 		accountID = verified.ID
 	}
-	var out *Account
+	var out *license.Account
 	var grant *Grant
 	err := s.store.InTx(ctx, func(tx Tx) error {
-		var a *Account
+		var a *license.Account
 		var err error
 		if verified != nil {
 			a, err = lockAccount(ctx, tx, verified)
 		} else if a, err = tx.AccountByIDForUpdate(ctx, app.ID, accountID); errors.Is(err, apperr.ErrNotFound) {
-			err = errSessionGone
+			err = license.ErrSessionGone
 		}
 		if err != nil {
 			return err
 		}
 		out = a
 		switch a.StatusAt(now) {
-		case StatusBanned, StatusPaused:
-			return accountStatusError(a.StatusAt(now))
+		case license.StatusBanned, license.StatusPaused:
+			return license.AccountStatusError(a.StatusAt(now))
 		}
 		k, err := redeemableKey(ctx, tx, app.ID, req.LicenseKey, now)
 		if apperr.CodeOf(err) == CodeKeyAlreadyUsed {
@@ -349,7 +335,7 @@ func (s *Service) RedeemKey(ctx context.Context, app *App, req RedeemRequest) (*
 		return tx.UpdateAccount(ctx, a)
 	})
 	switch {
-	case apperr.CodeOf(err) == CodeInvalidKey:
+	case apperr.CodeOf(err) == license.CodeInvalidKey:
 		return nil, nil, err // the reservation stays: an unknown key is a failure
 	case err != nil:
 		return nil, nil, res.Abandon(ctx, err)

@@ -1,0 +1,108 @@
+package license
+
+import (
+	"context"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
+
+// Seats are the devices and sessions of one license holder, a key or an
+// app user account: BindDevice and RetireOverflow apply the same
+// max_devices rules to both, in one implementation that the license, trial
+// and account packages share. The functions act inside the caller's
+// transaction.
+type Seats struct {
+	// Max is the holder's max_devices.
+	Max int
+	// What names the holder in refusals: "license key" or "account".
+	What string
+	// Devices lists the bound devices; Bind binds one (or refreshes it).
+	Devices func() ([]Device, error)
+	Bind    func(hwid string) error
+	// Live lists the open sessions, oldest first; End ends one.
+	Live func() ([]Session, error)
+	End  func(id, reason string) error
+}
+
+// SeatTx is what a key's seats need of a transaction.
+type SeatTx interface {
+	Devices(ctx context.Context, keyID int64) ([]Device, error)
+	UpsertDevice(ctx context.Context, keyID int64, hwid string, now time.Time) error
+	LiveSessionsOfKey(ctx context.Context, keyID int64) ([]Session, error)
+	EndSession(ctx context.Context, id, reason string, now time.Time) error
+}
+
+// KeySeats are k's seats inside tx at now.
+func KeySeats(ctx context.Context, tx SeatTx, k *Key, now time.Time) Seats {
+	return Seats{Max: k.MaxDevices, What: "license key",
+		Devices: func() ([]Device, error) { return tx.Devices(ctx, k.ID) },
+		Bind:    func(hwid string) error { return tx.UpsertDevice(ctx, k.ID, hwid, now) },
+		Live:    func() ([]Session, error) { return tx.LiveSessionsOfKey(ctx, k.ID) },
+		End:     func(id, reason string) error { return tx.EndSession(ctx, id, reason, now) }}
+}
+
+// bindDevice records hwid on k, refusing a new device once max_devices are bound.
+func bindDevice(ctx context.Context, tx Tx, k *Key, hwid string, now time.Time) error {
+	return KeySeats(ctx, tx, k, now).BindDevice(hwid)
+}
+
+// BindDevice records hwid, refusing a new device once Max are bound:
+// HWID_MISMATCH for single-device holders, DEVICE_LIMIT otherwise.
+func (st Seats) BindDevice(hwid string) error {
+	devices, err := st.Devices()
+	if err != nil {
+		return err
+	}
+	known := false
+	for _, d := range devices {
+		if d.HWID == hwid {
+			known = true
+			break
+		}
+	}
+	if !known && len(devices) >= st.Max {
+		if st.Max <= 1 {
+			return apperr.New(apperr.Forbidden, CodeHWIDMismatch, "This "+st.What+" is bound to another device.")
+		}
+		return apperr.New(apperr.Forbidden, CodeDeviceLimit, "This "+st.What+" is already in use on the maximum number of devices.").
+			With("devices_used", len(devices)).With("max_devices", st.Max)
+	}
+	return st.Bind(hwid)
+}
+
+func retireOverflow(ctx context.Context, tx Tx, k *Key, hwid string, now, staleBefore time.Time) error {
+	return KeySeats(ctx, tx, k, now).RetireOverflow(hwid, staleBefore)
+}
+
+// RetireOverflow ends sessions until one more fits in the seats. It
+// retires, in order: a session already silent past the timeout (stale
+// before: dead, just not reaped yet), the oldest session of the same device
+// (an app restarted after a crash replaces its own stale session rather than
+// another machine's), then the oldest session overall.
+func (st Seats) RetireOverflow(hwid string, staleBefore time.Time) error {
+	live, err := st.Live()
+	if err != nil {
+		return err
+	}
+	for len(live) >= max(st.Max, 1) {
+		victim, sameDevice := -1, -1
+		for i, ss := range live {
+			if ss.LastSeenAt.Before(staleBefore) {
+				victim = i
+				break
+			}
+			if sameDevice < 0 && ss.HWID == hwid {
+				sameDevice = i
+			}
+		}
+		if victim < 0 {
+			victim = max(sameDevice, 0)
+		}
+		if err := st.End(live[victim].ID, CodeSessionExpired); err != nil {
+			return err
+		}
+		live = append(live[:victim], live[victim+1:]...)
+	}
+	return nil
+}

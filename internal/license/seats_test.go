@@ -1,0 +1,121 @@
+package license
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/apperr"
+)
+
+// fakeSeats are Seats over in-memory devices and sessions.
+type fakeSeats struct {
+	devices []Device
+	live    []Session
+	ended   []string // IDs in the order they were ended
+}
+
+func (f *fakeSeats) seats(max int) Seats {
+	return Seats{Max: max, What: "license key",
+		Devices: func() ([]Device, error) { return f.devices, nil },
+		Bind: func(hwid string) error {
+			for _, d := range f.devices {
+				if d.HWID == hwid {
+					return nil
+				}
+			}
+			f.devices = append(f.devices, Device{HWID: hwid})
+			return nil
+		},
+		Live: func() ([]Session, error) { return append([]Session(nil), f.live...), nil },
+		End: func(id, reason string) error {
+			if reason != CodeSessionExpired {
+				return fmt.Errorf("ended with %s, want %s", reason, CodeSessionExpired)
+			}
+			f.ended = append(f.ended, id)
+			return nil
+		}}
+}
+
+func TestSeatsBindDevice(t *testing.T) {
+	cases := []struct {
+		name     string
+		max      int
+		bound    []string
+		hwid     string
+		wantCode string // "" = bound
+	}{
+		{"first device", 1, nil, "pc-1", ""},
+		{"known device on a full key", 1, []string{"pc-1"}, "pc-1", ""},
+		{"second device, single seat", 1, []string{"pc-1"}, "pc-2", CodeHWIDMismatch},
+		{"third device, two seats", 2, []string{"pc-1", "pc-2"}, "pc-3", CodeDeviceLimit},
+		{"second device, two seats", 2, []string{"pc-1"}, "pc-2", ""},
+	}
+	for _, c := range cases {
+		f := &fakeSeats{}
+		for _, h := range c.bound {
+			f.devices = append(f.devices, Device{HWID: h})
+		}
+		err := f.seats(c.max).BindDevice(c.hwid)
+		if got := apperr.CodeOf(err); got != c.wantCode {
+			t.Errorf("%s: BindDevice(%s) code %q (%v), want %q", c.name, c.hwid, got, err, c.wantCode)
+		}
+		var hwids []string
+		for _, d := range f.devices {
+			hwids = append(hwids, d.HWID)
+		}
+		if c.wantCode == "" && !contains(hwids, c.hwid) {
+			t.Errorf("%s: devices %v after binding %s", c.name, hwids, c.hwid)
+		}
+		if c.wantCode != "" && len(f.devices) != len(c.bound) {
+			t.Errorf("%s: a refused device was bound: %v", c.name, f.devices)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RetireOverflow frees exactly one seat when full, preferring a stale
+// session, then the same device's oldest, then the oldest overall.
+func TestSeatsRetireOverflow(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	staleBefore := now.Add(-3 * time.Minute)
+	fresh, stale := now.Add(-time.Minute), now.Add(-5*time.Minute)
+	cases := []struct {
+		name string
+		max  int
+		live []Session
+		hwid string
+		want []string
+	}{
+		{"room left", 2, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}}, "pc-2", nil},
+		{"stale first", 2, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}, {ID: "b", HWID: "pc-2", LastSeenAt: stale}}, "pc-1", []string{"b"}},
+		{"same device before oldest", 2, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}, {ID: "b", HWID: "pc-2", LastSeenAt: fresh}}, "pc-2", []string{"b"}},
+		{"oldest overall", 2, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}, {ID: "b", HWID: "pc-2", LastSeenAt: fresh}}, "pc-3", []string{"a"}},
+		{"zero seats count as one", 0, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}}, "pc-1", []string{"a"}},
+		{"over-full after a seat cut", 1, []Session{{ID: "a", HWID: "pc-1", LastSeenAt: fresh}, {ID: "b", HWID: "pc-1", LastSeenAt: fresh}}, "pc-1", []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		f := &fakeSeats{live: c.live}
+		if err := f.seats(c.max).RetireOverflow(c.hwid, staleBefore); err != nil {
+			t.Fatalf("%s: RetireOverflow: %v", c.name, err)
+		}
+		if len(f.ended) != len(c.want) {
+			t.Errorf("%s: ended %v, want %v", c.name, f.ended, c.want)
+			continue
+		}
+		for i := range c.want {
+			if f.ended[i] != c.want[i] {
+				t.Errorf("%s: ended %v, want %v", c.name, f.ended, c.want)
+				break
+			}
+		}
+	}
+}
