@@ -8,6 +8,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Admin API of remote content: texts, slides, social links, changelog.
@@ -35,7 +36,7 @@ func (a *API) appRecord(ctx context.Context, c *adminCall) (string, int64, error
 
 // deleter is the DELETE handler of an app's records addressed by id.
 func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) error, what string) adminHandler {
-	return func(ctx context.Context, c *adminCall) (map[string]any, error) {
+	return func(ctx context.Context, c *adminCall) (any, error) {
 		appID, id, err := a.appRecord(ctx, c)
 		if err != nil {
 			return nil, err
@@ -43,7 +44,7 @@ func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) erro
 		if err := del(ctx, c.actor, appID, id); err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": what + " deleted."}, nil
+		return wire.MessageReply{Success: true, Message: what + " deleted."}, nil
 	}
 }
 
