@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -64,29 +65,35 @@ func (d *Dashboard) auditList(c *Ctx) {
 		nav, title, path = "audit", "Audit log of "+str(c.App["name"]), c.AppPath("audit")
 	}
 	if p.Error == "" {
-		var out struct {
-			Entries []map[string]any `json:"entries"`
-			Next    any              `json:"next_cursor"`
-		}
+		var out wire.AuditListReply
 		if err := c.Call("GET", "/api/admin/audit.php", q, nil, &out); err != nil {
 			if !refusedFilter(err, p) {
 				c.Fail(err)
 				return
 			}
 		}
-		for _, e := range out.Entries {
-			if det, ok := e["details"]; ok && det != nil {
-				b, _ := json.Marshal(det)
+		rows := make([]auditRow, len(out.Entries))
+		for i, e := range out.Entries {
+			rows[i].AuditEntry = e
+			if e.Details != nil {
+				b, _ := json.Marshal(e.Details)
 				if s := string(b); s != "{}" && s != "null" {
-					e["details_json"] = s
+					rows[i].DetailsJSON = s
 				}
 			}
 		}
-		p.Rows = out.Entries
-		p.pageQueries(out.Next, cursor)
+		p.Rows = rows
+		p.pageQueries(out.NextCursor, cursor)
 	}
 	p.Extra = map[string]any{"Path": path, "Operator": c.User["operator"]}
 	c.Render("audit", Page{Title: title, Nav: nav, Data: p})
+}
+
+// auditRow is an audit entry as the log shows it: with its details as JSON
+// ("" when there are none).
+type auditRow struct {
+	wire.AuditEntry
+	DetailsJSON string
 }
 
 // resellersList shows the app's resellers and, below them, the activity of

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -44,10 +45,7 @@ func (d *Dashboard) keysList(c *Ctx) {
 	if limit == "" {
 		limit = "50"
 	}
-	var out struct {
-		Keys       []map[string]any `json:"keys"`
-		NextCursor *string          `json:"next_cursor"`
-	}
+	var out wire.KeyListReply
 	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("status", status, "q", search, "key_type", keyType, "hwid", hwid, "cursor", cursor, "limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -112,16 +110,14 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 	if features != nil {
 		body["features"] = features
 	}
-	var out struct {
-		Keys []map[string]any `json:"keys"`
-	}
+	var out wire.KeysReply
 	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), withApp(c, body), &out); err != nil {
 		c.Done(back, "", err)
 		return
 	}
 	strs := make([]string, len(out.Keys))
 	for i, k := range out.Keys {
-		strs[i] = str(k["license_key"])
+		strs[i] = k.LicenseKey
 	}
 	c.Render("keys_generated", Page{Title: "Keys generated", Nav: "keys", Data: map[string]any{
 		"Keys": out.Keys, "Joined": strings.Join(strs, "\n"), "Count": len(strs)}})
@@ -256,11 +252,7 @@ func (d *Dashboard) keysBulk(c *Ctx) {
 			return
 		}
 		body["dry_run"], body["expect"] = false, expect
-		var res struct {
-			Matched  int `json:"matched"`
-			Affected int `json:"affected"`
-			Skipped  int `json:"skipped"`
-		}
+		var res wire.BulkReply
 		err = c.Call("POST", "/api/admin/keys-bulk.php", c.AppQuery(), body, &res)
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Code == "COUNT_CHANGED" {
@@ -276,9 +268,7 @@ func (d *Dashboard) keysBulk(c *Ctx) {
 		delete(body, "expect")
 		delete(body, "dry_run")
 	}
-	var dry struct {
-		Count int `json:"count"`
-	}
+	var dry wire.BulkDryRunReply
 	if err := c.Call("POST", "/api/admin/keys-bulk.php", c.AppQuery(), body, &dry); err != nil {
 		c.Done(back, "", err)
 		return
@@ -314,25 +304,20 @@ const keyHistoryLimit = 100
 // string, details.new_license_key the new one) changes it; so the entries of
 // the strings the key had before are joined in, following up to a few
 // rotations among the app's latest.
-func keyHistory(c *Ctx, lk string) ([]map[string]any, error) {
-	type entries struct {
-		Entries []map[string]any `json:"entries"`
-	}
-	var rotations entries
+func keyHistory(c *Ctx, lk string) ([]wire.AuditEntry, error) {
+	var rotations wire.AuditListReply
 	if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("action", "key.rotate", "limit", "500"), nil, &rotations); err != nil {
 		return nil, err
 	}
 	previous := map[string]string{} // new string → old string
 	for _, e := range rotations.Entries {
-		if det, ok := e["details"].(map[string]any); ok {
-			if nk := str(det["new_license_key"]); nk != "" {
-				previous[nk] = str(e["target"])
-			}
+		if nk := str(e.Details["new_license_key"]); nk != "" {
+			previous[nk] = e.Target
 		}
 	}
-	var all []map[string]any
+	var all []wire.AuditEntry
 	for names, at := 0, lk; at != "" && names < 5 && len(all) < keyHistoryLimit; names++ {
-		var h entries
+		var h wire.AuditListReply
 		if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("target", at, "limit", strconv.Itoa(keyHistoryLimit-len(all))), nil, &h); err != nil {
 			return nil, err
 		}
@@ -345,9 +330,7 @@ func keyHistory(c *Ctx, lk string) ([]map[string]any, error) {
 // keyPage shows one key: its facts, devices, sessions, features and history.
 func (d *Dashboard) keyPage(c *Ctx) {
 	lk := c.R.PathValue("key")
-	var out struct {
-		Key map[string]any `json:"key"`
-	}
+	var out wire.KeyDetailReply
 	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("license_key", lk), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -358,7 +341,8 @@ func (d *Dashboard) keyPage(c *Ctx) {
 		return
 	}
 	features := "{}"
-	if f, ok := out.Key["features"].(map[string]any); ok && len(f) > 0 {
+	var f map[string]any
+	if json.Unmarshal(out.Key.Features, &f) == nil && len(f) > 0 {
 		b, _ := json.MarshalIndent(f, "", "  ")
 		features = string(b)
 	}
@@ -401,12 +385,10 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if r := strings.TrimSpace(c.R.PostFormValue("reason")); r != "" {
 			body["reason"] = r
 		}
-		var out struct {
-			Key map[string]any `json:"key"`
-		}
+		var out wire.KeyReply
 		err := c.Call("POST", "/api/admin/keys.php", c.AppQuery("action", action), body, &out)
 		if err == nil && action == "rotate" {
-			nk := str(out.Key["license_key"])
+			nk := out.Key.LicenseKey
 			c.Done(c.AppPath("keys/"+url.PathEscape(nk)), "Key rotated. The new key is "+nk+"; the old one no longer works.", nil)
 			return
 		}

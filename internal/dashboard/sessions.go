@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,7 +26,7 @@ func (d *Dashboard) routesSessions(m *http.ServeMux) {
 // listPage is what the list pages share: the rows, the filters shown and
 // the cursor of the next (older) page.
 type listPage struct {
-	Rows    []map[string]any
+	Rows    any // a slice of the API's rows (wire types, or maps)
 	Filter  map[string]string
 	Next    string // query string of the next page ("" at the end)
 	First   string // query string of the first page ("" on the first page)
@@ -57,10 +58,7 @@ func (p *listPage) pageQueries(next any, cursor string) {
 func (d *Dashboard) sessionsList(c *Ctx) {
 	key := strings.TrimSpace(c.R.FormValue("license_key"))
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Sessions []map[string]any `json:"sessions"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.SessionListReply
 	p := &listPage{Filter: map[string]string{"license_key": key}}
 	if err := c.Call("GET", "/api/admin/sessions.php", c.AppQuery("license_key", key, "cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -69,7 +67,7 @@ func (d *Dashboard) sessionsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Sessions
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	c.Render("sessions", Page{Title: "Live sessions", Nav: "sessions", Data: p})
 }
 
