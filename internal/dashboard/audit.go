@@ -85,7 +85,7 @@ func (d *Dashboard) auditList(c *Ctx) {
 		p.Rows = rows
 		p.pageQueries(out.NextCursor, cursor)
 	}
-	p.Extra = map[string]any{"Path": path, "Operator": c.User["operator"]}
+	p.Extra = map[string]any{"Path": path, "Operator": c.User.Operator}
 	c.Render("audit", Page{Title: title, Nav: nav, Data: p})
 }
 

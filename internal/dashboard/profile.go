@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"html/template"
 	"net/http"
 	"strings"
@@ -25,9 +26,7 @@ func (d *Dashboard) routesProfile(m *http.ServeMux) {
 const profilePath = "/dashboard/profile"
 
 func (d *Dashboard) profilePage(c *Ctx) {
-	var out struct {
-		Tokens []map[string]any `json:"tokens"`
-	}
+	var out wire.AccessTokenListReply
 	if err := c.Call("GET", "/api/admin/tokens.php", nil, nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -48,9 +47,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 		c.Done(profilePath, "", profileMissing("The new password and its repetition differ."))
 		return
 	}
-	var out struct {
-		Token string `json:"token"`
-	}
+	var out wire.PasswordChangedReply
 	err := c.Call("PUT", "/api/admin/profile.php", nil, map[string]string{"current_password": cur, "new_password": next}, &out)
 	if err == nil && out.Token == "" {
 		err = errors.New("profile.php: no token in the answer")
@@ -83,16 +80,12 @@ func profilePNGDataURL(v string) (template.URL, bool) {
 // profile2FAEnrol starts enrolment: the QR code and the secret for manual
 // entry, and the form confirming it with a first code.
 func (d *Dashboard) profile2FAEnrol(c *Ctx) {
-	var out struct {
-		Secret string `json:"secret"`
-		URI    string `json:"otpauth_uri"`
-		QR     string `json:"qr_png"`
-	}
+	var out wire.TOTPEnrolReply
 	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "enrol"}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
-	qr, ok := profilePNGDataURL(out.QR)
+	qr, ok := profilePNGDataURL(out.QRPNG)
 	c.Render("profile_2fa", Page{Title: "Turn on two-factor sign-in", Nav: "profile", Data: map[string]any{
 		"Secret": out.Secret, "QR": qr, "HasQR": ok}})
 }
@@ -103,9 +96,7 @@ func (c *Ctx) profileShowCodes(title, message string, codes []string) {
 }
 
 func (d *Dashboard) profile2FAConfirm(c *Ctx) {
-	var out struct {
-		Codes []string `json:"recovery_codes"`
-	}
+	var out wire.RecoveryCodesReply
 	code := strings.TrimSpace(c.R.PostFormValue("code"))
 	if code == "" {
 		c.Done(profilePath, "", profileMissing("Enter the code your authenticator app shows; then start again."))
@@ -119,7 +110,7 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 		c.Done(profilePath, "", err)
 		return
 	}
-	c.profileShowCodes("Two-factor sign-in is on", "From now on, signing in asks for a code from your authenticator app.", out.Codes)
+	c.profileShowCodes("Two-factor sign-in is on", "From now on, signing in asks for a code from your authenticator app.", out.RecoveryCodes)
 }
 
 // profile2FARecovery and profile2FADisable ask for no confirmation page:
@@ -127,15 +118,13 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 // and a confirmation page would have to carry them back in hidden fields.
 // With JavaScript the dialog still asks first.
 func (d *Dashboard) profile2FARecovery(c *Ctx) {
-	var out struct {
-		Codes []string `json:"recovery_codes"`
-	}
+	var out wire.RecoveryCodesReply
 	body := map[string]string{"action": "recovery_codes", "code": strings.TrimSpace(c.R.PostFormValue("code"))}
 	if err := c.Call("POST", "/api/admin/2fa.php", nil, body, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
-	c.profileShowCodes("New recovery codes", "The old recovery codes no longer work.", out.Codes)
+	c.profileShowCodes("New recovery codes", "The old recovery codes no longer work.", out.RecoveryCodes)
 }
 
 func (d *Dashboard) profile2FADisable(c *Ctx) {
@@ -145,9 +134,7 @@ func (d *Dashboard) profile2FADisable(c *Ctx) {
 
 // profileTokenMint mints a personal access token and shows it, once.
 func (d *Dashboard) profileTokenMint(c *Ctx) {
-	var out struct {
-		Token map[string]any `json:"token"`
-	}
+	var out wire.NewAccessTokenReply
 	if err := c.Call("POST", "/api/admin/tokens.php", nil, map[string]string{"name": strings.TrimSpace(c.R.PostFormValue("name"))}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return

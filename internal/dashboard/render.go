@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/reqid"
+	"github.com/keyward/keyward/wire"
 )
 
 // Page is what a page template gets: the handler's Title, Nav (the menu
@@ -29,7 +30,7 @@ type Page struct {
 	Nav   string
 	Data  any
 
-	User       map[string]any
+	User       *wire.Profile // nil on pages shown signed out
 	App        map[string]any
 	AppID      string
 	CSRF       string
