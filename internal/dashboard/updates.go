@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -38,10 +39,7 @@ var (
 const updatesAPI = "/api/admin/updates.php"
 
 func (d *Dashboard) updatesList(c *Ctx) {
-	var out struct {
-		Releases     []map[string]any `json:"releases"`
-		MinSupported map[string]any   `json:"min_supported"`
-	}
+	var out wire.ReleaseListReply
 	if err := c.Call("GET", updatesAPI, c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -72,15 +70,12 @@ func (d *Dashboard) releaseCreate(c *Ctx) {
 		}
 		body["rollout_percent"] = pct
 	}
-	var out struct {
-		Message string         `json:"message"`
-		Release map[string]any `json:"release"`
-	}
+	var out wire.ReleaseReply
 	if err := c.Call("POST", updatesAPI, c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("updates"), "", err)
 		return
 	}
-	c.Redirect(c.AppPath("updates/"+str(out.Release["id"])), out.Message)
+	c.Redirect(releasePath(c, out.Release.ID), out.Message)
 }
 
 // releaseID reads the {id} of a release page; a non-number is no release.
@@ -102,16 +97,14 @@ func (d *Dashboard) releaseShow(c *Ctx) {
 	if !ok {
 		return
 	}
-	var out struct {
-		Release map[string]any `json:"release"`
-	}
+	var out wire.ReleaseReply
 	if err := c.Call("GET", updatesAPI, c.AppQuery("id", strconv.FormatInt(id, 10)), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Render("release", Page{Title: "Release " + str(out.Release["version"]), Nav: "updates", Data: map[string]any{
+	c.Render("release", Page{Title: "Release " + out.Release.Version, Nav: "updates", Data: map[string]any{
 		"Release": out.Release, "Channels": updateChannels, "OSes": updateOSes, "Arches": updateArches,
-		"Rollout": num(out.Release["rollout_percent"])}})
+		"Rollout": out.Release.RolloutPercent}})
 }
 
 func (d *Dashboard) releaseEdit(c *Ctx) {
@@ -320,14 +313,13 @@ func (d *Dashboard) releaseUpload(c *Ctx) {
 	// A large upload outlasts the server's read timeout.
 	http.NewResponseController(c.W).SetReadDeadline(time.Now().Add(6 * time.Hour))
 	rec := c.d.do(c.R, c.Token, "PUT", updatesAPI, q, body, "application/octet-stream")
-	var out struct {
-		Artifact map[string]any `json:"artifact"`
-	}
+	var out wire.ArtifactReply
 	if err := decodeAnswer(rec, &out); err != nil {
 		finish("", err)
 		return
 	}
-	finish("Artifact stored: "+str(out.Artifact["file_name"])+" ("+str(out.Artifact["size"])+" bytes, sha256 "+str(out.Artifact["sha256"])+").", nil)
+	a := out.Artifact
+	finish("Artifact stored: "+a.FileName+" ("+strconv.FormatInt(a.Size, 10)+" bytes, sha256 "+a.SHA256+").", nil)
 }
 
 func writeUploadJSON(w http.ResponseWriter, status int, v any) {
