@@ -156,3 +156,47 @@ type AuditListReply struct {
 	Entries    []AuditEntry `json:"entries"`
 	NextCursor *string      `json:"next_cursor"`
 }
+
+// ResetRequest is a client's request to reset its devices, which the owner
+// approves or denies (or which was approved automatically: DecidedBy
+// "auto").
+type ResetRequest struct {
+	ID         int64   `json:"id"`
+	LicenseKey string  `json:"license_key"`
+	Username   string  `json:"username"`
+	HWID       string  `json:"hwid"`
+	Reason     string  `json:"reason"`
+	Status     string  `json:"status"`
+	CreatedAt  string  `json:"created_at"`
+	DecidedAt  *string `json:"decided_at"`
+	DecidedBy  string  `json:"decided_by"`
+}
+
+// ResetRequestListReply is the reply of GET hwid-resets.php.
+type ResetRequestListReply struct {
+	Success    bool           `json:"success"`
+	Requests   []ResetRequest `json:"requests"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// ResetRequestReply is the reply of POST hwid-resets.php.
+type ResetRequestReply struct {
+	Success bool         `json:"success"`
+	Request ResetRequest `json:"request"`
+}
+
+// Detection is what leak and abuse detection reported: Kind is
+// key.suspected_leak or suspicious_activity, Subject the key or address.
+type Detection struct {
+	ID        int64          `json:"id"`
+	Kind      string         `json:"kind"`
+	Subject   string         `json:"subject"`
+	Details   map[string]any `json:"details"`
+	CreatedAt string         `json:"created_at"`
+}
+
+// DetectionListReply is the reply of GET detections.php.
+type DetectionListReply struct {
+	Success    bool        `json:"success"`
+	Detections []Detection `json:"detections"`
+}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
 	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
@@ -100,9 +101,7 @@ type auditRow struct {
 // every reseller's ledger (newest first, paged by cursor; limit as the API
 // takes it), each entry named by its reseller from the list.
 func (d *Dashboard) resellersList(c *Ctx) {
-	var out struct {
-		Resellers []map[string]any `json:"resellers"`
-	}
+	var out wire.ResellerListReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -110,10 +109,7 @@ func (d *Dashboard) resellersList(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
 	limit := strings.TrimSpace(c.R.FormValue("limit"))
 	p := &listPage{Filter: map[string]string{"limit": limit}}
-	var act struct {
-		Activity []map[string]any `json:"activity"`
-		Next     any              `json:"next_cursor"`
-	}
+	var act wire.ResellerActivityReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery("action", "activity", "cursor", cursor, "limit", limit), nil, &act); err != nil {
 		if !refusedFilter(err, p) {
 			c.Fail(err)
@@ -122,27 +118,37 @@ func (d *Dashboard) resellersList(c *Ctx) {
 	}
 	names := map[string]string{}
 	for _, r := range out.Resellers {
-		names[str(r["id"])] = str(r["name"])
+		names[r.ID] = r.Name
 	}
-	for _, e := range act.Activity {
-		id := str(e["reseller_id"])
-		if n, ok := names[id]; ok {
-			e["name"], e["listed"] = n, true
-		} else if n := str(e["reseller_name"]); n != "" {
-			e["name"] = n
+	rows := make([]ledgerRow, len(act.Activity))
+	for i, e := range act.Activity {
+		rows[i].LedgerEntry = e
+		if n, ok := names[e.ResellerID]; ok {
+			rows[i].Name, rows[i].Listed = n, true
+		} else if e.ResellerName != "" {
+			rows[i].Name = e.ResellerName
 		} else {
-			e["name"] = id
+			rows[i].Name = e.ResellerID
 		}
-		what := ledgerReasons[str(e["reason"])]
-		if what == "" {
-			what = str(e["reason"])
+		rows[i].What = ledgerReasons[e.Reason]
+		if rows[i].What == "" {
+			rows[i].What = e.Reason
 		}
-		e["what"] = what
 	}
-	p.Rows = act.Activity
-	p.pageQueries(act.Next, cursor)
+	p.Rows = rows
+	p.pageQueries(act.NextCursor, cursor)
 	p.Extra = map[string]any{"Resellers": out.Resellers}
 	c.Render("resellers", Page{Title: "Resellers", Nav: "resellers", Data: p})
+}
+
+// ledgerRow is a ledger entry in the activity of every reseller: named by
+// its reseller (Listed: one still in the list, linked) and its reason said
+// in words.
+type ledgerRow struct {
+	wire.LedgerEntry
+	Name   string
+	Listed bool
+	What   string
 }
 
 // ledgerReasons say what a ledger entry's reason means.
@@ -171,10 +177,7 @@ func (d *Dashboard) resellerCreate(c *Ctx) {
 	if ps != nil {
 		body["products"] = ps
 	}
-	var out struct {
-		Reseller map[string]any `json:"reseller"`
-		Token    string         `json:"token"`
-	}
+	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("resellers"), "", err)
 		return
@@ -184,24 +187,24 @@ func (d *Dashboard) resellerCreate(c *Ctx) {
 
 func (d *Dashboard) resellerShow(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Reseller map[string]any   `json:"reseller"`
-		Activity []map[string]any `json:"activity"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.ResellerActivityReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery("id", c.R.PathValue("id"), "cursor", cursor), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
+	if out.Reseller == nil {
+		c.Fail(errors.New("resellers.php: no reseller in the answer"))
+		return
+	}
 	p := &listPage{Filter: map[string]string{}, Rows: out.Activity}
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	products := "[]"
-	if ps := out.Reseller["products"]; ps != nil {
+	if ps := out.Reseller.Products; ps != nil {
 		b, _ := json.MarshalIndent(ps, "", "  ")
 		products = string(b)
 	}
 	p.Extra = map[string]any{"Reseller": out.Reseller, "ProductsJSON": products}
-	c.Render("resellers_one", Page{Title: "Reseller " + str(out.Reseller["name"]), Nav: "resellers", Data: p})
+	c.Render("resellers_one", Page{Title: "Reseller " + out.Reseller.Name, Nav: "resellers", Data: p})
 }
 
 // resellerPath is the page of the reseller of the request.
@@ -265,10 +268,7 @@ func (d *Dashboard) resellerRotate(c *Ctx) {
 	if !c.Confirm("Issue a new reseller token?", "The current token stops working at once; the new one is shown only once.") {
 		return
 	}
-	var out struct {
-		Reseller map[string]any `json:"reseller"`
-		Token    string         `json:"token"`
-	}
+	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery("action", "rotate_token"),
 		map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, &out); err != nil {
 		c.Done(resellerPath(c), "", err)

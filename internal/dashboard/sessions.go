@@ -111,10 +111,7 @@ func (d *Dashboard) resetsList(c *Ctx) {
 		apiStatus = ""
 	}
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Requests []map[string]any `json:"requests"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.ResetRequestListReply
 	p := &listPage{Filter: map[string]string{"status": status}, Options: resetStatuses}
 	if err := c.Call("GET", "/api/admin/hwid-resets.php", c.AppQuery("status", apiStatus, "cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -123,7 +120,7 @@ func (d *Dashboard) resetsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Requests
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	c.Render("resets", Page{Title: "HWID reset requests", Nav: "resets", Data: p})
 }
 
