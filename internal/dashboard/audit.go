@@ -63,7 +63,7 @@ func (d *Dashboard) auditList(c *Ctx) {
 	}
 	nav, title, path := "audit-all", "Audit log", "/dashboard/audit"
 	if c.AppID != "" {
-		nav, title, path = "audit", "Audit log of "+str(c.App["name"]), c.AppPath("audit")
+		nav, title, path = "audit", "Audit log of "+c.App.Name, c.AppPath("audit")
 	}
 	if p.Error == "" {
 		var out wire.AuditListReply

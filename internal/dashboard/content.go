@@ -279,7 +279,7 @@ var priceRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 var colorOK = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
 func (d *Dashboard) contentInfo(c *Ctx) {
-	settings, _ := c.App["settings"].(map[string]any)
+	settings := settingsMap(c.App.Settings)
 	branding, _ := settings["branding"].(map[string]any)
 	type field struct {
 		Name, Label, Help, Value string
@@ -291,7 +291,7 @@ func (d *Dashboard) contentInfo(c *Ctx) {
 		fields = append(fields, field{Name: f.Name, Label: f.Label, Help: f.Help, Value: v, Color: colorOK.MatchString(v)})
 	}
 	c.contentRender("info", "App info & branding", map[string]any{
-		"Name": str(c.App["name"]), "Version": str(c.App["version"]),
+		"Name": c.App.Name, "Version": c.App.Version,
 		"DownloadURL": str(settings["download_url"]), "LoginMessage": str(settings["login_message"]),
 		"Branding": fields, "LogoOK": webLink(str(branding["logo_url"])), "Logo": str(branding["logo_url"]),
 		"WebsiteOK": webLink(str(branding["website_url"])), "Website": str(branding["website_url"]), "LinksHref": c.AppPath("content/links"),

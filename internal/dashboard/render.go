@@ -31,7 +31,7 @@ type Page struct {
 	Data  any
 
 	User       *wire.Profile // nil on pages shown signed out
-	App        map[string]any
+	App        *wire.App     // on /dashboard/apps/{app}/… pages; nil elsewhere
 	AppID      string
 	CSRF       string
 	Flash      string

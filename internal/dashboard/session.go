@@ -79,7 +79,7 @@ type Ctx struct {
 	// User is profile.php's "profile".
 	User *wire.Profile
 	// App is apps.php's "app" for {app} pages (nil elsewhere); AppID its id.
-	App   map[string]any
+	App   *wire.App
 	AppID string
 }
 
@@ -138,14 +138,12 @@ func (d *Dashboard) page(m *http.ServeMux, pattern string, h func(*Ctx)) {
 		}
 		c.User = &prof.Profile
 		if id := r.PathValue("app"); id != "" {
-			var app struct {
-				App map[string]any `json:"app"`
-			}
+			var app wire.AppReply
 			if err := c.Call("GET", "/api/admin/apps.php", url.Values{"app_id": {id}}, nil, &app); err != nil {
 				c.Fail(err)
 				return
 			}
-			c.App, c.AppID = app.App, id
+			c.App, c.AppID = &app.App, id
 		}
 		h(c)
 	})

@@ -274,7 +274,7 @@ func (d *Dashboard) trialsList(c *Ctx) {
 	}
 	p.Rows = out.Trials
 	p.pageQueries(out.Next, cursor)
-	settings, _ := c.App["settings"].(map[string]any)
-	p.Extra = map[string]any{"Enabled": settings["trial_enabled"], "Duration": settings["trial_duration"], "Unit": settings["trial_duration_unit"]}
+	st := c.App.Settings
+	p.Extra = map[string]any{"Enabled": st.TrialEnabled, "Duration": st.TrialDuration, "Unit": st.TrialDurationUnit}
 	c.Render("trials", Page{Title: "Trials", Nav: "trials", Data: p})
 }
