@@ -200,3 +200,49 @@ type DetectionListReply struct {
 	Success    bool        `json:"success"`
 	Detections []Detection `json:"detections"`
 }
+
+// TextsReply is the reply of GET texts.php: the app's texts.
+type TextsReply struct {
+	Success bool              `json:"success"`
+	Texts   map[string]string `json:"texts"`
+}
+
+// KeyTextsReply is the reply of GET texts.php with license_key: the app's
+// texts and that key's overrides (an empty object when it has none).
+type KeyTextsReply struct {
+	Success   bool              `json:"success"`
+	Texts     map[string]string `json:"texts"`
+	Overrides map[string]string `json:"overrides"`
+}
+
+// TextReply is the reply of PUT texts.php: the text saved.
+type TextReply struct {
+	Success bool   `json:"success"`
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+}
+
+// SocialLink is a link the app shows (app/info.php), with how often it was
+// followed.
+type SocialLink struct {
+	ID        int64  `json:"id"`
+	Platform  string `json:"platform"`
+	URL       string `json:"url"`
+	Label     string `json:"label"`
+	Order     int    `json:"order"`
+	Clicks    int64  `json:"clicks"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SocialLinkListReply is the reply of GET social-links.php.
+type SocialLinkListReply struct {
+	Success     bool         `json:"success"`
+	SocialLinks []SocialLink `json:"social_links"`
+}
+
+// SocialLinkReply is one link, created or changed.
+type SocialLinkReply struct {
+	Success    bool       `json:"success"`
+	SocialLink SocialLink `json:"social_link"`
+}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"regexp"
 	"slices"
@@ -153,10 +154,7 @@ func sortedTexts(m map[string]string) []textRow {
 
 func (d *Dashboard) contentTexts(c *Ctx) {
 	lk := strings.TrimSpace(c.R.URL.Query().Get("license_key"))
-	var out struct {
-		Texts     map[string]string `json:"texts"`
-		Overrides map[string]string `json:"overrides"`
-	}
+	var out wire.KeyTextsReply
 	data := map[string]any{"LicenseKey": lk}
 	err := c.Call("GET", "/api/admin/texts.php", c.AppQuery("license_key", lk), nil, &out)
 	if ae, ok := err.(*APIError); ok && lk != "" && ae.Status == http.StatusNotFound {
@@ -311,19 +309,25 @@ func (d *Dashboard) contentInfoSave(c *Ctx) {
 // ---- social links
 
 func (d *Dashboard) contentLinks(c *Ctx) {
-	var out struct {
-		Links []map[string]any `json:"social_links"`
-	}
+	var out wire.SocialLinkListReply
 	if err := c.Call("GET", "/api/admin/social-links.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	total := 0.0
-	for _, l := range out.Links {
-		l["url_ok"] = webLink(str(l["url"]))
-		total += num(l["clicks"])
+	var total int64
+	rows := make([]linkRow, len(out.SocialLinks))
+	for i, l := range out.SocialLinks {
+		rows[i] = linkRow{SocialLink: l, URLOK: webLink(l.URL)}
+		total += l.Clicks
 	}
-	c.contentRender("links", "Social links", map[string]any{"Links": out.Links, "Clicks": total})
+	c.contentRender("links", "Social links", map[string]any{"Links": rows, "Clicks": total})
+}
+
+// linkRow is a social link as its page lists it: URLOK says whether its URL
+// may be shown as a link.
+type linkRow struct {
+	wire.SocialLink
+	URLOK bool
 }
 
 func (d *Dashboard) contentLinkSave(c *Ctx) {

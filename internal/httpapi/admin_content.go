@@ -108,7 +108,7 @@ func setBool(f fields, name string, dst *bool) error {
 // ---- texts.php
 
 // getTexts: GET texts.php?app_id=[&license_key=] → {texts[, overrides]}.
-func (a *API) getTexts(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getTexts(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -118,15 +118,14 @@ func (a *API) getTexts(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"success": true, "texts": defaults}
 	if lk != "" {
-		res["overrides"] = overrides
+		return wire.KeyTextsReply{Success: true, Texts: defaults, Overrides: overrides}, nil
 	}
-	return res, nil
+	return wire.TextsReply{Success: true, Texts: defaults}, nil
 }
 
 // putText: PUT texts.php {app_id, name, value, license_key?}.
-func (a *API) putText(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putText(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -146,7 +145,7 @@ func (a *API) putText(ctx context.Context, c *adminCall) (map[string]any, error)
 	if err := a.content.SetText(ctx, c.actor, appID, lk, name, value); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "name": name, "value": value}, nil
+	return wire.TextReply{Success: true, Name: name, Value: value}, nil
 }
 
 // deleteText: DELETE texts.php {app_id, name, license_key?}.
@@ -248,9 +247,9 @@ func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, er
 
 // ---- social-links.php
 
-func linkView(l *content.Link) map[string]any {
-	return map[string]any{"id": l.ID, "platform": l.Platform, "url": l.URL, "label": l.Label, "order": l.Position,
-		"clicks": l.Clicks, "created_at": optStamp(&l.CreatedAt), "updated_at": optStamp(&l.UpdatedAt)}
+func linkView(l *content.Link) wire.SocialLink {
+	return wire.SocialLink{ID: l.ID, Platform: l.Platform, URL: l.URL, Label: l.Label, Order: l.Position,
+		Clicks: l.Clicks, CreatedAt: license.Timestamp(l.CreatedAt), UpdatedAt: license.Timestamp(l.UpdatedAt)}
 }
 
 func linkFields(f fields, l *content.Link) error {
@@ -262,7 +261,7 @@ func linkFields(f fields, l *content.Link) error {
 	return setInt(f, "order", &l.Position)
 }
 
-func (a *API) listLinks(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listLinks(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -271,14 +270,14 @@ func (a *API) listLinks(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(ls))
+	out := make([]wire.SocialLink, len(ls))
 	for i := range ls {
 		out[i] = linkView(&ls[i])
 	}
-	return map[string]any{"success": true, "social_links": out}, nil
+	return wire.SocialLinkListReply{Success: true, SocialLinks: out}, nil
 }
 
-func (a *API) createLink(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createLink(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -290,10 +289,10 @@ func (a *API) createLink(ctx context.Context, c *adminCall) (map[string]any, err
 	if err := a.content.CreateLink(ctx, c.actor, l); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "social_link": linkView(l)}, nil
+	return wire.SocialLinkReply{Success: true, SocialLink: linkView(l)}, nil
 }
 
-func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateLink(ctx context.Context, c *adminCall) (any, error) {
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
@@ -302,7 +301,7 @@ func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "social_link": linkView(l)}, nil
+	return wire.SocialLinkReply{Success: true, SocialLink: linkView(l)}, nil
 }
 
 // ---- changelog.php (admin)
