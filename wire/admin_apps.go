@@ -91,3 +91,16 @@ type AppReply struct {
 	Success bool `json:"success"`
 	App     App  `json:"app"`
 }
+
+// FeatureFlagListReply is the reply of GET feature-flags.php.
+type FeatureFlagListReply struct {
+	Success      bool          `json:"success"`
+	FeatureFlags []FeatureFlag `json:"feature_flags"`
+}
+
+// FeatureFlagReply is the reply of PUT feature-flags.php: the flag as
+// defined.
+type FeatureFlagReply struct {
+	Success     bool         `json:"success"`
+	FeatureFlag *FeatureFlag `json:"feature_flag,omitempty"`
+}

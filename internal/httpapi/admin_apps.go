@@ -25,13 +25,6 @@ func appView(app *license.App, withSecret bool) wire.App {
 // appSettingsView is st on the wire (TestAppSettingsViewKeepsEveryField
 // holds the two types to the same fields).
 func appSettingsView(st *license.AppSettings) wire.AppSettings {
-	var flags []wire.FeatureFlag // null when nil, as the settings' own encoding
-	if st.FeatureFlags != nil {
-		flags = make([]wire.FeatureFlag, len(st.FeatureFlags))
-		for i, f := range st.FeatureFlags {
-			flags[i] = wire.FeatureFlag(f)
-		}
-	}
 	return wire.AppSettings{
 		HeartbeatInterval: st.HeartbeatInterval, Maintenance: st.Maintenance, MaintenanceMessage: st.MaintenanceMessage,
 		LoginMessage: st.LoginMessage, DownloadURL: st.DownloadURL, SelfResetEnabled: st.SelfResetEnabled,
@@ -49,8 +42,21 @@ func appSettingsView(st *license.AppSettings) wire.AppSettings {
 		SuspiciousInvalidKeys: st.SuspiciousInvalidKeys, SuspiciousEnvelopeFailures: st.SuspiciousEnvelopeFailures,
 		SuspiciousTrials: st.SuspiciousTrials, SuspiciousWindowMinutes: st.SuspiciousWindowMinutes,
 
-		Branding: wire.Branding(st.Branding), FeatureFlags: flags,
+		Branding: wire.Branding(st.Branding), FeatureFlags: flagViews(st.FeatureFlags),
 	}
+}
+
+// flagViews are fs on the wire; nil (JSON null) for nil, as the settings'
+// own encoding.
+func flagViews(fs []license.FeatureFlag) []wire.FeatureFlag {
+	if fs == nil {
+		return nil
+	}
+	out := make([]wire.FeatureFlag, len(fs))
+	for i, f := range fs {
+		out[i] = wire.FeatureFlag(f)
+	}
+	return out
 }
 
 // listApps: GET apps.php lists the apps the caller is a member of, each

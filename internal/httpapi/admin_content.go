@@ -149,7 +149,7 @@ func (a *API) putText(ctx context.Context, c *adminCall) (any, error) {
 }
 
 // deleteText: DELETE texts.php {app_id, name, license_key?}.
-func (a *API) deleteText(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteText(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (a *API) deleteText(ctx context.Context, c *adminCall) (map[string]any, err
 	if err := a.content.DeleteText(ctx, c.actor, appID, lk, name); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Text deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Text deleted."}, nil
 }
 
 // ---- slides.php
@@ -378,7 +378,7 @@ func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, er
 // ---- feature-flags.php
 
 // listFlags: GET feature-flags.php?app_id= → {feature_flags:[{name, type, default, description}]}.
-func (a *API) listFlags(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listFlags(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -387,12 +387,12 @@ func (a *API) listFlags(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "feature_flags": app.Settings.FeatureFlags}, nil
+	return wire.FeatureFlagListReply{Success: true, FeatureFlags: flagViews(app.Settings.FeatureFlags)}, nil
 }
 
 // putFlag: PUT feature-flags.php {app_id, name, type, default?, description?}
 // defines or redefines a flag.
-func (a *API) putFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putFlag(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -414,14 +414,15 @@ func (a *API) putFlag(ctx context.Context, c *adminCall) (map[string]any, error)
 	}
 	for _, def := range app.Settings.FeatureFlags {
 		if def.Name == f.Name {
-			return map[string]any{"success": true, "feature_flag": def}, nil
+			v := wire.FeatureFlag(def)
+			return wire.FeatureFlagReply{Success: true, FeatureFlag: &v}, nil
 		}
 	}
-	return map[string]any{"success": true}, nil
+	return wire.FeatureFlagReply{Success: true}, nil
 }
 
 // deleteFlag: DELETE feature-flags.php {app_id, name}.
-func (a *API) deleteFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteFlag(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -433,5 +434,5 @@ func (a *API) deleteFlag(ctx context.Context, c *adminCall) (map[string]any, err
 	if _, err := a.lic.DeleteFlag(ctx, c.actor, appID, name); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Flag deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Flag deleted."}, nil
 }
