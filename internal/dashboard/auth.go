@@ -62,7 +62,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	data := loginData{Username: r.PostFormValue("username"), Next: safeNext(r.PostFormValue("next"))}
 	var out wire.LoginReply
-	err := d.call(r, "", "POST", "/api/admin/login.php", nil, map[string]string{"username": data.Username, "password": r.PostFormValue("password")}, &out)
+	err := d.call(r, "", "POST", "/api/admin/login.php", nil, wire.LoginRequest{Username: data.Username, Password: r.PostFormValue("password")}, &out)
 	if err != nil {
 		data.Error = signInError(err)
 		d.showLogin(w, r, statusOf(err), "login", data)
@@ -88,7 +88,7 @@ func (d *Dashboard) login2FA(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var out wire.LoginReply
-	err := d.call(r, "", "POST", "/api/admin/totp.php", nil, map[string]string{"step1_token": step1, "code": r.PostFormValue("code")}, &out)
+	err := d.call(r, "", "POST", "/api/admin/totp.php", nil, wire.TOTPRequest{Step1Token: step1, Code: r.PostFormValue("code")}, &out)
 	if err != nil {
 		data.Error = signInError(err)
 		var ae *APIError

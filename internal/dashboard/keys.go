@@ -85,14 +85,14 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 		return
 	}
 	typ := strings.TrimSpace(c.R.PostFormValue("key_type"))
-	body := map[string]any{"count": count, "key_type": typ, "note": c.R.PostFormValue("note")}
+	body := wire.GenerateKeysRequest{AppID: c.AppID, Count: count, KeyType: typ, Note: c.R.PostFormValue("note")}
 	if typ != "lifetime" {
 		days, err := formIntOr(c, "duration_value", "Duration (days)", 0)
 		if err != nil {
 			c.Done(back, "", err)
 			return
 		}
-		body["duration_value"] = days
+		body.DurationValue = &days
 	}
 	if strings.TrimSpace(c.R.PostFormValue("max_devices")) != "" {
 		n, err := formIntOr(c, "max_devices", "Devices per key", 1)
@@ -100,18 +100,16 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 			c.Done(back, "", err)
 			return
 		}
-		body["max_devices"] = n
+		body.MaxDevices = &n
 	}
 	features, err := formFeatures(c)
 	if err != nil {
 		c.Done(back, "", err)
 		return
 	}
-	if features != nil {
-		body["features"] = features
-	}
+	body.Features = features
 	var out wire.KeysReply
-	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), withApp(c, body), &out); err != nil {
+	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(back, "", err)
 		return
 	}
@@ -121,12 +119,6 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 	}
 	c.Render("keys_generated", Page{Title: "Keys generated", Nav: "keys", Data: map[string]any{
 		"Keys": out.Keys, "Joined": strings.Join(strs, "\n"), "Count": len(strs)}})
-}
-
-// withApp adds app_id to a JSON body.
-func withApp(c *Ctx, body map[string]any) map[string]any {
-	body["app_id"] = c.AppID
-	return body
 }
 
 // keysDownload answers the posted keys as a CSV or text attachment. Every
@@ -373,17 +365,14 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if a.Confirm != "" && !c.Confirm(a.Confirm, a.Explain) {
 			return
 		}
-		body := map[string]any{"app_id": c.AppID, "license_key": lk}
+		body := wire.KeyActionRequest{AppID: c.AppID, LicenseKey: lk, Reason: strings.TrimSpace(c.R.PostFormValue("reason"))}
 		if action == "extend" {
 			days, err := formIntOr(c, "days", "Days", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return
 			}
-			body["days"] = days
-		}
-		if r := strings.TrimSpace(c.R.PostFormValue("reason")); r != "" {
-			body["reason"] = r
+			body.Days = &days
 		}
 		var out wire.KeyReply
 		err := c.Call("POST", "/api/admin/keys.php", c.AppQuery("action", action), body, &out)
@@ -400,21 +389,21 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if !c.Confirm("Delete this key?", "The key "+lk+" is deleted for good and its live sessions end.") {
 			return
 		}
-		err := c.Call("DELETE", "/api/admin/keys.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "license_key": lk}, nil)
+		err := c.Call("DELETE", "/api/admin/keys.php", c.AppQuery(), wire.KeyRequest{AppID: c.AppID, LicenseKey: lk}, nil)
 		if err != nil {
 			c.Done(page, "", err)
 			return
 		}
 		c.Done(c.AppPath("keys"), "Key "+lk+" deleted.", nil)
 	case "update":
-		body := map[string]any{"app_id": c.AppID, "license_key": lk, "note": c.R.PostFormValue("note")}
+		body := wire.KeyUpdateRequest{AppID: c.AppID, LicenseKey: lk, Note: c.R.PostFormValue("note")}
 		if v := strings.TrimSpace(c.R.PostFormValue("max_devices")); v != "" {
 			n, err := formIntOr(c, "max_devices", "Devices allowed", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return
 			}
-			body["max_devices"] = n
+			body.MaxDevices = &n
 		}
 		features, err := formFeatures(c)
 		if err != nil {
@@ -424,7 +413,7 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if features == nil {
 			features = json.RawMessage("{}")
 		}
-		body["features"] = features
+		body.Features = features
 		c.Done(page, "Key saved.", c.Call("PUT", "/api/admin/keys.php", c.AppQuery(), body, nil))
 	case "revoke-session":
 		id := strings.TrimSpace(c.R.PostFormValue("session_id"))
@@ -432,12 +421,12 @@ func (d *Dashboard) keyAction(c *Ctx) {
 			c.Done(page, "", badInput("Which session? The form named none."))
 			return
 		}
-		c.Done(page, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "session_id": id}, nil))
+		c.Done(page, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), wire.RevokeSessionsRequest{AppID: c.AppID, SessionID: id}, nil))
 	case "revoke-sessions":
 		if !c.Confirm("End every session of this key?", "Each live session of "+lk+" ends at its next heartbeat.") {
 			return
 		}
-		c.Done(page, "Sessions revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "license_key": lk}, nil))
+		c.Done(page, "Sessions revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), wire.RevokeSessionsRequest{AppID: c.AppID, LicenseKey: lk}, nil))
 	default:
 		c.Done(page, "", badInput("Unknown action."))
 	}

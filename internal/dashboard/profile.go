@@ -48,7 +48,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 		return
 	}
 	var out wire.PasswordChangedReply
-	err := c.Call("PUT", "/api/admin/profile.php", nil, map[string]string{"current_password": cur, "new_password": next}, &out)
+	err := c.Call("PUT", "/api/admin/profile.php", nil, wire.PasswordChangeRequest{CurrentPassword: cur, NewPassword: next}, &out)
 	if err == nil && out.Token == "" {
 		err = errors.New("profile.php: no token in the answer")
 	}
@@ -59,7 +59,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 }
 
 func (d *Dashboard) profileEmail(c *Ctx) {
-	body := map[string]string{"password": c.R.PostFormValue("password"), "email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.EmailChangeRequest{Password: c.R.PostFormValue("password"), Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	c.Done(profilePath, "E-mail changed.", c.Call("PUT", "/api/admin/profile.php", nil, body, nil))
 }
 
@@ -81,7 +81,7 @@ func profilePNGDataURL(v string) (template.URL, bool) {
 // entry, and the form confirming it with a first code.
 func (d *Dashboard) profile2FAEnrol(c *Ctx) {
 	var out wire.TOTPEnrolReply
-	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "enrol"}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, wire.TwoFactorRequest{Action: "enrol"}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
@@ -102,7 +102,7 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 		c.Done(profilePath, "", profileMissing("Enter the code your authenticator app shows; then start again."))
 		return
 	}
-	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "confirm", "code": code}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, wire.TwoFactorRequest{Action: "confirm", Code: code}, &out); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {
 			ae.Message += " Start the enrolment again and scan the new code."
@@ -119,7 +119,7 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 // With JavaScript the dialog still asks first.
 func (d *Dashboard) profile2FARecovery(c *Ctx) {
 	var out wire.RecoveryCodesReply
-	body := map[string]string{"action": "recovery_codes", "code": strings.TrimSpace(c.R.PostFormValue("code"))}
+	body := wire.TwoFactorRequest{Action: "recovery_codes", Code: strings.TrimSpace(c.R.PostFormValue("code"))}
 	if err := c.Call("POST", "/api/admin/2fa.php", nil, body, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
@@ -128,14 +128,14 @@ func (d *Dashboard) profile2FARecovery(c *Ctx) {
 }
 
 func (d *Dashboard) profile2FADisable(c *Ctx) {
-	body := map[string]string{"action": "disable", "password": c.R.PostFormValue("password"), "code": strings.TrimSpace(c.R.PostFormValue("code"))}
+	body := wire.TwoFactorRequest{Action: "disable", Password: c.R.PostFormValue("password"), Code: strings.TrimSpace(c.R.PostFormValue("code"))}
 	c.Done(profilePath, "Two-factor sign-in is off.", c.Call("POST", "/api/admin/2fa.php", nil, body, nil))
 }
 
 // profileTokenMint mints a personal access token and shows it, once.
 func (d *Dashboard) profileTokenMint(c *Ctx) {
 	var out wire.NewAccessTokenReply
-	if err := c.Call("POST", "/api/admin/tokens.php", nil, map[string]string{"name": strings.TrimSpace(c.R.PostFormValue("name"))}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/tokens.php", nil, wire.NewAccessTokenRequest{Name: strings.TrimSpace(c.R.PostFormValue("name"))}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
@@ -147,5 +147,5 @@ func (d *Dashboard) profileTokenRevoke(c *Ctx) {
 	if !c.Confirm("Revoke this token?", "Programs using the token "+name+" are refused from now on.") {
 		return
 	}
-	c.Done(profilePath, "Token revoked.", c.Call("DELETE", "/api/admin/tokens.php", nil, map[string]string{"id": c.R.PostFormValue("id")}, nil))
+	c.Done(profilePath, "Token revoked.", c.Call("DELETE", "/api/admin/tokens.php", nil, wire.RevokeAccessTokenRequest{ID: c.R.PostFormValue("id")}, nil))
 }

@@ -96,7 +96,7 @@ func (d *Dashboard) sessionRevoke(c *Ctx) {
 		return
 	}
 	c.Done(back, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(),
-		map[string]any{"app_id": c.AppID, "session_id": id}, nil))
+		wire.RevokeSessionsRequest{AppID: c.AppID, SessionID: id}, nil))
 }
 
 var resetStatuses = []string{"pending", "approved", "denied", "all"}

@@ -91,8 +91,8 @@ func eventsFromForm(r *http.Request) []string {
 }
 
 func (d *Dashboard) webhookCreate(c *Ctx) {
-	body := map[string]any{"url": strings.TrimSpace(c.R.PostFormValue("url")), "events": eventsFromForm(c.R),
-		"description": strings.TrimSpace(c.R.PostFormValue("description"))}
+	body := wire.WebhookRequest{URL: strings.TrimSpace(c.R.PostFormValue("url")), Events: eventsFromForm(c.R),
+		Description: strings.TrimSpace(c.R.PostFormValue("description"))}
 	var out wire.WebhookReply
 	if err := c.Call("POST", webhooksAPI, c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("webhooks"), "", err)
@@ -181,8 +181,8 @@ func (d *Dashboard) webhookEdit(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"id": id, "url": strings.TrimSpace(c.R.PostFormValue("url")), "events": eventsFromForm(c.R),
-		"description": strings.TrimSpace(c.R.PostFormValue("description"))}
+	body := wire.WebhookRequest{ID: id, URL: strings.TrimSpace(c.R.PostFormValue("url")), Events: eventsFromForm(c.R),
+		Description: strings.TrimSpace(c.R.PostFormValue("description"))}
 	c.Done(webhookPath(c, id), "Webhook saved.", c.Call("PUT", webhooksAPI, c.AppQuery(), body, nil))
 }
 
@@ -200,7 +200,7 @@ func (d *Dashboard) webhookAction(c *Ctx) {
 		c.Fail(&APIError{Status: http.StatusNotFound, Code: "NOT_FOUND", Message: "There is no such page."})
 		return
 	}
-	c.Done(webhookPath(c, id), msg, c.Call("POST", webhooksAPI, c.AppQuery(), map[string]any{"action": action, "id": id}, nil))
+	c.Done(webhookPath(c, id), msg, c.Call("POST", webhooksAPI, c.AppQuery(), wire.WebhookActionRequest{Action: action, ID: id}, nil))
 }
 
 func (d *Dashboard) webhookRotate(c *Ctx) {
@@ -212,7 +212,7 @@ func (d *Dashboard) webhookRotate(c *Ctx) {
 		return
 	}
 	var out wire.WebhookReply
-	if err := c.Call("POST", webhooksAPI, c.AppQuery(), map[string]any{"action": "rotate_secret", "id": id}, &out); err != nil {
+	if err := c.Call("POST", webhooksAPI, c.AppQuery(), wire.WebhookActionRequest{Action: "rotate_secret", ID: id}, &out); err != nil {
 		c.Done(webhookPath(c, id), "", err)
 		return
 	}
@@ -239,6 +239,6 @@ func (d *Dashboard) webhookRedeliver(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"action": "redeliver", "delivery_id": strings.TrimSpace(c.R.PostFormValue("delivery_id"))}
+	body := wire.WebhookActionRequest{Action: "redeliver", DeliveryID: strings.TrimSpace(c.R.PostFormValue("delivery_id"))}
 	c.Done(webhookPath(c, id), "Delivery queued: it goes out within a few seconds.", c.Call("POST", webhooksAPI, c.AppQuery(), body, nil))
 }
