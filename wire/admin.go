@@ -2,10 +2,17 @@ package wire
 
 import "encoding/json"
 
-// The admin API's request and reply shapes (/api/admin/*.php). The server
-// encodes these types and the dashboard decodes them; docs/api.md describes
-// each route. Timestamps are UTC strings such as "2026-11-20T08:00:00Z";
-// a pointer field is JSON null when unset.
+// The admin API's reply shapes (/api/admin/*.php). The server encodes these
+// types and the dashboard decodes them; docs/api.md describes each route.
+// Timestamps are UTC strings such as "2026-11-20T08:00:00Z"; a pointer
+// field is JSON null when unset, and a field tagged omitempty is absent
+// where its doc says so.
+//
+// Not typed yet (still maps in internal/httpapi): accounts.php and
+// trials.php; slides.php, changelog.php, pricing.php, orders.php and
+// subscriptions.php, whose records share their shape with the client and
+// customer routes; keys-import.php's report; updates.php action=explain
+// and action=stats; signing.php.
 
 // MessageReply is the reply of an admin action that reports only a message
 // ("Key deleted.").
