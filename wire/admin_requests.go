@@ -117,3 +117,33 @@ type WebhookActionRequest struct {
 	ID         int64  `json:"id,omitempty"`
 	DeliveryID string `json:"delivery_id,omitempty"`
 }
+
+// ReleaseRequest is the body of POST updates.php that creates a release
+// (no ID; RolloutPercent only when given) and of PUT updates.php that
+// edits one (ID).
+type ReleaseRequest struct {
+	ID             int64    `json:"id,omitempty"`
+	Version        string   `json:"version,omitempty"`
+	Channel        string   `json:"channel"`
+	Changelog      string   `json:"changelog"`
+	MinVersion     string   `json:"min_version"`
+	IsMandatory    bool     `json:"is_mandatory"`
+	RolloutPercent *float64 `json:"rollout_percent,omitempty"`
+}
+
+// ReleaseActionRequest is the body of POST updates.php with an action on
+// release ID: publish, halt, resume, yank, unyank, or rollout (with
+// RolloutPercent, 0–100).
+type ReleaseActionRequest struct {
+	Action         string   `json:"action"`
+	ID             int64    `json:"id"`
+	RolloutPercent *float64 `json:"rollout_percent,omitempty"`
+}
+
+// MinSupportedRequest is the body of POST updates.php action=min_supported:
+// the lowest version of Channel still served without a forced update.
+type MinSupportedRequest struct {
+	Action  string `json:"action"` // "min_supported"
+	Channel string `json:"channel"`
+	Version string `json:"version"`
+}

@@ -59,16 +59,16 @@ func rolloutPercent(r *http.Request, name string) (float64, error) {
 }
 
 func (d *Dashboard) releaseCreate(c *Ctx) {
-	body := map[string]any{"version": strings.TrimSpace(c.R.PostFormValue("version")), "channel": c.R.PostFormValue("channel"),
-		"changelog": c.R.PostFormValue("changelog"), "min_version": strings.TrimSpace(c.R.PostFormValue("min_version")),
-		"is_mandatory": formBool(c, "is_mandatory")}
+	body := wire.ReleaseRequest{Version: strings.TrimSpace(c.R.PostFormValue("version")), Channel: c.R.PostFormValue("channel"),
+		Changelog: c.R.PostFormValue("changelog"), MinVersion: strings.TrimSpace(c.R.PostFormValue("min_version")),
+		IsMandatory: formBool(c, "is_mandatory")}
 	if strings.TrimSpace(c.R.PostFormValue("rollout_percent")) != "" {
 		pct, err := rolloutPercent(c.R, "rollout_percent")
 		if err != nil {
 			c.Done(c.AppPath("updates"), "", err)
 			return
 		}
-		body["rollout_percent"] = pct
+		body.RolloutPercent = &pct
 	}
 	var out wire.ReleaseReply
 	if err := c.Call("POST", updatesAPI, c.AppQuery(), body, &out); err != nil {
@@ -112,8 +112,8 @@ func (d *Dashboard) releaseEdit(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"id": id, "channel": c.R.PostFormValue("channel"), "changelog": c.R.PostFormValue("changelog"),
-		"min_version": strings.TrimSpace(c.R.PostFormValue("min_version")), "is_mandatory": formBool(c, "is_mandatory")}
+	body := wire.ReleaseRequest{ID: id, Channel: c.R.PostFormValue("channel"), Changelog: c.R.PostFormValue("changelog"),
+		MinVersion: strings.TrimSpace(c.R.PostFormValue("min_version")), IsMandatory: formBool(c, "is_mandatory")}
 	c.Done(releasePath(c, id), "Release saved.", c.Call("PUT", updatesAPI, c.AppQuery(), body, nil))
 }
 
@@ -124,7 +124,7 @@ func (d *Dashboard) releaseRollout(c *Ctx) {
 	}
 	pct, err := rolloutPercent(c.R, "rollout_percent")
 	if err == nil {
-		err = c.Call("POST", updatesAPI, c.AppQuery(), map[string]any{"action": "rollout", "id": id, "rollout_percent": pct}, nil)
+		err = c.Call("POST", updatesAPI, c.AppQuery(), wire.ReleaseActionRequest{Action: "rollout", ID: id, RolloutPercent: &pct}, nil)
 	}
 	c.Done(releasePath(c, id), "Rollout saved.", err)
 }
@@ -154,7 +154,7 @@ func (d *Dashboard) releaseAction(c *Ctx) {
 			return
 		}
 	}
-	c.Done(releasePath(c, id), msg, c.Call("POST", updatesAPI, c.AppQuery(), map[string]any{"action": action, "id": id}, nil))
+	c.Done(releasePath(c, id), msg, c.Call("POST", updatesAPI, c.AppQuery(), wire.ReleaseActionRequest{Action: action, ID: id}, nil))
 }
 
 func (d *Dashboard) releaseDelete(c *Ctx) {
@@ -173,8 +173,8 @@ func (d *Dashboard) releaseDelete(c *Ctx) {
 }
 
 func (d *Dashboard) updatesMinSupported(c *Ctx) {
-	body := map[string]any{"action": "min_supported", "channel": c.R.PostFormValue("channel"),
-		"version": strings.TrimSpace(c.R.PostFormValue("version"))}
+	body := wire.MinSupportedRequest{Action: "min_supported", Channel: c.R.PostFormValue("channel"),
+		Version: strings.TrimSpace(c.R.PostFormValue("version"))}
 	c.Done(c.AppPath("updates"), "Minimum supported version saved.", c.Call("POST", updatesAPI, c.AppQuery(), body, nil))
 }
 
