@@ -147,3 +147,24 @@ type MinSupportedRequest struct {
 	Channel string `json:"channel"`
 	Version string `json:"version"`
 }
+
+// ResellerRequest is the body of POST resellers.php that creates a reseller
+// (no ID) and of PUT resellers.php that edits one (ID). Products, a JSON
+// list of ResellerProduct, replaces the reseller's when given.
+type ResellerRequest struct {
+	AppID    string          `json:"app_id"`
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Email    string          `json:"email"`
+	Products json.RawMessage `json:"products,omitempty"`
+}
+
+// ResellerActionRequest is the body of POST resellers.php?action= (topup
+// and adjust: Amount and Reason; enable, disable, rotate_token) and of
+// DELETE resellers.php.
+type ResellerActionRequest struct {
+	AppID  string `json:"app_id"`
+	ID     string `json:"id"`
+	Amount *int64 `json:"amount,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}

@@ -168,15 +168,13 @@ func parseProductsField(v string) (json.RawMessage, error) {
 }
 
 func (d *Dashboard) resellerCreate(c *Ctx) {
-	body := map[string]any{"app_id": c.AppID, "name": strings.TrimSpace(c.R.PostFormValue("name")), "email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.ResellerRequest{AppID: c.AppID, Name: strings.TrimSpace(c.R.PostFormValue("name")), Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	ps, err := parseProductsField(c.R.PostFormValue("products"))
 	if err != nil {
 		c.Done(c.AppPath("resellers"), "", err)
 		return
 	}
-	if ps != nil {
-		body["products"] = ps
-	}
+	body.Products = ps
 	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("resellers"), "", err)
@@ -224,7 +222,7 @@ func (d *Dashboard) resellerBalance(c *Ctx) {
 		c.Done(back, "", badInput("Amount: enter a whole number of credits."))
 		return
 	}
-	body := map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id"), "amount": amount, "reason": strings.TrimSpace(c.R.PostFormValue("note"))}
+	body := wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id"), Amount: &amount, Reason: strings.TrimSpace(c.R.PostFormValue("note"))}
 	msg := "Balance topped up."
 	if kind == "adjust" {
 		msg = "Balance adjusted."
@@ -234,16 +232,14 @@ func (d *Dashboard) resellerBalance(c *Ctx) {
 
 func (d *Dashboard) resellerEdit(c *Ctx) {
 	back := resellerPath(c)
-	body := map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id"), "name": strings.TrimSpace(c.R.PostFormValue("name")),
-		"email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.ResellerRequest{AppID: c.AppID, ID: c.R.PathValue("id"), Name: strings.TrimSpace(c.R.PostFormValue("name")),
+		Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	ps, err := parseProductsField(c.R.PostFormValue("products"))
 	if err != nil {
 		c.Done(back, "", err)
 		return
 	}
-	if ps != nil {
-		body["products"] = ps
-	}
+	body.Products = ps
 	c.Done(back, "Reseller saved.", c.Call("PUT", "/api/admin/resellers.php", c.AppQuery(), body, nil))
 }
 
@@ -261,7 +257,7 @@ func (d *Dashboard) resellerStatus(c *Ctx) {
 		return
 	}
 	c.Done(back, "Reseller "+action+"d.", c.Call("POST", "/api/admin/resellers.php", c.AppQuery("action", action),
-		map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, nil))
+		wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, nil))
 }
 
 func (d *Dashboard) resellerRotate(c *Ctx) {
@@ -270,7 +266,7 @@ func (d *Dashboard) resellerRotate(c *Ctx) {
 	}
 	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery("action", "rotate_token"),
-		map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, &out); err != nil {
+		wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, &out); err != nil {
 		c.Done(resellerPath(c), "", err)
 		return
 	}
@@ -281,7 +277,7 @@ func (d *Dashboard) resellerDelete(c *Ctx) {
 	if !c.Confirm("Delete this reseller?", "The reseller, its token, balance and ledger are removed; the keys it sold stay (yours now) and the audit log keeps its history.") {
 		return
 	}
-	err := c.Call("DELETE", "/api/admin/resellers.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, nil)
+	err := c.Call("DELETE", "/api/admin/resellers.php", c.AppQuery(), wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, nil)
 	back := c.AppPath("resellers")
 	if err != nil {
 		back = resellerPath(c)
