@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"sort"
 	"time"
@@ -25,46 +26,21 @@ var analyticsRanges = []analyticsRange{
 	{"90d", "Last 90 days", 90 * 24 * time.Hour, "day"},
 }
 
-// analyticsReport is analytics.php's "analytics".
-type analyticsReport struct {
-	From              string             `json:"from"`
-	To                string             `json:"to"`
-	Step              string             `json:"step"`
-	ActiveNow         float64            `json:"active_now"`
-	Active            []anPoint          `json:"active_sessions"`
-	Logins            []anPoint          `json:"logins"`
-	Activations       []anPoint          `json:"activations"`
-	Trials            []anPoint          `json:"trials"`
-	Logouts           []anPoint          `json:"logouts"`
-	LoginFailures     map[string]float64 `json:"login_failures"`
-	HeartbeatRefusals map[string]float64 `json:"heartbeat_refusals"`
-	KeysByStatus      map[string]float64 `json:"keys_by_status"`
-	Versions          []struct {
-		Version string  `json:"version"`
-		Devices float64 `json:"devices"`
-	} `json:"versions"`
-}
-
-type anPoint struct {
-	At string  `json:"at"`
-	N  float64 `json:"n"`
-}
-
-func anTimePoints(ps []anPoint) []TimePoint {
+func anTimePoints(ps []wire.Point) []TimePoint {
 	out := make([]TimePoint, 0, len(ps))
 	for _, p := range ps {
 		at, _ := time.Parse(time.RFC3339, p.At)
-		out = append(out, TimePoint{At: at, N: p.N})
+		out = append(out, TimePoint{At: at, N: float64(p.N)})
 	}
 	return out
 }
 
-func anTotal(ps []anPoint) float64 {
-	var n float64
+func anTotal(ps []wire.Point) float64 {
+	var n int64
 	for _, p := range ps {
 		n += p.N
 	}
-	return n
+	return float64(n)
 }
 
 // anStatTile is one figure of the tiles above the charts.
@@ -88,9 +64,7 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 	}
 	to := d.now().UTC().Truncate(unit).Add(unit)
 	from := to.Add(-sel.Span)
-	var out struct {
-		Analytics analyticsReport `json:"analytics"`
-	}
+	var out wire.AnalyticsReply
 	q := c.AppQuery("from", from.Format(time.RFC3339), "to", to.Format(time.RFC3339), "step", sel.Step)
 	if err := c.Call("GET", "/api/admin/analytics.php", q, nil, &out); err != nil {
 		c.Fail(err)
@@ -104,16 +78,16 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 	empty := "nothing in this range."
 
 	tiles := []anStatTile{
-		{Label: "Live sessions now", Value: r.ActiveNow},
+		{Label: "Live sessions now", Value: float64(r.ActiveNow)},
 		{Label: "Logins", Value: anTotal(r.Logins)},
 		{Label: "Activations", Value: anTotal(r.Activations)},
 		{Label: "New trials", Value: anTotal(r.Trials)},
 	}
-	var failed float64
+	var failed int64
 	for _, n := range r.LoginFailures {
 		failed += n
 	}
-	tiles = append(tiles, anStatTile{Label: "Refused sign-ins", Value: failed})
+	tiles = append(tiles, anStatTile{Label: "Refused sign-ins", Value: float64(failed)})
 	statuses := anSortedKeys(r.KeysByStatus)
 	var keyTiles []anStatTile
 	for _, s := range statuses {
@@ -126,12 +100,12 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 		case "paused":
 			class = "warn"
 		}
-		keyTiles = append(keyTiles, anStatTile{Label: s, Value: r.KeysByStatus[s], Class: class})
+		keyTiles = append(keyTiles, anStatTile{Label: s, Value: float64(r.KeysByStatus[s]), Class: class})
 	}
 
 	// Refusals by code: sign-ins refused and sessions ended by a heartbeat,
 	// grouped per code, most frequent first.
-	codes := map[string]float64{}
+	codes := map[string]int64{}
 	for k, n := range r.LoginFailures {
 		codes[k] += n
 	}
@@ -143,21 +117,21 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 	login := BarSeries{Name: "sign-ins refused", Color: chartRed}
 	beat := BarSeries{Name: "sessions ended", Color: chartAmber}
 	for _, k := range codeList {
-		login.Values = append(login.Values, r.LoginFailures[k])
-		beat.Values = append(beat.Values, r.HeartbeatRefusals[k])
+		login.Values = append(login.Values, float64(r.LoginFailures[k]))
+		beat.Values = append(beat.Values, float64(r.HeartbeatRefusals[k]))
 	}
 	var versions []string
 	devices := BarSeries{Name: "devices", Color: chartBlue}
 	for _, v := range r.Versions {
 		versions = append(versions, v.Version)
-		devices.Values = append(devices.Values, v.Devices)
+		devices.Values = append(devices.Values, float64(v.Devices))
 	}
 
 	// The last step is the current one: the live count now is a sample of
 	// it too (the sampler may not have run in it yet).
-	active := anTimePoints(r.Active)
-	if n := len(active); n > 0 && active[n-1].N < r.ActiveNow {
-		active[n-1].N = r.ActiveNow
+	active := anTimePoints(r.ActiveSessions)
+	if n := len(active); n > 0 && active[n-1].N < float64(r.ActiveNow) {
+		active[n-1].N = float64(r.ActiveNow)
 	}
 	charts := []*Chart{
 		AreaChart("chart-active", "Live sessions", active, step, [2]string{"session", "sessions"}, chartBlue,
@@ -174,7 +148,7 @@ func (d *Dashboard) analyticsPage(c *Ctx) {
 	}})
 }
 
-func anSortedKeys(m map[string]float64) []string {
+func anSortedKeys(m map[string]int64) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -2,11 +2,10 @@ package dashboard
 
 import (
 	"encoding/json"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/keyward/keyward/wire"
 )
 
 // routesApps: the app list (the dashboard's home), creating apps, an app's
@@ -21,9 +20,7 @@ func (d *Dashboard) routesApps(m *http.ServeMux) {
 }
 
 func (d *Dashboard) appsList(c *Ctx) {
-	var out struct {
-		Apps []map[string]any `json:"apps"`
-	}
+	var out wire.AppListReply
 	if err := c.Call("GET", "/api/admin/apps.php", nil, nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -32,17 +29,15 @@ func (d *Dashboard) appsList(c *Ctx) {
 }
 
 func (d *Dashboard) appCreate(c *Ctx) {
-	var out struct {
-		App map[string]any `json:"app"`
-	}
+	var out wire.AppReply
 	body := map[string]any{"name": strings.TrimSpace(c.R.PostFormValue("name")), "version": strings.TrimSpace(c.R.PostFormValue("version"))}
 	if err := c.Call("POST", "/api/admin/apps.php", nil, body, &out); err != nil {
 		c.Done("/dashboard/", "", err)
 		return
 	}
-	c.AppID = str(out.App["app_id"])
-	c.App = out.App
-	c.Render("secret", Page{Title: "App created", Nav: "settings", Data: map[string]any{"Secret": out.App["secret"], "New": true}})
+	c.AppID = out.App.AppID
+	c.App = &out.App
+	c.Render("secret", Page{Title: "App created", Nav: "settings", Data: map[string]any{"Secret": out.App.Secret, "New": true}})
 }
 
 // setting is one field of the app settings form.
@@ -100,7 +95,7 @@ var settingGroups = []struct {
 }
 
 func (d *Dashboard) appSettings(c *Ctx) {
-	settings, _ := c.App["settings"].(map[string]any)
+	settings := settingsMap(c.App.Settings)
 	type group struct {
 		Title  string
 		Fields []setting
@@ -114,7 +109,18 @@ func (d *Dashboard) appSettings(c *Ctx) {
 		}
 		groups = append(groups, out)
 	}
-	c.Render("app", Page{Title: str(c.App["name"]), Nav: "settings", Data: groups})
+	c.Render("app", Page{Title: c.App.Name, Nav: "settings", Data: groups})
+}
+
+// settingsMap is the app's settings by their JSON names (numbers as
+// float64), as the settings form and the branding fields, laid out by name,
+// read them.
+func settingsMap(s wire.AppSettings) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal(mustJSON(s), &m); err != nil {
+		return map[string]any{}
+	}
+	return m
 }
 
 // appSave turns the settings form into typed JSON and PUTs it; the API
@@ -145,24 +151,22 @@ func (d *Dashboard) appSave(c *Ctx) {
 }
 
 func (d *Dashboard) appSecret(c *Ctx) {
-	if !c.Confirm("Regenerate the app secret?", "Every copy of "+str(c.App["name"])+" built with the current secret stops working until it is rebuilt with the new one.") {
+	if !c.Confirm("Regenerate the app secret?", "Every copy of "+c.App.Name+" built with the current secret stops working until it is rebuilt with the new one.") {
 		return
 	}
-	var out struct {
-		App map[string]any `json:"app"`
-	}
+	var out wire.AppReply
 	if err := c.Call("POST", "/api/admin/apps.php", c.AppQuery("action", "regenerate-secret"), map[string]any{}, &out); err != nil {
 		c.Done(c.AppPath(""), "", err)
 		return
 	}
-	c.Render("secret", Page{Title: "New app secret", Nav: "settings", Data: map[string]any{"Secret": out.App["secret"]}})
+	c.Render("secret", Page{Title: "New app secret", Nav: "settings", Data: map[string]any{"Secret": out.App.Secret}})
 }
 
 func (d *Dashboard) appRevoke(c *Ctx) {
 	action := "revoke"
-	msg := "Every client of " + str(c.App["name"]) + " is refused from now on, and each live session ends at its next heartbeat."
-	if c.App["revoked"] == true {
-		action, msg = "restore", "Clients of "+str(c.App["name"])+" may sign in again."
+	msg := "Every client of " + c.App.Name + " is refused from now on, and each live session ends at its next heartbeat."
+	if c.App.Revoked {
+		action, msg = "restore", "Clients of "+c.App.Name+" may sign in again."
 	}
 	if !c.Confirm(strings.ToUpper(action[:1])+action[1:]+" this app?", msg) {
 		return

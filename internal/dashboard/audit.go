@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"encoding/json"
+	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -61,41 +63,45 @@ func (d *Dashboard) auditList(c *Ctx) {
 	}
 	nav, title, path := "audit-all", "Audit log", "/dashboard/audit"
 	if c.AppID != "" {
-		nav, title, path = "audit", "Audit log of "+str(c.App["name"]), c.AppPath("audit")
+		nav, title, path = "audit", "Audit log of "+c.App.Name, c.AppPath("audit")
 	}
 	if p.Error == "" {
-		var out struct {
-			Entries []map[string]any `json:"entries"`
-			Next    any              `json:"next_cursor"`
-		}
+		var out wire.AuditListReply
 		if err := c.Call("GET", "/api/admin/audit.php", q, nil, &out); err != nil {
 			if !refusedFilter(err, p) {
 				c.Fail(err)
 				return
 			}
 		}
-		for _, e := range out.Entries {
-			if det, ok := e["details"]; ok && det != nil {
-				b, _ := json.Marshal(det)
+		rows := make([]auditRow, len(out.Entries))
+		for i, e := range out.Entries {
+			rows[i].AuditEntry = e
+			if e.Details != nil {
+				b, _ := json.Marshal(e.Details)
 				if s := string(b); s != "{}" && s != "null" {
-					e["details_json"] = s
+					rows[i].DetailsJSON = s
 				}
 			}
 		}
-		p.Rows = out.Entries
-		p.pageQueries(out.Next, cursor)
+		p.Rows = rows
+		p.pageQueries(out.NextCursor, cursor)
 	}
-	p.Extra = map[string]any{"Path": path, "Operator": c.User["operator"]}
+	p.Extra = map[string]any{"Path": path, "Operator": c.User.Operator}
 	c.Render("audit", Page{Title: title, Nav: nav, Data: p})
+}
+
+// auditRow is an audit entry as the log shows it: with its details as JSON
+// ("" when there are none).
+type auditRow struct {
+	wire.AuditEntry
+	DetailsJSON string
 }
 
 // resellersList shows the app's resellers and, below them, the activity of
 // every reseller's ledger (newest first, paged by cursor; limit as the API
 // takes it), each entry named by its reseller from the list.
 func (d *Dashboard) resellersList(c *Ctx) {
-	var out struct {
-		Resellers []map[string]any `json:"resellers"`
-	}
+	var out wire.ResellerListReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -103,10 +109,7 @@ func (d *Dashboard) resellersList(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
 	limit := strings.TrimSpace(c.R.FormValue("limit"))
 	p := &listPage{Filter: map[string]string{"limit": limit}}
-	var act struct {
-		Activity []map[string]any `json:"activity"`
-		Next     any              `json:"next_cursor"`
-	}
+	var act wire.ResellerActivityReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery("action", "activity", "cursor", cursor, "limit", limit), nil, &act); err != nil {
 		if !refusedFilter(err, p) {
 			c.Fail(err)
@@ -115,27 +118,37 @@ func (d *Dashboard) resellersList(c *Ctx) {
 	}
 	names := map[string]string{}
 	for _, r := range out.Resellers {
-		names[str(r["id"])] = str(r["name"])
+		names[r.ID] = r.Name
 	}
-	for _, e := range act.Activity {
-		id := str(e["reseller_id"])
-		if n, ok := names[id]; ok {
-			e["name"], e["listed"] = n, true
-		} else if n := str(e["reseller_name"]); n != "" {
-			e["name"] = n
+	rows := make([]ledgerRow, len(act.Activity))
+	for i, e := range act.Activity {
+		rows[i].LedgerEntry = e
+		if n, ok := names[e.ResellerID]; ok {
+			rows[i].Name, rows[i].Listed = n, true
+		} else if e.ResellerName != "" {
+			rows[i].Name = e.ResellerName
 		} else {
-			e["name"] = id
+			rows[i].Name = e.ResellerID
 		}
-		what := ledgerReasons[str(e["reason"])]
-		if what == "" {
-			what = str(e["reason"])
+		rows[i].What = ledgerReasons[e.Reason]
+		if rows[i].What == "" {
+			rows[i].What = e.Reason
 		}
-		e["what"] = what
 	}
-	p.Rows = act.Activity
-	p.pageQueries(act.Next, cursor)
+	p.Rows = rows
+	p.pageQueries(act.NextCursor, cursor)
 	p.Extra = map[string]any{"Resellers": out.Resellers}
 	c.Render("resellers", Page{Title: "Resellers", Nav: "resellers", Data: p})
+}
+
+// ledgerRow is a ledger entry in the activity of every reseller: named by
+// its reseller (Listed: one still in the list, linked) and its reason said
+// in words.
+type ledgerRow struct {
+	wire.LedgerEntry
+	Name   string
+	Listed bool
+	What   string
 }
 
 // ledgerReasons say what a ledger entry's reason means.
@@ -155,19 +168,14 @@ func parseProductsField(v string) (json.RawMessage, error) {
 }
 
 func (d *Dashboard) resellerCreate(c *Ctx) {
-	body := map[string]any{"app_id": c.AppID, "name": strings.TrimSpace(c.R.PostFormValue("name")), "email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.ResellerRequest{AppID: c.AppID, Name: strings.TrimSpace(c.R.PostFormValue("name")), Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	ps, err := parseProductsField(c.R.PostFormValue("products"))
 	if err != nil {
 		c.Done(c.AppPath("resellers"), "", err)
 		return
 	}
-	if ps != nil {
-		body["products"] = ps
-	}
-	var out struct {
-		Reseller map[string]any `json:"reseller"`
-		Token    string         `json:"token"`
-	}
+	body.Products = ps
+	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("resellers"), "", err)
 		return
@@ -177,24 +185,24 @@ func (d *Dashboard) resellerCreate(c *Ctx) {
 
 func (d *Dashboard) resellerShow(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Reseller map[string]any   `json:"reseller"`
-		Activity []map[string]any `json:"activity"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.ResellerActivityReply
 	if err := c.Call("GET", "/api/admin/resellers.php", c.AppQuery("id", c.R.PathValue("id"), "cursor", cursor), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
+	if out.Reseller == nil {
+		c.Fail(errors.New("resellers.php: no reseller in the answer"))
+		return
+	}
 	p := &listPage{Filter: map[string]string{}, Rows: out.Activity}
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	products := "[]"
-	if ps := out.Reseller["products"]; ps != nil {
+	if ps := out.Reseller.Products; ps != nil {
 		b, _ := json.MarshalIndent(ps, "", "  ")
 		products = string(b)
 	}
 	p.Extra = map[string]any{"Reseller": out.Reseller, "ProductsJSON": products}
-	c.Render("resellers_one", Page{Title: "Reseller " + str(out.Reseller["name"]), Nav: "resellers", Data: p})
+	c.Render("resellers_one", Page{Title: "Reseller " + out.Reseller.Name, Nav: "resellers", Data: p})
 }
 
 // resellerPath is the page of the reseller of the request.
@@ -214,7 +222,7 @@ func (d *Dashboard) resellerBalance(c *Ctx) {
 		c.Done(back, "", badInput("Amount: enter a whole number of credits."))
 		return
 	}
-	body := map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id"), "amount": amount, "reason": strings.TrimSpace(c.R.PostFormValue("note"))}
+	body := wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id"), Amount: &amount, Reason: strings.TrimSpace(c.R.PostFormValue("note"))}
 	msg := "Balance topped up."
 	if kind == "adjust" {
 		msg = "Balance adjusted."
@@ -224,16 +232,14 @@ func (d *Dashboard) resellerBalance(c *Ctx) {
 
 func (d *Dashboard) resellerEdit(c *Ctx) {
 	back := resellerPath(c)
-	body := map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id"), "name": strings.TrimSpace(c.R.PostFormValue("name")),
-		"email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.ResellerRequest{AppID: c.AppID, ID: c.R.PathValue("id"), Name: strings.TrimSpace(c.R.PostFormValue("name")),
+		Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	ps, err := parseProductsField(c.R.PostFormValue("products"))
 	if err != nil {
 		c.Done(back, "", err)
 		return
 	}
-	if ps != nil {
-		body["products"] = ps
-	}
+	body.Products = ps
 	c.Done(back, "Reseller saved.", c.Call("PUT", "/api/admin/resellers.php", c.AppQuery(), body, nil))
 }
 
@@ -251,19 +257,16 @@ func (d *Dashboard) resellerStatus(c *Ctx) {
 		return
 	}
 	c.Done(back, "Reseller "+action+"d.", c.Call("POST", "/api/admin/resellers.php", c.AppQuery("action", action),
-		map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, nil))
+		wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, nil))
 }
 
 func (d *Dashboard) resellerRotate(c *Ctx) {
 	if !c.Confirm("Issue a new reseller token?", "The current token stops working at once; the new one is shown only once.") {
 		return
 	}
-	var out struct {
-		Reseller map[string]any `json:"reseller"`
-		Token    string         `json:"token"`
-	}
+	var out wire.ResellerReply
 	if err := c.Call("POST", "/api/admin/resellers.php", c.AppQuery("action", "rotate_token"),
-		map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, &out); err != nil {
+		wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, &out); err != nil {
 		c.Done(resellerPath(c), "", err)
 		return
 	}
@@ -274,7 +277,7 @@ func (d *Dashboard) resellerDelete(c *Ctx) {
 	if !c.Confirm("Delete this reseller?", "The reseller, its token, balance and ledger are removed; the keys it sold stay (yours now) and the audit log keeps its history.") {
 		return
 	}
-	err := c.Call("DELETE", "/api/admin/resellers.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "id": c.R.PathValue("id")}, nil)
+	err := c.Call("DELETE", "/api/admin/resellers.php", c.AppQuery(), wire.ResellerActionRequest{AppID: c.AppID, ID: c.R.PathValue("id")}, nil)
 	back := c.AppPath("resellers")
 	if err != nil {
 		back = resellerPath(c)

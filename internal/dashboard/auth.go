@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"time"
 )
@@ -60,19 +61,15 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := loginData{Username: r.PostFormValue("username"), Next: safeNext(r.PostFormValue("next"))}
-	var out struct {
-		Token      string `json:"token"`
-		Requires2F bool   `json:"requires_2fa"`
-		Step1      string `json:"step1_token"`
-	}
-	err := d.call(r, "", "POST", "/api/admin/login.php", nil, map[string]string{"username": data.Username, "password": r.PostFormValue("password")}, &out)
+	var out wire.AdminLoginReply
+	err := d.call(r, "", "POST", "/api/admin/login.php", nil, wire.AdminLoginRequest{Username: data.Username, Password: r.PostFormValue("password")}, &out)
 	if err != nil {
 		data.Error = signInError(err)
 		d.showLogin(w, r, statusOf(err), "login", data)
 		return
 	}
-	if out.Requires2F {
-		d.setCookie(w, r, step1Cookie, out.Step1, 5*time.Minute)
+	if out.Requires2FA {
+		d.setCookie(w, r, step1Cookie, out.Step1Token, 5*time.Minute)
 		d.showLogin(w, r, http.StatusOK, "login2fa", data)
 		return
 	}
@@ -90,10 +87,8 @@ func (d *Dashboard) login2FA(w http.ResponseWriter, r *http.Request) {
 		d.showLogin(w, r, http.StatusUnauthorized, "login", data)
 		return
 	}
-	var out struct {
-		Token string `json:"token"`
-	}
-	err := d.call(r, "", "POST", "/api/admin/totp.php", nil, map[string]string{"step1_token": step1, "code": r.PostFormValue("code")}, &out)
+	var out wire.AdminLoginReply
+	err := d.call(r, "", "POST", "/api/admin/totp.php", nil, wire.TOTPRequest{Step1Token: step1, Code: r.PostFormValue("code")}, &out)
 	if err != nil {
 		data.Error = signInError(err)
 		var ae *APIError

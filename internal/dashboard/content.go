@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"encoding/json"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"regexp"
 	"slices"
@@ -153,10 +154,7 @@ func sortedTexts(m map[string]string) []textRow {
 
 func (d *Dashboard) contentTexts(c *Ctx) {
 	lk := strings.TrimSpace(c.R.URL.Query().Get("license_key"))
-	var out struct {
-		Texts     map[string]string `json:"texts"`
-		Overrides map[string]string `json:"overrides"`
-	}
+	var out wire.KeyTextsReply
 	data := map[string]any{"LicenseKey": lk}
 	err := c.Call("GET", "/api/admin/texts.php", c.AppQuery("license_key", lk), nil, &out)
 	if ae, ok := err.(*APIError); ok && lk != "" && ae.Status == http.StatusNotFound {
@@ -279,7 +277,7 @@ var priceRE = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 var colorOK = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
 
 func (d *Dashboard) contentInfo(c *Ctx) {
-	settings, _ := c.App["settings"].(map[string]any)
+	settings := settingsMap(c.App.Settings)
 	branding, _ := settings["branding"].(map[string]any)
 	type field struct {
 		Name, Label, Help, Value string
@@ -291,7 +289,7 @@ func (d *Dashboard) contentInfo(c *Ctx) {
 		fields = append(fields, field{Name: f.Name, Label: f.Label, Help: f.Help, Value: v, Color: colorOK.MatchString(v)})
 	}
 	c.contentRender("info", "App info & branding", map[string]any{
-		"Name": str(c.App["name"]), "Version": str(c.App["version"]),
+		"Name": c.App.Name, "Version": c.App.Version,
 		"DownloadURL": str(settings["download_url"]), "LoginMessage": str(settings["login_message"]),
 		"Branding": fields, "LogoOK": webLink(str(branding["logo_url"])), "Logo": str(branding["logo_url"]),
 		"WebsiteOK": webLink(str(branding["website_url"])), "Website": str(branding["website_url"]), "LinksHref": c.AppPath("content/links"),
@@ -311,19 +309,25 @@ func (d *Dashboard) contentInfoSave(c *Ctx) {
 // ---- social links
 
 func (d *Dashboard) contentLinks(c *Ctx) {
-	var out struct {
-		Links []map[string]any `json:"social_links"`
-	}
+	var out wire.SocialLinkListReply
 	if err := c.Call("GET", "/api/admin/social-links.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	total := 0.0
-	for _, l := range out.Links {
-		l["url_ok"] = webLink(str(l["url"]))
-		total += num(l["clicks"])
+	var total int64
+	rows := make([]linkRow, len(out.SocialLinks))
+	for i, l := range out.SocialLinks {
+		rows[i] = linkRow{AdminSocialLink: l, URLOK: webLink(l.URL)}
+		total += l.Clicks
 	}
-	c.contentRender("links", "Social links", map[string]any{"Links": out.Links, "Clicks": total})
+	c.contentRender("links", "Social links", map[string]any{"Links": rows, "Clicks": total})
+}
+
+// linkRow is a social link as its page lists it: URLOK says whether its URL
+// may be shown as a link.
+type linkRow struct {
+	wire.AdminSocialLink
+	URLOK bool
 }
 
 func (d *Dashboard) contentLinkSave(c *Ctx) {

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"slices"
 	"strings"
@@ -29,9 +30,7 @@ func (d *Dashboard) detectionsList(c *Ctx) {
 	if !slices.Contains(detectionLimits, limit) {
 		limit = detectionLimits[0]
 	}
-	var out struct {
-		Detections []map[string]any `json:"detections"`
-	}
+	var out wire.DetectionListReply
 	p := &listPage{Filter: map[string]string{"kind": kind, "limit": limit}}
 	if err := c.Call("GET", "/api/admin/detections.php", c.AppQuery("kind", kind, "limit", limit), nil, &out); err != nil {
 		if !refusedFilter(err, p) {

@@ -4,14 +4,13 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/keyward/keyward/wire"
 )
 
 // routesKeys: keys: search and filter, bulk generation and download, the per-key page, key actions and bulk actions.
@@ -46,10 +45,7 @@ func (d *Dashboard) keysList(c *Ctx) {
 	if limit == "" {
 		limit = "50"
 	}
-	var out struct {
-		Keys       []map[string]any `json:"keys"`
-		NextCursor *string          `json:"next_cursor"`
-	}
+	var out wire.KeyListReply
 	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("status", status, "q", search, "key_type", keyType, "hwid", hwid, "cursor", cursor, "limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -89,14 +85,14 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 		return
 	}
 	typ := strings.TrimSpace(c.R.PostFormValue("key_type"))
-	body := map[string]any{"count": count, "key_type": typ, "note": c.R.PostFormValue("note")}
+	body := wire.GenerateKeysRequest{AppID: c.AppID, Count: count, KeyType: typ, Note: c.R.PostFormValue("note")}
 	if typ != "lifetime" {
 		days, err := formIntOr(c, "duration_value", "Duration (days)", 0)
 		if err != nil {
 			c.Done(back, "", err)
 			return
 		}
-		body["duration_value"] = days
+		body.DurationValue = &days
 	}
 	if strings.TrimSpace(c.R.PostFormValue("max_devices")) != "" {
 		n, err := formIntOr(c, "max_devices", "Devices per key", 1)
@@ -104,35 +100,25 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 			c.Done(back, "", err)
 			return
 		}
-		body["max_devices"] = n
+		body.MaxDevices = &n
 	}
 	features, err := formFeatures(c)
 	if err != nil {
 		c.Done(back, "", err)
 		return
 	}
-	if features != nil {
-		body["features"] = features
-	}
-	var out struct {
-		Keys []map[string]any `json:"keys"`
-	}
-	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), withApp(c, body), &out); err != nil {
+	body.Features = features
+	var out wire.KeysReply
+	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(back, "", err)
 		return
 	}
 	strs := make([]string, len(out.Keys))
 	for i, k := range out.Keys {
-		strs[i] = str(k["license_key"])
+		strs[i] = k.LicenseKey
 	}
 	c.Render("keys_generated", Page{Title: "Keys generated", Nav: "keys", Data: map[string]any{
 		"Keys": out.Keys, "Joined": strings.Join(strs, "\n"), "Count": len(strs)}})
-}
-
-// withApp adds app_id to a JSON body.
-func withApp(c *Ctx, body map[string]any) map[string]any {
-	body["app_id"] = c.AppID
-	return body
 }
 
 // keysDownload answers the posted keys as a CSV or text attachment. Every
@@ -258,11 +244,7 @@ func (d *Dashboard) keysBulk(c *Ctx) {
 			return
 		}
 		body["dry_run"], body["expect"] = false, expect
-		var res struct {
-			Matched  int `json:"matched"`
-			Affected int `json:"affected"`
-			Skipped  int `json:"skipped"`
-		}
+		var res wire.BulkReply
 		err = c.Call("POST", "/api/admin/keys-bulk.php", c.AppQuery(), body, &res)
 		var ae *APIError
 		if errors.As(err, &ae) && ae.Code == wire.CodeCountChanged {
@@ -278,9 +260,7 @@ func (d *Dashboard) keysBulk(c *Ctx) {
 		delete(body, "expect")
 		delete(body, "dry_run")
 	}
-	var dry struct {
-		Count int `json:"count"`
-	}
+	var dry wire.BulkDryRunReply
 	if err := c.Call("POST", "/api/admin/keys-bulk.php", c.AppQuery(), body, &dry); err != nil {
 		c.Done(back, "", err)
 		return
@@ -316,25 +296,20 @@ const keyHistoryLimit = 100
 // string, details.new_license_key the new one) changes it; so the entries of
 // the strings the key had before are joined in, following up to a few
 // rotations among the app's latest.
-func keyHistory(c *Ctx, lk string) ([]map[string]any, error) {
-	type entries struct {
-		Entries []map[string]any `json:"entries"`
-	}
-	var rotations entries
+func keyHistory(c *Ctx, lk string) ([]wire.AuditEntry, error) {
+	var rotations wire.AuditListReply
 	if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("action", "key.rotate", "limit", "500"), nil, &rotations); err != nil {
 		return nil, err
 	}
 	previous := map[string]string{} // new string → old string
 	for _, e := range rotations.Entries {
-		if det, ok := e["details"].(map[string]any); ok {
-			if nk := str(det["new_license_key"]); nk != "" {
-				previous[nk] = str(e["target"])
-			}
+		if nk := str(e.Details["new_license_key"]); nk != "" {
+			previous[nk] = e.Target
 		}
 	}
-	var all []map[string]any
+	var all []wire.AuditEntry
 	for names, at := 0, lk; at != "" && names < 5 && len(all) < keyHistoryLimit; names++ {
-		var h entries
+		var h wire.AuditListReply
 		if err := c.Call("GET", "/api/admin/audit.php", c.AppQuery("target", at, "limit", strconv.Itoa(keyHistoryLimit-len(all))), nil, &h); err != nil {
 			return nil, err
 		}
@@ -347,9 +322,7 @@ func keyHistory(c *Ctx, lk string) ([]map[string]any, error) {
 // keyPage shows one key: its facts, devices, sessions, features and history.
 func (d *Dashboard) keyPage(c *Ctx) {
 	lk := c.R.PathValue("key")
-	var out struct {
-		Key map[string]any `json:"key"`
-	}
+	var out wire.KeyDetailReply
 	if err := c.Call("GET", "/api/admin/keys.php", c.AppQuery("license_key", lk), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -360,7 +333,8 @@ func (d *Dashboard) keyPage(c *Ctx) {
 		return
 	}
 	features := "{}"
-	if f, ok := out.Key["features"].(map[string]any); ok && len(f) > 0 {
+	var f map[string]any
+	if json.Unmarshal(out.Key.Features, &f) == nil && len(f) > 0 {
 		b, _ := json.MarshalIndent(f, "", "  ")
 		features = string(b)
 	}
@@ -391,24 +365,19 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if a.Confirm != "" && !c.Confirm(a.Confirm, a.Explain) {
 			return
 		}
-		body := map[string]any{"app_id": c.AppID, "license_key": lk}
+		body := wire.KeyActionRequest{AppID: c.AppID, LicenseKey: lk, Reason: strings.TrimSpace(c.R.PostFormValue("reason"))}
 		if action == "extend" {
 			days, err := formIntOr(c, "days", "Days", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return
 			}
-			body["days"] = days
+			body.Days = &days
 		}
-		if r := strings.TrimSpace(c.R.PostFormValue("reason")); r != "" {
-			body["reason"] = r
-		}
-		var out struct {
-			Key map[string]any `json:"key"`
-		}
+		var out wire.KeyReply
 		err := c.Call("POST", "/api/admin/keys.php", c.AppQuery("action", action), body, &out)
 		if err == nil && action == "rotate" {
-			nk := str(out.Key["license_key"])
+			nk := out.Key.LicenseKey
 			c.Done(c.AppPath("keys/"+url.PathEscape(nk)), "Key rotated. The new key is "+nk+"; the old one no longer works.", nil)
 			return
 		}
@@ -420,21 +389,21 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if !c.Confirm("Delete this key?", "The key "+lk+" is deleted for good and its live sessions end.") {
 			return
 		}
-		err := c.Call("DELETE", "/api/admin/keys.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "license_key": lk}, nil)
+		err := c.Call("DELETE", "/api/admin/keys.php", c.AppQuery(), wire.KeyRequest{AppID: c.AppID, LicenseKey: lk}, nil)
 		if err != nil {
 			c.Done(page, "", err)
 			return
 		}
 		c.Done(c.AppPath("keys"), "Key "+lk+" deleted.", nil)
 	case "update":
-		body := map[string]any{"app_id": c.AppID, "license_key": lk, "note": c.R.PostFormValue("note")}
+		body := wire.KeyUpdateRequest{AppID: c.AppID, LicenseKey: lk, Note: c.R.PostFormValue("note")}
 		if v := strings.TrimSpace(c.R.PostFormValue("max_devices")); v != "" {
 			n, err := formIntOr(c, "max_devices", "Devices allowed", 0)
 			if err != nil {
 				c.Done(page, "", err)
 				return
 			}
-			body["max_devices"] = n
+			body.MaxDevices = &n
 		}
 		features, err := formFeatures(c)
 		if err != nil {
@@ -444,7 +413,7 @@ func (d *Dashboard) keyAction(c *Ctx) {
 		if features == nil {
 			features = json.RawMessage("{}")
 		}
-		body["features"] = features
+		body.Features = features
 		c.Done(page, "Key saved.", c.Call("PUT", "/api/admin/keys.php", c.AppQuery(), body, nil))
 	case "revoke-session":
 		id := strings.TrimSpace(c.R.PostFormValue("session_id"))
@@ -452,12 +421,12 @@ func (d *Dashboard) keyAction(c *Ctx) {
 			c.Done(page, "", badInput("Which session? The form named none."))
 			return
 		}
-		c.Done(page, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "session_id": id}, nil))
+		c.Done(page, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), wire.RevokeSessionsRequest{AppID: c.AppID, SessionID: id}, nil))
 	case "revoke-sessions":
 		if !c.Confirm("End every session of this key?", "Each live session of "+lk+" ends at its next heartbeat.") {
 			return
 		}
-		c.Done(page, "Sessions revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), map[string]any{"app_id": c.AppID, "license_key": lk}, nil))
+		c.Done(page, "Sessions revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), wire.RevokeSessionsRequest{AppID: c.AppID, LicenseKey: lk}, nil))
 	default:
 		c.Done(page, "", badInput("Unknown action."))
 	}

@@ -4,11 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"html/template"
 	"net/http"
 	"strings"
-
-	"github.com/keyward/keyward/wire"
 )
 
 // routesProfile: password, e-mail, two-factor sign-in, recovery codes and personal access tokens.
@@ -27,9 +26,7 @@ func (d *Dashboard) routesProfile(m *http.ServeMux) {
 const profilePath = "/dashboard/profile"
 
 func (d *Dashboard) profilePage(c *Ctx) {
-	var out struct {
-		Tokens []map[string]any `json:"tokens"`
-	}
+	var out wire.AccessTokenListReply
 	if err := c.Call("GET", "/api/admin/tokens.php", nil, nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -50,10 +47,8 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 		c.Done(profilePath, "", profileMissing("The new password and its repetition differ."))
 		return
 	}
-	var out struct {
-		Token string `json:"token"`
-	}
-	err := c.Call("PUT", "/api/admin/profile.php", nil, map[string]string{"current_password": cur, "new_password": next}, &out)
+	var out wire.PasswordChangedReply
+	err := c.Call("PUT", "/api/admin/profile.php", nil, wire.PasswordChangeRequest{CurrentPassword: cur, NewPassword: next}, &out)
 	if err == nil && out.Token == "" {
 		err = errors.New("profile.php: no token in the answer")
 	}
@@ -64,7 +59,7 @@ func (d *Dashboard) profilePassword(c *Ctx) {
 }
 
 func (d *Dashboard) profileEmail(c *Ctx) {
-	body := map[string]string{"password": c.R.PostFormValue("password"), "email": strings.TrimSpace(c.R.PostFormValue("email"))}
+	body := wire.EmailChangeRequest{Password: c.R.PostFormValue("password"), Email: strings.TrimSpace(c.R.PostFormValue("email"))}
 	c.Done(profilePath, "E-mail changed.", c.Call("PUT", "/api/admin/profile.php", nil, body, nil))
 }
 
@@ -85,16 +80,12 @@ func profilePNGDataURL(v string) (template.URL, bool) {
 // profile2FAEnrol starts enrolment: the QR code and the secret for manual
 // entry, and the form confirming it with a first code.
 func (d *Dashboard) profile2FAEnrol(c *Ctx) {
-	var out struct {
-		Secret string `json:"secret"`
-		URI    string `json:"otpauth_uri"`
-		QR     string `json:"qr_png"`
-	}
-	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "enrol"}, &out); err != nil {
+	var out wire.TOTPEnrolReply
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, wire.TwoFactorRequest{Action: "enrol"}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
-	qr, ok := profilePNGDataURL(out.QR)
+	qr, ok := profilePNGDataURL(out.QRPNG)
 	c.Render("profile_2fa", Page{Title: "Turn on two-factor sign-in", Nav: "profile", Data: map[string]any{
 		"Secret": out.Secret, "QR": qr, "HasQR": ok}})
 }
@@ -105,15 +96,13 @@ func (c *Ctx) profileShowCodes(title, message string, codes []string) {
 }
 
 func (d *Dashboard) profile2FAConfirm(c *Ctx) {
-	var out struct {
-		Codes []string `json:"recovery_codes"`
-	}
+	var out wire.RecoveryCodesReply
 	code := strings.TrimSpace(c.R.PostFormValue("code"))
 	if code == "" {
 		c.Done(profilePath, "", profileMissing("Enter the code your authenticator app shows; then start again."))
 		return
 	}
-	if err := c.Call("POST", "/api/admin/2fa.php", nil, map[string]string{"action": "confirm", "code": code}, &out); err != nil {
+	if err := c.Call("POST", "/api/admin/2fa.php", nil, wire.TwoFactorRequest{Action: "confirm", Code: code}, &out); err != nil {
 		var ae *APIError
 		if errors.As(err, &ae) {
 			ae.Message += " Start the enrolment again and scan the new code."
@@ -121,7 +110,7 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 		c.Done(profilePath, "", err)
 		return
 	}
-	c.profileShowCodes("Two-factor sign-in is on", "From now on, signing in asks for a code from your authenticator app.", out.Codes)
+	c.profileShowCodes("Two-factor sign-in is on", "From now on, signing in asks for a code from your authenticator app.", out.RecoveryCodes)
 }
 
 // profile2FARecovery and profile2FADisable ask for no confirmation page:
@@ -129,28 +118,24 @@ func (d *Dashboard) profile2FAConfirm(c *Ctx) {
 // and a confirmation page would have to carry them back in hidden fields.
 // With JavaScript the dialog still asks first.
 func (d *Dashboard) profile2FARecovery(c *Ctx) {
-	var out struct {
-		Codes []string `json:"recovery_codes"`
-	}
-	body := map[string]string{"action": "recovery_codes", "code": strings.TrimSpace(c.R.PostFormValue("code"))}
+	var out wire.RecoveryCodesReply
+	body := wire.TwoFactorRequest{Action: "recovery_codes", Code: strings.TrimSpace(c.R.PostFormValue("code"))}
 	if err := c.Call("POST", "/api/admin/2fa.php", nil, body, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
-	c.profileShowCodes("New recovery codes", "The old recovery codes no longer work.", out.Codes)
+	c.profileShowCodes("New recovery codes", "The old recovery codes no longer work.", out.RecoveryCodes)
 }
 
 func (d *Dashboard) profile2FADisable(c *Ctx) {
-	body := map[string]string{"action": "disable", "password": c.R.PostFormValue("password"), "code": strings.TrimSpace(c.R.PostFormValue("code"))}
+	body := wire.TwoFactorRequest{Action: "disable", Password: c.R.PostFormValue("password"), Code: strings.TrimSpace(c.R.PostFormValue("code"))}
 	c.Done(profilePath, "Two-factor sign-in is off.", c.Call("POST", "/api/admin/2fa.php", nil, body, nil))
 }
 
 // profileTokenMint mints a personal access token and shows it, once.
 func (d *Dashboard) profileTokenMint(c *Ctx) {
-	var out struct {
-		Token map[string]any `json:"token"`
-	}
-	if err := c.Call("POST", "/api/admin/tokens.php", nil, map[string]string{"name": strings.TrimSpace(c.R.PostFormValue("name"))}, &out); err != nil {
+	var out wire.NewAccessTokenReply
+	if err := c.Call("POST", "/api/admin/tokens.php", nil, wire.NewAccessTokenRequest{Name: strings.TrimSpace(c.R.PostFormValue("name"))}, &out); err != nil {
 		c.Done(profilePath, "", err)
 		return
 	}
@@ -162,5 +147,5 @@ func (d *Dashboard) profileTokenRevoke(c *Ctx) {
 	if !c.Confirm("Revoke this token?", "Programs using the token "+name+" are refused from now on.") {
 		return
 	}
-	c.Done(profilePath, "Token revoked.", c.Call("DELETE", "/api/admin/tokens.php", nil, map[string]string{"id": c.R.PostFormValue("id")}, nil))
+	c.Done(profilePath, "Token revoked.", c.Call("DELETE", "/api/admin/tokens.php", nil, wire.RevokeAccessTokenRequest{ID: c.R.PostFormValue("id")}, nil))
 }

@@ -30,8 +30,8 @@ type Page struct {
 	Nav   string
 	Data  any
 
-	User       map[string]any
-	App        map[string]any
+	User       *wire.Profile // nil on pages shown signed out
+	App        *wire.App     // on /dashboard/apps/{app}/… pages; nil elsewhere
 	AppID      string
 	CSRF       string
 	Flash      string
@@ -76,7 +76,7 @@ var funcs = template.FuncMap{
 	"num": num,
 	// when shows an API timestamp (or Unix seconds) as "2006-01-02 15:04 UTC".
 	"when": func(v any) string {
-		switch t := v.(type) {
+		switch t := deref(v).(type) {
 		case nil:
 			return "—"
 		case float64:
@@ -147,7 +147,7 @@ var funcs = template.FuncMap{
 
 // str shows any JSON value as text ("" for nil).
 func str(v any) string {
-	switch t := v.(type) {
+	switch t := deref(v).(type) {
 	case nil:
 		return ""
 	case string:
@@ -165,9 +165,32 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
+// deref is the value an optional (pointer) field of a wire type points to,
+// nil for a nil pointer; any other value as it is.
+func deref(v any) any {
+	switch t := v.(type) {
+	case *string:
+		if t == nil {
+			return nil
+		}
+		return *t
+	case *int:
+		if t == nil {
+			return nil
+		}
+		return *t
+	case *int64:
+		if t == nil {
+			return nil
+		}
+		return *t
+	}
+	return v
+}
+
 // num reads a JSON number (or numeric string) as float64.
 func num(v any) float64 {
-	switch t := v.(type) {
+	switch t := deref(v).(type) {
 	case float64:
 		return t
 	case int:

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"strings"
@@ -75,10 +76,10 @@ type Ctx struct {
 	R     *http.Request
 	Token string
 	CSRF  string
-	// User is profile.php's "profile" (username, email, totp_enabled, …).
-	User map[string]any
+	// User is profile.php's "profile".
+	User *wire.Profile
 	// App is apps.php's "app" for {app} pages (nil elsewhere); AppID its id.
-	App   map[string]any
+	App   *wire.App
 	AppID string
 }
 
@@ -124,9 +125,7 @@ func (d *Dashboard) page(m *http.ServeMux, pattern string, h func(*Ctx)) {
 				return
 			}
 		}
-		var prof struct {
-			Profile map[string]any `json:"profile"`
-		}
+		var prof wire.ProfileReply
 		if err := c.Call("GET", "/api/admin/profile.php", nil, nil, &prof); err != nil {
 			var ae *APIError
 			if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
@@ -137,16 +136,14 @@ func (d *Dashboard) page(m *http.ServeMux, pattern string, h func(*Ctx)) {
 			c.Fail(err)
 			return
 		}
-		c.User = prof.Profile
+		c.User = &prof.Profile
 		if id := r.PathValue("app"); id != "" {
-			var app struct {
-				App map[string]any `json:"app"`
-			}
+			var app wire.AppReply
 			if err := c.Call("GET", "/api/admin/apps.php", url.Values{"app_id": {id}}, nil, &app); err != nil {
 				c.Fail(err)
 				return
 			}
-			c.App, c.AppID = app.App, id
+			c.App, c.AppID = &app.App, id
 		}
 		h(c)
 	})

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -25,7 +26,7 @@ func (d *Dashboard) routesSessions(m *http.ServeMux) {
 // listPage is what the list pages share: the rows, the filters shown and
 // the cursor of the next (older) page.
 type listPage struct {
-	Rows    []map[string]any
+	Rows    any // a slice of the API's rows (wire types, or maps)
 	Filter  map[string]string
 	Next    string // query string of the next page ("" at the end)
 	First   string // query string of the first page ("" on the first page)
@@ -57,10 +58,7 @@ func (p *listPage) pageQueries(next any, cursor string) {
 func (d *Dashboard) sessionsList(c *Ctx) {
 	key := strings.TrimSpace(c.R.FormValue("license_key"))
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Sessions []map[string]any `json:"sessions"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.SessionListReply
 	p := &listPage{Filter: map[string]string{"license_key": key}}
 	if err := c.Call("GET", "/api/admin/sessions.php", c.AppQuery("license_key", key, "cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -69,7 +67,7 @@ func (d *Dashboard) sessionsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Sessions
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	c.Render("sessions", Page{Title: "Live sessions", Nav: "sessions", Data: p})
 }
 
@@ -98,7 +96,7 @@ func (d *Dashboard) sessionRevoke(c *Ctx) {
 		return
 	}
 	c.Done(back, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(),
-		map[string]any{"app_id": c.AppID, "session_id": id}, nil))
+		wire.RevokeSessionsRequest{AppID: c.AppID, SessionID: id}, nil))
 }
 
 var resetStatuses = []string{"pending", "approved", "denied", "all"}
@@ -113,10 +111,7 @@ func (d *Dashboard) resetsList(c *Ctx) {
 		apiStatus = ""
 	}
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Requests []map[string]any `json:"requests"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.ResetRequestListReply
 	p := &listPage{Filter: map[string]string{"status": status}, Options: resetStatuses}
 	if err := c.Call("GET", "/api/admin/hwid-resets.php", c.AppQuery("status", apiStatus, "cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -125,7 +120,7 @@ func (d *Dashboard) resetsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Requests
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	c.Render("resets", Page{Title: "HWID reset requests", Nav: "resets", Data: p})
 }
 
@@ -279,7 +274,7 @@ func (d *Dashboard) trialsList(c *Ctx) {
 	}
 	p.Rows = out.Trials
 	p.pageQueries(out.Next, cursor)
-	settings, _ := c.App["settings"].(map[string]any)
-	p.Extra = map[string]any{"Enabled": settings["trial_enabled"], "Duration": settings["trial_duration"], "Unit": settings["trial_duration_unit"]}
+	st := c.App.Settings
+	p.Extra = map[string]any{"Enabled": st.TrialEnabled, "Duration": st.TrialDuration, "Unit": st.TrialDurationUnit}
 	c.Render("trials", Page{Title: "Trials", Nav: "trials", Data: p})
 }

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"errors"
+	"github.com/keyward/keyward/wire"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -10,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/keyward/keyward/wire"
 )
 
 // routesUpdates: releases (list, create, edit, rollout, publish, halt,
@@ -40,10 +39,7 @@ var (
 const updatesAPI = "/api/admin/updates.php"
 
 func (d *Dashboard) updatesList(c *Ctx) {
-	var out struct {
-		Releases     []map[string]any `json:"releases"`
-		MinSupported map[string]any   `json:"min_supported"`
-	}
+	var out wire.ReleaseListReply
 	if err := c.Call("GET", updatesAPI, c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -63,26 +59,23 @@ func rolloutPercent(r *http.Request, name string) (float64, error) {
 }
 
 func (d *Dashboard) releaseCreate(c *Ctx) {
-	body := map[string]any{"version": strings.TrimSpace(c.R.PostFormValue("version")), "channel": c.R.PostFormValue("channel"),
-		"changelog": c.R.PostFormValue("changelog"), "min_version": strings.TrimSpace(c.R.PostFormValue("min_version")),
-		"is_mandatory": formBool(c, "is_mandatory")}
+	body := wire.ReleaseRequest{Version: strings.TrimSpace(c.R.PostFormValue("version")), Channel: c.R.PostFormValue("channel"),
+		Changelog: c.R.PostFormValue("changelog"), MinVersion: strings.TrimSpace(c.R.PostFormValue("min_version")),
+		IsMandatory: formBool(c, "is_mandatory")}
 	if strings.TrimSpace(c.R.PostFormValue("rollout_percent")) != "" {
 		pct, err := rolloutPercent(c.R, "rollout_percent")
 		if err != nil {
 			c.Done(c.AppPath("updates"), "", err)
 			return
 		}
-		body["rollout_percent"] = pct
+		body.RolloutPercent = &pct
 	}
-	var out struct {
-		Message string         `json:"message"`
-		Release map[string]any `json:"release"`
-	}
+	var out wire.ReleaseReply
 	if err := c.Call("POST", updatesAPI, c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("updates"), "", err)
 		return
 	}
-	c.Redirect(c.AppPath("updates/"+str(out.Release["id"])), out.Message)
+	c.Redirect(releasePath(c, out.Release.ID), out.Message)
 }
 
 // releaseID reads the {id} of a release page; a non-number is no release.
@@ -104,16 +97,14 @@ func (d *Dashboard) releaseShow(c *Ctx) {
 	if !ok {
 		return
 	}
-	var out struct {
-		Release map[string]any `json:"release"`
-	}
+	var out wire.ReleaseReply
 	if err := c.Call("GET", updatesAPI, c.AppQuery("id", strconv.FormatInt(id, 10)), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Render("release", Page{Title: "Release " + str(out.Release["version"]), Nav: "updates", Data: map[string]any{
+	c.Render("release", Page{Title: "Release " + out.Release.Version, Nav: "updates", Data: map[string]any{
 		"Release": out.Release, "Channels": updateChannels, "OSes": updateOSes, "Arches": updateArches,
-		"Rollout": num(out.Release["rollout_percent"])}})
+		"Rollout": out.Release.RolloutPercent}})
 }
 
 func (d *Dashboard) releaseEdit(c *Ctx) {
@@ -121,8 +112,8 @@ func (d *Dashboard) releaseEdit(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"id": id, "channel": c.R.PostFormValue("channel"), "changelog": c.R.PostFormValue("changelog"),
-		"min_version": strings.TrimSpace(c.R.PostFormValue("min_version")), "is_mandatory": formBool(c, "is_mandatory")}
+	body := wire.ReleaseRequest{ID: id, Channel: c.R.PostFormValue("channel"), Changelog: c.R.PostFormValue("changelog"),
+		MinVersion: strings.TrimSpace(c.R.PostFormValue("min_version")), IsMandatory: formBool(c, "is_mandatory")}
 	c.Done(releasePath(c, id), "Release saved.", c.Call("PUT", updatesAPI, c.AppQuery(), body, nil))
 }
 
@@ -133,7 +124,7 @@ func (d *Dashboard) releaseRollout(c *Ctx) {
 	}
 	pct, err := rolloutPercent(c.R, "rollout_percent")
 	if err == nil {
-		err = c.Call("POST", updatesAPI, c.AppQuery(), map[string]any{"action": "rollout", "id": id, "rollout_percent": pct}, nil)
+		err = c.Call("POST", updatesAPI, c.AppQuery(), wire.ReleaseActionRequest{Action: "rollout", ID: id, RolloutPercent: &pct}, nil)
 	}
 	c.Done(releasePath(c, id), "Rollout saved.", err)
 }
@@ -163,7 +154,7 @@ func (d *Dashboard) releaseAction(c *Ctx) {
 			return
 		}
 	}
-	c.Done(releasePath(c, id), msg, c.Call("POST", updatesAPI, c.AppQuery(), map[string]any{"action": action, "id": id}, nil))
+	c.Done(releasePath(c, id), msg, c.Call("POST", updatesAPI, c.AppQuery(), wire.ReleaseActionRequest{Action: action, ID: id}, nil))
 }
 
 func (d *Dashboard) releaseDelete(c *Ctx) {
@@ -182,8 +173,8 @@ func (d *Dashboard) releaseDelete(c *Ctx) {
 }
 
 func (d *Dashboard) updatesMinSupported(c *Ctx) {
-	body := map[string]any{"action": "min_supported", "channel": c.R.PostFormValue("channel"),
-		"version": strings.TrimSpace(c.R.PostFormValue("version"))}
+	body := wire.MinSupportedRequest{Action: "min_supported", Channel: c.R.PostFormValue("channel"),
+		Version: strings.TrimSpace(c.R.PostFormValue("version"))}
 	c.Done(c.AppPath("updates"), "Minimum supported version saved.", c.Call("POST", updatesAPI, c.AppQuery(), body, nil))
 }
 
@@ -322,14 +313,13 @@ func (d *Dashboard) releaseUpload(c *Ctx) {
 	// A large upload outlasts the server's read timeout.
 	http.NewResponseController(c.W).SetReadDeadline(time.Now().Add(6 * time.Hour))
 	rec := c.d.do(c.R, c.Token, "PUT", updatesAPI, q, body, "application/octet-stream")
-	var out struct {
-		Artifact map[string]any `json:"artifact"`
-	}
+	var out wire.ArtifactReply
 	if err := decodeAnswer(rec, &out); err != nil {
 		finish("", err)
 		return
 	}
-	finish("Artifact stored: "+str(out.Artifact["file_name"])+" ("+str(out.Artifact["size"])+" bytes, sha256 "+str(out.Artifact["sha256"])+").", nil)
+	a := out.Artifact
+	finish("Artifact stored: "+a.FileName+" ("+strconv.FormatInt(a.Size, 10)+" bytes, sha256 "+a.SHA256+").", nil)
 }
 
 func writeUploadJSON(w http.ResponseWriter, status int, v any) {

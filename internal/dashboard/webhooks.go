@@ -1,12 +1,11 @@
 package dashboard
 
 import (
+	"github.com/keyward/keyward/wire"
 	"net/http"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/keyward/keyward/wire"
 )
 
 // routesWebhooks: an app's webhook destinations (list, create, edit,
@@ -40,23 +39,35 @@ var webhookEvents = []string{
 const responseShown = 300
 
 func (d *Dashboard) webhooksList(c *Ctx) {
-	var out struct {
-		Webhooks []map[string]any `json:"webhooks"`
-	}
+	var out wire.WebhookListReply
 	if err := c.Call("GET", webhooksAPI, c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
 	// The last delivery of each destination.
-	for _, w := range out.Webhooks {
-		var dl struct {
-			Deliveries []map[string]any `json:"deliveries"`
-		}
-		if err := c.Call("GET", webhooksAPI, c.AppQuery("action", "deliveries", "id", str(w["id"]), "limit", "1"), nil, &dl); err == nil && len(dl.Deliveries) > 0 {
-			w["last"] = dl.Deliveries[0]
+	rows := make([]webhookRow, len(out.Webhooks))
+	for i, w := range out.Webhooks {
+		rows[i].Webhook = w
+		var dl wire.DeliveryListReply
+		if err := c.Call("GET", webhooksAPI, c.AppQuery("action", "deliveries", "id", strconv.FormatInt(w.ID, 10), "limit", "1"), nil, &dl); err == nil && len(dl.Deliveries) > 0 {
+			rows[i].Last = &dl.Deliveries[0]
 		}
 	}
-	c.Render("webhooks", Page{Title: "Webhooks", Nav: "webhooks", Data: map[string]any{"Webhooks": out.Webhooks, "Events": webhookEvents}})
+	c.Render("webhooks", Page{Title: "Webhooks", Nav: "webhooks", Data: map[string]any{"Webhooks": rows, "Events": webhookEvents}})
+}
+
+// webhookRow is a destination in the list, with its last delivery (nil
+// before the first).
+type webhookRow struct {
+	wire.Webhook
+	Last *wire.Delivery
+}
+
+// deliveryRow is a delivery in the log, with its attempts (answers cut to
+// responseShown).
+type deliveryRow struct {
+	wire.Delivery
+	AttemptLog []wire.DeliveryAttempt
 }
 
 // eventsFromForm reads the checked events and any extra names (comma or
@@ -80,11 +91,9 @@ func eventsFromForm(r *http.Request) []string {
 }
 
 func (d *Dashboard) webhookCreate(c *Ctx) {
-	body := map[string]any{"url": strings.TrimSpace(c.R.PostFormValue("url")), "events": eventsFromForm(c.R),
-		"description": strings.TrimSpace(c.R.PostFormValue("description"))}
-	var out struct {
-		Webhook map[string]any `json:"webhook"`
-	}
+	body := wire.WebhookRequest{URL: strings.TrimSpace(c.R.PostFormValue("url")), Events: eventsFromForm(c.R),
+		Description: strings.TrimSpace(c.R.PostFormValue("description"))}
+	var out wire.WebhookReply
 	if err := c.Call("POST", webhooksAPI, c.AppQuery(), body, &out); err != nil {
 		c.Done(c.AppPath("webhooks"), "", err)
 		return
@@ -94,26 +103,24 @@ func (d *Dashboard) webhookCreate(c *Ctx) {
 
 // webhookID reads {id} and loads the destination, which must be this app's
 // (or, for operators, one for every app).
-func webhookID(c *Ctx) (int64, map[string]any, bool) {
+func webhookID(c *Ctx) (int64, *wire.Webhook, bool) {
 	notFound := &APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such webhook."}
 	id, err := strconv.ParseInt(c.R.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
 		c.Fail(notFound)
 		return 0, nil, false
 	}
-	var out struct {
-		Webhook map[string]any `json:"webhook"`
-	}
+	var out wire.WebhookReply
 	if err := c.Call("GET", webhooksAPI, c.AppQuery("id", strconv.FormatInt(id, 10)), nil, &out); err != nil {
 		c.Fail(err)
 		return 0, nil, false
 	}
-	if app, _ := out.Webhook["app_id"].(string); app != "" && app != c.AppID {
+	if app := out.Webhook.AppID; app != nil && *app != "" && *app != c.AppID {
 		c.Fail(notFound)
 		return 0, nil, false
 	}
-	delete(out.Webhook, "secret") // shown only on creation and rotation
-	return id, out.Webhook, true
+	out.Webhook.Secret = "" // shown only on creation and rotation
+	return id, &out.Webhook, true
 }
 
 func webhookPath(c *Ctx, id int64) string { return c.AppPath("webhooks/" + strconv.FormatInt(id, 10)) }
@@ -124,40 +131,37 @@ func (d *Dashboard) webhookShow(c *Ctx) {
 		return
 	}
 	status := c.R.URL.Query().Get("status")
-	var dl struct {
-		Deliveries []map[string]any `json:"deliveries"`
-	}
+	var dl wire.DeliveryListReply
 	if err := c.Call("GET", webhooksAPI, c.AppQuery("action", "deliveries", "id", strconv.FormatInt(id, 10), "status", status, "limit", "25"), nil, &dl); err != nil {
 		c.Fail(err)
 		return
 	}
-	for _, del := range dl.Deliveries {
-		var one struct {
-			Attempts []map[string]any `json:"attempts"`
-		}
-		if err := c.Call("GET", webhooksAPI, c.AppQuery("action", "delivery", "delivery_id", str(del["id"])), nil, &one); err != nil {
+	rows := make([]deliveryRow, len(dl.Deliveries))
+	for i, del := range dl.Deliveries {
+		rows[i].Delivery = del
+		var one wire.DeliveryReply
+		if err := c.Call("GET", webhooksAPI, c.AppQuery("action", "delivery", "delivery_id", del.ID), nil, &one); err != nil {
 			continue
 		}
-		for _, a := range one.Attempts {
-			a["response"] = truncate(str(a["response"]), responseShown)
+		for j := range one.Attempts {
+			one.Attempts[j].Response = truncate(one.Attempts[j].Response, responseShown)
 		}
-		del["attempt_log"] = one.Attempts
+		rows[i].AttemptLog = one.Attempts
 	}
 	checked := map[string]bool{}
-	evs, _ := w["events"].([]any)
 	var extra []string
 	known := map[string]bool{}
 	for _, e := range webhookEvents {
 		known[e] = true
 	}
-	for _, e := range evs {
-		checked[str(e)] = true
-		if !known[str(e)] {
-			extra = append(extra, str(e))
+	for _, e := range w.Events {
+		checked[e] = true
+		if !known[e] {
+			extra = append(extra, e)
 		}
 	}
-	c.Render("webhook", Page{Title: "Webhook " + str(w["url"]), Nav: "webhooks", Data: map[string]any{
-		"Webhook": w, "Deliveries": dl.Deliveries, "Events": webhookEvents, "Checked": checked, "Extra": strings.Join(extra, ", "),
+	c.Render("webhook", Page{Title: "Webhook " + w.URL, Nav: "webhooks", Data: map[string]any{
+		"Webhook": w, "Deliveries": rows, "Events": webhookEvents, "Checked": checked, "Extra": strings.Join(extra, ", "),
 		"Status": status}})
 }
 
@@ -177,8 +181,8 @@ func (d *Dashboard) webhookEdit(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"id": id, "url": strings.TrimSpace(c.R.PostFormValue("url")), "events": eventsFromForm(c.R),
-		"description": strings.TrimSpace(c.R.PostFormValue("description"))}
+	body := wire.WebhookRequest{ID: id, URL: strings.TrimSpace(c.R.PostFormValue("url")), Events: eventsFromForm(c.R),
+		Description: strings.TrimSpace(c.R.PostFormValue("description"))}
 	c.Done(webhookPath(c, id), "Webhook saved.", c.Call("PUT", webhooksAPI, c.AppQuery(), body, nil))
 }
 
@@ -196,7 +200,7 @@ func (d *Dashboard) webhookAction(c *Ctx) {
 		c.Fail(&APIError{Status: http.StatusNotFound, Code: wire.CodeNotFound, Message: "There is no such page."})
 		return
 	}
-	c.Done(webhookPath(c, id), msg, c.Call("POST", webhooksAPI, c.AppQuery(), map[string]any{"action": action, "id": id}, nil))
+	c.Done(webhookPath(c, id), msg, c.Call("POST", webhooksAPI, c.AppQuery(), wire.WebhookActionRequest{Action: action, ID: id}, nil))
 }
 
 func (d *Dashboard) webhookRotate(c *Ctx) {
@@ -207,10 +211,8 @@ func (d *Dashboard) webhookRotate(c *Ctx) {
 	if !c.Confirm("Rotate the signing secret?", "The new secret is in force at once: the receiver must verify with it from now on.") {
 		return
 	}
-	var out struct {
-		Webhook map[string]any `json:"webhook"`
-	}
-	if err := c.Call("POST", webhooksAPI, c.AppQuery(), map[string]any{"action": "rotate_secret", "id": id}, &out); err != nil {
+	var out wire.WebhookReply
+	if err := c.Call("POST", webhooksAPI, c.AppQuery(), wire.WebhookActionRequest{Action: "rotate_secret", ID: id}, &out); err != nil {
 		c.Done(webhookPath(c, id), "", err)
 		return
 	}
@@ -237,6 +239,6 @@ func (d *Dashboard) webhookRedeliver(c *Ctx) {
 	if !ok {
 		return
 	}
-	body := map[string]any{"action": "redeliver", "delivery_id": strings.TrimSpace(c.R.PostFormValue("delivery_id"))}
+	body := wire.WebhookActionRequest{Action: "redeliver", DeliveryID: strings.TrimSpace(c.R.PostFormValue("delivery_id"))}
 	c.Done(webhookPath(c, id), "Delivery queued: it goes out within a few seconds.", c.Call("POST", webhooksAPI, c.AppQuery(), body, nil))
 }

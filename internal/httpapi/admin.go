@@ -30,9 +30,25 @@ type adminCall struct {
 	r     *http.Request
 }
 
-// adminHandler answers an admin request. A handler that streams its own reply
-// returns (nil, nil).
-type adminHandler func(ctx context.Context, c *adminCall) (map[string]any, error)
+// adminHandler answers an admin request with its reply (a wire type). A
+// handler that streams its own reply returns (nil, nil).
+type adminHandler func(ctx context.Context, c *adminCall) (any, error)
+
+// handler adapts a handler returning a reply of type R (a wire type, or a
+// map for the replies not yet typed) to an adminHandler; a nil map means the
+// handler streamed its own reply.
+func handler[R any](h func(context.Context, *adminCall) (R, error)) adminHandler {
+	return func(ctx context.Context, c *adminCall) (any, error) {
+		res, err := h(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := any(res).(map[string]any); ok && m == nil {
+			return nil, nil
+		}
+		return res, nil
+	}
+}
 
 // op is one method of an admin route: its handler and the least role it
 // needs on the app named by app_id. perm 0 is a route about the caller
@@ -52,11 +68,19 @@ type op struct {
 }
 
 // The permission an admin route method needs on its app.
-func read(h adminHandler) op    { return op{perm: admin.PermRead, h: h} }
-func support(h adminHandler) op { return op{perm: admin.PermSupport, h: h} }
-func manage(h adminHandler) op  { return op{perm: admin.PermManage, h: h} }
-func owner(h adminHandler) op   { return op{perm: admin.PermOwner, h: h} }
-func self(h adminHandler) op    { return op{h: h} }
+func read[R any](h func(context.Context, *adminCall) (R, error)) op {
+	return op{perm: admin.PermRead, h: handler(h)}
+}
+func support[R any](h func(context.Context, *adminCall) (R, error)) op {
+	return op{perm: admin.PermSupport, h: handler(h)}
+}
+func manage[R any](h func(context.Context, *adminCall) (R, error)) op {
+	return op{perm: admin.PermManage, h: handler(h)}
+}
+func owner[R any](h func(context.Context, *adminCall) (R, error)) op {
+	return op{perm: admin.PermOwner, h: handler(h)}
+}
+func self[R any](h func(context.Context, *adminCall) (R, error)) op { return op{h: handler(h)} }
 
 // csvBody is o taking a text/csv body (streamed by its handler, which
 // limits it) instead of a JSON object.
@@ -244,8 +268,8 @@ func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res.Requires2FA {
-		writeJSON(w, http.StatusOK, map[string]any{"success": true, "requires_2fa": true, "step1_token": res.Step1Token})
+		writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Requires2FA: true, Step1Token: res.Step1Token})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": res.Token})
+	writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: res.Token})
 }

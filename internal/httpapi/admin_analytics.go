@@ -7,6 +7,7 @@ import (
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // count records one client event of app for analytics, now.
@@ -31,10 +32,10 @@ func (a *API) countLogin(app *license.App, err error) {
 	}
 }
 
-func points(ps []analytics.Point) []map[string]any {
-	out := make([]map[string]any, len(ps))
+func points(ps []analytics.Point) []wire.Point {
+	out := make([]wire.Point, len(ps))
 	for i, p := range ps {
-		out[i] = map[string]any{"at": license.Timestamp(p.At), "n": p.N}
+		out[i] = wire.Point{At: license.Timestamp(p.At), N: p.N}
 	}
 	return out
 }
@@ -44,7 +45,7 @@ func points(ps []analytics.Point) []map[string]any {
 // activations, new trials and logouts per step, refusals by code, keys by
 // status, and the versions of checking clients. The range defaults to the
 // last 7 days (hourly up to 2 days, daily beyond).
-func (a *API) getAnalytics(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getAnalytics(ctx context.Context, c *adminCall) (any, error) {
 	to, from := a.now().UTC(), time.Time{}
 	for _, t := range []struct {
 		name string
@@ -87,19 +88,19 @@ func (a *API) getAnalytics(ctx context.Context, c *adminCall) (map[string]any, e
 	if err != nil {
 		return nil, err
 	}
-	versions := make([]map[string]any, len(r.Versions))
+	versions := make([]wire.VersionDevices, len(r.Versions))
 	for i, v := range r.Versions {
-		versions[i] = map[string]any{"version": v.Version, "devices": v.Devices}
+		versions[i] = wire.VersionDevices{Version: v.Version, Devices: v.Devices}
 	}
 	stepName := "day"
 	if r.Step == analytics.Hourly {
 		stepName = "hour"
 	}
-	return map[string]any{"success": true, "analytics": map[string]any{
-		"app_id": c.appID, "from": license.Timestamp(r.From), "to": license.Timestamp(r.To), "step": stepName,
-		"active_now": r.ActiveNow, "active_sessions": points(r.Active),
-		"logins": points(r.Logins), "activations": points(r.Activations), "trials": points(r.Trials), "logouts": points(r.Logouts),
-		"login_failures": r.LoginFailures, "heartbeat_refusals": r.HeartbeatRefusals,
-		"keys_by_status": r.KeysByStatus, "versions": versions,
+	return wire.AnalyticsReply{Success: true, Analytics: wire.Analytics{
+		AppID: c.appID, From: license.Timestamp(r.From), To: license.Timestamp(r.To), Step: stepName,
+		ActiveNow: r.ActiveNow, ActiveSessions: points(r.Active),
+		Logins: points(r.Logins), Activations: points(r.Activations), Trials: points(r.Trials), Logouts: points(r.Logouts),
+		LoginFailures: r.LoginFailures, HeartbeatRefusals: r.HeartbeatRefusals,
+		KeysByStatus: r.KeysByStatus, Versions: versions,
 	}}, nil
 }

@@ -12,28 +12,65 @@ import (
 	"github.com/keyward/keyward/wire"
 )
 
-func appView(app *license.App, withSecret bool) map[string]any {
-	v := map[string]any{"app_id": app.ID, "name": app.Name, "version": app.Version, "settings": app.Settings,
-		"created_at": license.Timestamp(app.CreatedAt), "updated_at": license.Timestamp(app.UpdatedAt),
-		"revoked": app.RevokedAt != nil, "revoked_at": optStamp(app.RevokedAt)}
+func appView(app *license.App, withSecret bool) wire.App {
+	v := wire.App{AppID: app.ID, Name: app.Name, Version: app.Version, Settings: appSettingsView(&app.Settings),
+		CreatedAt: license.Timestamp(app.CreatedAt), UpdatedAt: license.Timestamp(app.UpdatedAt),
+		Revoked: app.RevokedAt != nil, RevokedAt: stampOf(app.RevokedAt)}
 	if withSecret {
-		v["secret"] = app.Secret
+		v.Secret = app.Secret
 	}
 	return v
+}
+
+// appSettingsView is st on the wire (TestAppSettingsViewKeepsEveryField
+// holds the two types to the same fields).
+func appSettingsView(st *license.AppSettings) wire.AppSettings {
+	return wire.AppSettings{
+		HeartbeatInterval: st.HeartbeatInterval, Maintenance: st.Maintenance, MaintenanceMessage: st.MaintenanceMessage,
+		LoginMessage: st.LoginMessage, DownloadURL: st.DownloadURL, SelfResetEnabled: st.SelfResetEnabled,
+		SelfResetCooldownHours: st.SelfResetCooldownHours, KeyPrefix: st.KeyPrefix, ResetAutoApproveDays: st.ResetAutoApproveDays,
+
+		TrialEnabled: st.TrialEnabled, TrialDuration: st.TrialDuration, TrialDurationUnit: st.TrialDurationUnit,
+		TrialMaxDevices: st.TrialMaxDevices, TrialFeatures: st.TrialFeatures, TrialIPLimit: st.TrialIPLimit,
+		TrialIPWindowHours: st.TrialIPWindowHours,
+
+		AccountsEnabled: st.AccountsEnabled, AccountKeyRequired: st.AccountKeyRequired, AccountSignupDays: st.AccountSignupDays,
+		AccountMaxDevices: st.AccountMaxDevices, AccountRedeemMode: st.AccountRedeemMode,
+		AccountTakesKeyDevices: st.AccountTakesKeyDevices, AccountPasswordMinLength: st.AccountPasswordMinLength,
+
+		LeakMaxHWIDs: st.LeakMaxHWIDs, LeakMaxIPs: st.LeakMaxIPs, LeakWindowHours: st.LeakWindowHours, LeakAction: st.LeakAction,
+		SuspiciousInvalidKeys: st.SuspiciousInvalidKeys, SuspiciousEnvelopeFailures: st.SuspiciousEnvelopeFailures,
+		SuspiciousTrials: st.SuspiciousTrials, SuspiciousWindowMinutes: st.SuspiciousWindowMinutes,
+
+		Branding: wire.Branding(st.Branding), FeatureFlags: flagViews(st.FeatureFlags),
+	}
+}
+
+// flagViews are fs on the wire; nil (JSON null) for nil, as the settings'
+// own encoding.
+func flagViews(fs []license.FeatureFlag) []wire.FeatureFlag {
+	if fs == nil {
+		return nil
+	}
+	out := make([]wire.FeatureFlag, len(fs))
+	for i, f := range fs {
+		out[i] = wire.FeatureFlag(f)
+	}
+	return out
 }
 
 // listApps: GET apps.php lists the apps the caller is a member of, each
 // with its role; with ?app_id= returns one. Secrets are shown only on
 // creation and regeneration.
-func (a *API) listApps(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listApps(ctx context.Context, c *adminCall) (any, error) {
 	if c.appID != "" {
 		app, err := a.lic.App(ctx, c.appID)
 		if err != nil {
 			return nil, err
 		}
 		v := appView(app, false)
-		v["role"] = string(c.role)
-		return map[string]any{"success": true, "app": v}, nil
+		v.Role = string(c.role)
+		return wire.AppReply{Success: true, App: v}, nil
 	}
 	roles, err := a.admins.Roles(ctx, c.p)
 	if err != nil {
@@ -43,21 +80,21 @@ func (a *API) listApps(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	out := []map[string]any{}
+	out := []wire.App{}
 	for i := range apps {
 		if role, ok := roles[apps[i].ID]; ok {
 			v := appView(&apps[i], false)
-			v["role"] = string(role)
+			v.Role = string(role)
 			out = append(out, v)
 		}
 	}
-	return map[string]any{"success": true, "apps": out}, nil
+	return wire.AppListReply{Success: true, Apps: out}, nil
 }
 
 // postApps: POST apps.php creates an app, whose owner the caller becomes;
 // with ?action=regenerate-secret it gives app_id a new secret, with
 // action=revoke or restore (owners) it refuses its clients or lets them back.
-func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 	action, err := c.param("action")
 	if err != nil {
 		return nil, err
@@ -72,7 +109,7 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "app": appView(app, true)}, nil
+		return wire.AppReply{Success: true, App: appView(app, true)}, nil
 	case "revoke", "restore":
 		if err := c.need(admin.PermOwner); err != nil {
 			return nil, err
@@ -81,7 +118,7 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "app": appView(app, false)}, nil
+		return wire.AppReply{Success: true, App: appView(app, false)}, nil
 	default:
 		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action; use regenerate-secret, revoke or restore.")
 	}
@@ -100,13 +137,13 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "app": appView(app, true)}, nil
+	return wire.AppReply{Success: true, App: appView(app, true)}, nil
 }
 
 // updateApp: PUT apps.php?app_id= edits name, version and settings. Settings
 // may be sent in a "settings" object or as top-level fields; unknown names and
 // wrong types are refused.
-func (a *API) updateApp(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateApp(ctx context.Context, c *adminCall) (any, error) {
 	id, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -148,7 +185,7 @@ func (a *API) updateApp(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "app": appView(app, false)}, nil
+	return wire.AppReply{Success: true, App: appView(app, false)}, nil
 }
 
 // applySettings overlays patch on s, refusing unknown fields and wrong types.
@@ -181,7 +218,7 @@ func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) err
 }
 
 // deleteApp: DELETE apps.php?app_id=.
-func (a *API) deleteApp(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteApp(ctx context.Context, c *adminCall) (any, error) {
 	id, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -189,5 +226,5 @@ func (a *API) deleteApp(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err := a.lic.DeleteApp(ctx, c.actor, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "App deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "App deleted."}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // bulkKeys: POST keys-bulk.php {app_id, op: ban|pause|extend|delete, days?,
@@ -13,7 +14,7 @@ import (
 // dry_run?, expect?}. A dry run (the default) answers how many keys the
 // filter matches; the real run (dry_run false) needs that count as expect
 // and answers what was changed, recorded as one audit entry.
-func (a *API) bulkKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) bulkKeys(ctx context.Context, c *adminCall) (any, error) {
 	op, err := c.required("op")
 	if err != nil {
 		return nil, err
@@ -61,8 +62,8 @@ func (a *API) bulkKeys(ctx context.Context, c *adminCall) (map[string]any, error
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "dry_run": true, "op": op, "count": n,
-			"message": "Send the same request with dry_run false and expect set to this count to apply it."}, nil
+		return wire.BulkDryRunReply{Success: true, DryRun: true, Op: op, Count: n,
+			Message: "Send the same request with dry_run false and expect set to this count to apply it."}, nil
 	}
 	expect, ok, err := c.f.int("expect")
 	if err != nil {
@@ -74,6 +75,6 @@ func (a *API) bulkKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "dry_run": false, "op": op, "matched": res.Matched, "affected": res.Affected,
-		"skipped": res.Skipped}, nil
+	return wire.BulkReply{Success: true, DryRun: false, Op: op, Matched: res.Matched, Affected: res.Affected,
+		Skipped: res.Skipped}, nil
 }

@@ -36,7 +36,7 @@ func (a *API) appRecord(ctx context.Context, c *adminCall) (string, int64, error
 
 // deleter is the DELETE handler of an app's records addressed by id.
 func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) error, what string) adminHandler {
-	return func(ctx context.Context, c *adminCall) (map[string]any, error) {
+	return func(ctx context.Context, c *adminCall) (any, error) {
 		appID, id, err := a.appRecord(ctx, c)
 		if err != nil {
 			return nil, err
@@ -44,7 +44,7 @@ func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) erro
 		if err := del(ctx, c.actor, appID, id); err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": what + " deleted."}, nil
+		return wire.MessageReply{Success: true, Message: what + " deleted."}, nil
 	}
 }
 
@@ -108,7 +108,7 @@ func setBool(f fields, name string, dst *bool) error {
 // ---- texts.php
 
 // getTexts: GET texts.php?app_id=[&license_key=] → {texts[, overrides]}.
-func (a *API) getTexts(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getTexts(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -118,15 +118,14 @@ func (a *API) getTexts(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"success": true, "texts": defaults}
 	if lk != "" {
-		res["overrides"] = overrides
+		return wire.KeyTextsReply{Success: true, Texts: defaults, Overrides: overrides}, nil
 	}
-	return res, nil
+	return wire.TextsReply{Success: true, Texts: defaults}, nil
 }
 
 // putText: PUT texts.php {app_id, name, value, license_key?}.
-func (a *API) putText(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putText(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -146,11 +145,11 @@ func (a *API) putText(ctx context.Context, c *adminCall) (map[string]any, error)
 	if err := a.content.SetText(ctx, c.actor, appID, lk, name, value); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "name": name, "value": value}, nil
+	return wire.AdminTextReply{Success: true, Name: name, Value: value}, nil
 }
 
 // deleteText: DELETE texts.php {app_id, name, license_key?}.
-func (a *API) deleteText(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteText(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -166,7 +165,7 @@ func (a *API) deleteText(ctx context.Context, c *adminCall) (map[string]any, err
 	if err := a.content.DeleteText(ctx, c.actor, appID, lk, name); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Text deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Text deleted."}, nil
 }
 
 // ---- slides.php
@@ -248,9 +247,9 @@ func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, er
 
 // ---- social-links.php
 
-func linkView(l *content.Link) map[string]any {
-	return map[string]any{"id": l.ID, "platform": l.Platform, "url": l.URL, "label": l.Label, "order": l.Position,
-		"clicks": l.Clicks, "created_at": optStamp(&l.CreatedAt), "updated_at": optStamp(&l.UpdatedAt)}
+func linkView(l *content.Link) wire.AdminSocialLink {
+	return wire.AdminSocialLink{ID: l.ID, Platform: l.Platform, URL: l.URL, Label: l.Label, Order: l.Position,
+		Clicks: l.Clicks, CreatedAt: license.Timestamp(l.CreatedAt), UpdatedAt: license.Timestamp(l.UpdatedAt)}
 }
 
 func linkFields(f fields, l *content.Link) error {
@@ -262,7 +261,7 @@ func linkFields(f fields, l *content.Link) error {
 	return setInt(f, "order", &l.Position)
 }
 
-func (a *API) listLinks(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listLinks(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -271,14 +270,14 @@ func (a *API) listLinks(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(ls))
+	out := make([]wire.AdminSocialLink, len(ls))
 	for i := range ls {
 		out[i] = linkView(&ls[i])
 	}
-	return map[string]any{"success": true, "social_links": out}, nil
+	return wire.SocialLinkListReply{Success: true, SocialLinks: out}, nil
 }
 
-func (a *API) createLink(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createLink(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -290,10 +289,10 @@ func (a *API) createLink(ctx context.Context, c *adminCall) (map[string]any, err
 	if err := a.content.CreateLink(ctx, c.actor, l); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "social_link": linkView(l)}, nil
+	return wire.SocialLinkReply{Success: true, SocialLink: linkView(l)}, nil
 }
 
-func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateLink(ctx context.Context, c *adminCall) (any, error) {
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
@@ -302,7 +301,7 @@ func (a *API) updateLink(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "social_link": linkView(l)}, nil
+	return wire.SocialLinkReply{Success: true, SocialLink: linkView(l)}, nil
 }
 
 // ---- changelog.php (admin)
@@ -379,7 +378,7 @@ func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, er
 // ---- feature-flags.php
 
 // listFlags: GET feature-flags.php?app_id= → {feature_flags:[{name, type, default, description}]}.
-func (a *API) listFlags(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listFlags(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -388,12 +387,12 @@ func (a *API) listFlags(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "feature_flags": app.Settings.FeatureFlags}, nil
+	return wire.FeatureFlagListReply{Success: true, FeatureFlags: flagViews(app.Settings.FeatureFlags)}, nil
 }
 
 // putFlag: PUT feature-flags.php {app_id, name, type, default?, description?}
 // defines or redefines a flag.
-func (a *API) putFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putFlag(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -415,14 +414,15 @@ func (a *API) putFlag(ctx context.Context, c *adminCall) (map[string]any, error)
 	}
 	for _, def := range app.Settings.FeatureFlags {
 		if def.Name == f.Name {
-			return map[string]any{"success": true, "feature_flag": def}, nil
+			v := wire.FeatureFlag(def)
+			return wire.FeatureFlagReply{Success: true, FeatureFlag: &v}, nil
 		}
 	}
-	return map[string]any{"success": true}, nil
+	return wire.FeatureFlagReply{Success: true}, nil
 }
 
 // deleteFlag: DELETE feature-flags.php {app_id, name}.
-func (a *API) deleteFlag(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteFlag(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -434,5 +434,5 @@ func (a *API) deleteFlag(ctx context.Context, c *adminCall) (map[string]any, err
 	if _, err := a.lic.DeleteFlag(ctx, c.actor, appID, name); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Flag deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Flag deleted."}, nil
 }

@@ -5,11 +5,13 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // listDetections: GET detections.php?app_id=[&kind=&limit=] → what leak and
 // abuse detection reported, newest first.
-func (a *API) listDetections(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listDetections(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -26,11 +28,11 @@ func (a *API) listDetections(ctx context.Context, c *adminCall) (map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(ds))
+	list := make([]wire.Detection, 0, len(ds))
 	for i := range ds {
 		d := &ds[i]
-		list = append(list, map[string]any{"id": d.ID, "kind": d.Kind, "subject": d.Subject, "details": d.Details,
-			"created_at": optStamp(&d.CreatedAt)})
+		list = append(list, wire.Detection{ID: d.ID, Kind: d.Kind, Subject: d.Subject, Details: d.Details,
+			CreatedAt: license.Timestamp(d.CreatedAt)})
 	}
-	return map[string]any{"success": true, "detections": list}, nil
+	return wire.DetectionListReply{Success: true, Detections: list}, nil
 }

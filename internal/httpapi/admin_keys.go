@@ -21,7 +21,7 @@ import (
 // getKeys: GET keys.php?app_id= lists (filters status, q; cursor, limit);
 // with license_key returns one with devices and sessions; with action=export
 // streams CSV.
-func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -42,14 +42,8 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error)
 		if err != nil {
 			return nil, err
 		}
-		v := d.Key.AdminView(now)
-		devices := make([]map[string]any, len(d.Devices))
-		for i, dv := range d.Devices {
-			devices[i] = map[string]any{"hwid": dv.HWID, "first_seen_at": license.Timestamp(dv.CreatedAt), "last_seen_at": license.Timestamp(dv.LastSeenAt)}
-		}
-		v["devices"] = devices
-		v["sessions"] = sessionViews(d.Sessions)
-		return map[string]any{"success": true, "key": v}, nil
+		v := wire.KeyDetail{Key: keyView(&d.Key, now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions)}
+		return wire.KeyDetailReply{Success: true, Key: v}, nil
 	}
 	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),
 		Query: c.q.Get("q"), HWID: strings.TrimSpace(c.q.Get("hwid"))}
@@ -65,13 +59,9 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (map[string]any, error)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(keys))
-	for i := range keys {
-		out[i] = keys[i].AdminView(now)
-	}
-	res := map[string]any{"success": true, "keys": out, "next_cursor": nil}
+	res := wire.KeyListReply{Success: true, Keys: keyViews(keys, now)}
 	if next != 0 {
-		res["next_cursor"] = strconv.FormatInt(next, 10)
+		res.NextCursor = cursorString(next)
 	}
 	return res, nil
 }
@@ -158,7 +148,7 @@ func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, err
 // postKeys: POST keys.php generates keys (admins and owners); with ?action=
 // applies a transition (support and up; converting a trial, which sells a
 // key, admins and up).
-func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -186,7 +176,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+		return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
 	}
 	if err := c.need(admin.PermManage); err != nil {
 		return nil, err
@@ -209,12 +199,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	now := a.lic.Now()
-	out := make([]map[string]any, len(keys))
-	for i := range keys {
-		out[i] = keys[i].AdminView(now)
-	}
-	return map[string]any{"success": true, "keys": out}, nil
+	return wire.KeysReply{Success: true, Keys: keyViews(keys, a.lic.Now())}, nil
 }
 
 // keyTerms reads key_type, duration_value and max_devices (absent: 0, the
@@ -240,7 +225,7 @@ func keyTerms(c *adminCall) (license.KeyType, int, int, error) {
 
 // convertTrial: POST keys.php?action=convert {license_key, key_type,
 // duration_value?, max_devices?} turns a trial key into a full key.
-func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (map[string]any, error) {
+func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) (any, error) {
 	var in trial.ConvertInput
 	var err error
 	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
@@ -250,11 +235,11 @@ func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+	return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
 }
 
 // updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?}.
-func (a *API) updateKey(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateKey(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -284,11 +269,11 @@ func (a *API) updateKey(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "key": k.AdminView(a.lic.Now())}, nil
+	return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
 }
 
 // deleteKey: DELETE keys.php {app_id, license_key}.
-func (a *API) deleteKey(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteKey(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -300,20 +285,59 @@ func (a *API) deleteKey(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err := a.lic.DeleteKey(ctx, c.actor, appID, lk); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Key deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Key deleted."}, nil
 }
 
-func sessionViews(ss []license.Session) []map[string]any {
-	out := make([]map[string]any, len(ss))
+// keyView is k as the admin API shows it at now.
+func keyView(k *license.Key, now time.Time) wire.Key {
+	return wire.Key{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type), Duration: k.Duration,
+		ActivatedAt: stampOf(k.ActivatedAt), ExpiresAt: stampOf(k.ExpiresAt), DaysRemaining: k.DaysRemaining(now),
+		MaxDevices: k.MaxDevices, Note: k.Note, Features: k.FeaturesJSON(), CreatedAt: license.Timestamp(k.CreatedAt),
+		LastSelfResetAt: stampOf(k.LastSelfResetAt)}
+}
+
+func keyViews(keys []license.Key, now time.Time) []wire.Key {
+	out := make([]wire.Key, len(keys))
+	for i := range keys {
+		out[i] = keyView(&keys[i], now)
+	}
+	return out
+}
+
+func deviceViews(ds []license.Device) []wire.Device {
+	out := make([]wire.Device, len(ds))
+	for i, dv := range ds {
+		out[i] = wire.Device{HWID: dv.HWID, FirstSeenAt: license.Timestamp(dv.CreatedAt), LastSeenAt: license.Timestamp(dv.LastSeenAt)}
+	}
+	return out
+}
+
+// stampOf is a wire timestamp, or nil (JSON null) for nil.
+func stampOf(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := license.Timestamp(*t)
+	return &s
+}
+
+// cursorString is a page cursor as the wire's next_cursor string.
+func cursorString(next int64) *string {
+	s := strconv.FormatInt(next, 10)
+	return &s
+}
+
+func sessionViews(ss []license.Session) []wire.Session {
+	out := make([]wire.Session, len(ss))
 	for i, s := range ss {
-		out[i] = map[string]any{"id": s.ID, "license_key": s.LicenseKey, "username": s.Username, "hwid": s.HWID, "ip": s.IP,
-			"app_version": s.AppVersion, "created_at": license.Timestamp(s.CreatedAt), "last_seen_at": license.Timestamp(s.LastSeenAt)}
+		out[i] = wire.Session{ID: s.ID, LicenseKey: s.LicenseKey, Username: s.Username, HWID: s.HWID, IP: s.IP,
+			AppVersion: s.AppVersion, CreatedAt: license.Timestamp(s.CreatedAt), LastSeenAt: license.Timestamp(s.LastSeenAt)}
 	}
 	return out
 }
 
 // listSessions: GET sessions.php?app_id=[&license_key=][&cursor=] lists live sessions.
-func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listSessions(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -341,9 +365,9 @@ func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, e
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"success": true, "sessions": sessionViews(ss), "next_cursor": nil}
+	res := wire.SessionListReply{Success: true, Sessions: sessionViews(ss)}
 	if len(ss) > 0 && len(ss) == f.Limit {
-		res["next_cursor"] = ss[len(ss)-1].ID
+		res.NextCursor = &ss[len(ss)-1].ID
 	}
 	return res, nil
 }
@@ -351,7 +375,7 @@ func (a *API) listSessions(ctx context.Context, c *adminCall) (map[string]any, e
 // revokeSession: DELETE sessions.php {session_id[, app_id]} or {app_id,
 // license_key} (every session of the key); the sessions' next heartbeat
 // answers SESSION_REVOKED. Without app_id the session's app is authorized.
-func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) revokeSession(ctx context.Context, c *adminCall) (any, error) {
 	if lk, err := c.param("license_key"); err != nil {
 		return nil, err
 	} else if lk != "" {
@@ -362,7 +386,7 @@ func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, 
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "Sessions revoked.", "count": n}, nil
+		return wire.CountReply{Success: true, Message: "Sessions revoked.", Count: n}, nil
 	}
 	id, err := c.required("session_id")
 	if err != nil {
@@ -380,14 +404,14 @@ func (a *API) revokeSession(ctx context.Context, c *adminCall) (map[string]any, 
 	if err := a.lic.RevokeSession(ctx, c.actor, c.appID, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Session revoked."}, nil
+	return wire.MessageReply{Success: true, Message: "Session revoked."}, nil
 }
 
 // listAudit: GET audit.php[?app_id=&action=&actor_id=&target=&since=&until=
 // &cursor=&limit=], newest first. Operators read every entry (a deleted
 // app's too); other admins an app's they are a member of, and without
 // app_id the entries of their own actions.
-func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listAudit(ctx context.Context, c *adminCall) (any, error) {
 	f := store.AuditFilter{AppID: strings.TrimSpace(c.q.Get("app_id")), Action: c.q.Get("action"), ActorID: c.q.Get("actor_id"),
 		Target: c.q.Get("target")}
 	var err error
@@ -425,18 +449,15 @@ func (a *API) listAudit(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(entries))
+	out := make([]wire.AuditEntry, len(entries))
 	for i, e := range entries {
-		actor := map[string]any{"kind": e.Actor.Kind, "id": e.Actor.ID, "name": e.Actor.Name, "ip": e.Actor.IP}
-		if e.Actor.Token != "" {
-			actor["token"] = e.Actor.Token
-		}
-		out[i] = map[string]any{"id": e.ID, "at": license.Timestamp(e.At), "action": e.Action, "app_id": e.AppID, "target": e.Target,
-			"details": e.Details, "actor": actor}
+		actor := wire.AuditActor{Kind: e.Actor.Kind, ID: e.Actor.ID, Name: e.Actor.Name, IP: e.Actor.IP, Token: e.Actor.Token}
+		out[i] = wire.AuditEntry{ID: e.ID, At: license.Timestamp(e.At), Action: e.Action, AppID: e.AppID, Target: e.Target,
+			Details: e.Details, Actor: actor}
 	}
-	res := map[string]any{"success": true, "entries": out, "next_cursor": nil}
+	res := wire.AuditListReply{Success: true, Entries: out}
 	if len(entries) > 0 && len(entries) == int(limit) {
-		res["next_cursor"] = strconv.FormatInt(entries[len(entries)-1].ID, 10)
+		res.NextCursor = cursorString(entries[len(entries)-1].ID)
 	}
 	return res, nil
 }

@@ -9,21 +9,30 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/reseller"
+	"github.com/keyward/keyward/wire"
 )
 
 // resellerView is a reseller as the admin API shows it (never its token).
-func resellerView(r *reseller.Reseller) map[string]any {
-	return map[string]any{"id": r.ID, "app_id": r.AppID, "name": r.Name, "email": r.Email, "token_hint": r.TokenHint,
-		"balance": r.Balance, "products": r.Products, "status": r.Status, "created_at": license.Timestamp(r.CreatedAt),
-		"updated_at": license.Timestamp(r.UpdatedAt)}
+func resellerView(r *reseller.Reseller) wire.Reseller {
+	var products []wire.ResellerProduct // null when the reseller has none, as before
+	if r.Products != nil {
+		products = make([]wire.ResellerProduct, len(r.Products))
+		for i, p := range r.Products {
+			products[i] = wire.ResellerProduct{ID: p.ID, Name: p.Name, KeyType: string(p.KeyType), Duration: p.Duration,
+				MaxDevices: p.MaxDevices, Price: p.Price}
+		}
+	}
+	return wire.Reseller{ID: r.ID, AppID: r.AppID, Name: r.Name, Email: r.Email, TokenHint: r.TokenHint,
+		Balance: r.Balance, Products: products, Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt),
+		UpdatedAt: license.Timestamp(r.UpdatedAt)}
 }
 
 // entryViews are ledger entries as both APIs show them.
-func entryViews(es []reseller.Entry) []map[string]any {
-	out := make([]map[string]any, len(es))
+func entryViews(es []reseller.Entry) []wire.LedgerEntry {
+	out := make([]wire.LedgerEntry, len(es))
 	for i, e := range es {
-		out[i] = map[string]any{"id": e.ID, "reseller_id": e.ResellerID, "reseller_name": e.ResellerName, "at": license.Timestamp(e.At),
-			"delta": e.Delta, "balance_after": e.BalanceAfter, "reason": e.Reason, "detail": e.Detail, "actor": e.Actor}
+		out[i] = wire.LedgerEntry{ID: e.ID, ResellerID: e.ResellerID, ResellerName: e.ResellerName, At: license.Timestamp(e.At),
+			Delta: e.Delta, BalanceAfter: e.BalanceAfter, Reason: e.Reason, Detail: e.Detail, Actor: e.Actor}
 	}
 	return out
 }
@@ -63,7 +72,7 @@ func (c *adminCall) products() (*[]reseller.Product, error) {
 // getResellers: GET resellers.php?app_id= lists the app's resellers with
 // their balances; with id, one with its activity (ledger, newest first;
 // cursor, limit); with action=activity, every reseller's activity.
-func (a *API) getResellers(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getResellers(ctx context.Context, c *adminCall) (any, error) {
 	before, err := queryInt(c, "cursor")
 	if err != nil {
 		return nil, err
@@ -81,23 +90,27 @@ func (a *API) getResellers(ctx context.Context, c *adminCall) (map[string]any, e
 		if err != nil {
 			return nil, err
 		}
-		out := make([]map[string]any, len(rs))
+		out := make([]wire.Reseller, len(rs))
 		for i := range rs {
 			out[i] = resellerView(&rs[i])
 		}
-		return map[string]any{"success": true, "resellers": out}, nil
+		return wire.ResellerListReply{Success: true, Resellers: out}, nil
 	}
 	es, next, err := a.sellers.Activity(ctx, c.appID, id, before, int(limit))
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"success": true, "activity": entryViews(es), "next_cursor": cursorOf(next)}
+	res := wire.ResellerActivityReply{Success: true, Activity: entryViews(es)}
+	if next != 0 {
+		res.NextCursor = cursorString(next)
+	}
 	if id != "" {
 		r, err := a.sellers.Get(ctx, c.appID, id)
 		if err != nil {
 			return nil, err
 		}
-		res["reseller"] = resellerView(r)
+		v := resellerView(r)
+		res.Reseller = &v
 	}
 	return res, nil
 }
@@ -106,7 +119,7 @@ func (a *API) getResellers(ctx context.Context, c *adminCall) (map[string]any, e
 // products?} and answers its token once; with action (query or body):
 // topup {id, amount, reason?}, adjust {id, amount, reason}, rotate_token
 // {id} (a new token, answered once), enable {id}, disable {id}.
-func (a *API) postResellers(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) postResellers(ctx context.Context, c *adminCall) (any, error) {
 	action, err := c.param("action")
 	if err != nil {
 		return nil, err
@@ -129,7 +142,7 @@ func (a *API) postResellers(ctx context.Context, c *adminCall) (map[string]any, 
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "reseller": resellerView(r), "token": tok}, nil
+		return wire.ResellerReply{Success: true, Reseller: resellerView(r), Token: tok}, nil
 	}
 	id, err := c.required("id")
 	if err != nil {
@@ -168,16 +181,12 @@ func (a *API) postResellers(ctx context.Context, c *adminCall) (map[string]any, 
 	default:
 		return nil, apperr.InvalidField("action", "use create, topup, adjust, rotate_token, enable or disable")
 	}
-	res := map[string]any{"success": true, "reseller": resellerView(r)}
-	if tok != "" {
-		res["token"] = tok
-	}
-	return res, nil
+	return wire.ResellerReply{Success: true, Reseller: resellerView(r), Token: tok}, nil
 }
 
 // putReseller: PUT resellers.php {id, name?, email?, products?} changes
 // what is given.
-func (a *API) putReseller(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putReseller(ctx context.Context, c *adminCall) (any, error) {
 	id, err := c.required("id")
 	if err != nil {
 		return nil, err
@@ -202,13 +211,13 @@ func (a *API) putReseller(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "reseller": resellerView(r)}, nil
+	return wire.ResellerReply{Success: true, Reseller: resellerView(r)}, nil
 }
 
 // deleteReseller: DELETE resellers.php {id} removes a reseller, its token
 // and its ledger; the keys it sold stay (they become the owner's) and the
 // audit log keeps its history.
-func (a *API) deleteReseller(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteReseller(ctx context.Context, c *adminCall) (any, error) {
 	id, err := c.required("id")
 	if err != nil {
 		return nil, err
@@ -216,5 +225,5 @@ func (a *API) deleteReseller(ctx context.Context, c *adminCall) (map[string]any,
 	if err := a.sellers.Delete(ctx, c.actor, c.appID, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true}, nil
+	return wire.SuccessReply{Success: true}, nil
 }

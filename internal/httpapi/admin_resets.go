@@ -2,20 +2,20 @@ package httpapi
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
-func resetRequestView(r *license.ResetRequest) map[string]any {
-	return map[string]any{"id": r.ID, "license_key": r.LicenseKey, "username": r.Username, "hwid": r.HWID, "reason": r.Reason,
-		"status": r.Status, "created_at": license.Timestamp(r.CreatedAt), "decided_at": optStamp(r.DecidedAt), "decided_by": r.DecidedBy}
+func resetRequestView(r *license.ResetRequest) wire.ResetRequest {
+	return wire.ResetRequest{ID: r.ID, LicenseKey: r.LicenseKey, Username: r.Username, HWID: r.HWID, Reason: r.Reason,
+		Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt), DecidedAt: stampOf(r.DecidedAt), DecidedBy: r.DecidedBy}
 }
 
 // listResetRequests: GET hwid-resets.php?app_id=[&status=pending|approved|
 // denied][&cursor=&limit=] → device-reset requests, newest first.
-func (a *API) listResetRequests(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listResetRequests(ctx context.Context, c *adminCall) (any, error) {
 	before, err := queryInt(c, "cursor")
 	if err != nil {
 		return nil, err
@@ -31,20 +31,20 @@ func (a *API) listResetRequests(ctx context.Context, c *adminCall) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(rs))
+	list := make([]wire.ResetRequest, 0, len(rs))
 	for i := range rs {
 		list = append(list, resetRequestView(&rs[i]))
 	}
-	res := map[string]any{"success": true, "requests": list, "next_cursor": nil}
+	res := wire.ResetRequestListReply{Success: true, Requests: list}
 	if n := len(rs); n > 0 && n == int(limit) {
-		res["next_cursor"] = strconv.FormatInt(rs[n-1].ID, 10)
+		res.NextCursor = cursorString(rs[n-1].ID)
 	}
 	return res, nil
 }
 
 // decideResetRequest: POST hwid-resets.php {app_id, id, action: approve |
 // deny}; approving clears the devices and ends the sessions (HWID_RESET).
-func (a *API) decideResetRequest(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) decideResetRequest(ctx context.Context, c *adminCall) (any, error) {
 	id, err := recordID(c)
 	if err != nil {
 		return nil, err
@@ -60,5 +60,5 @@ func (a *API) decideResetRequest(ctx context.Context, c *adminCall) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "request": resetRequestView(r)}, nil
+	return wire.ResetRequestReply{Success: true, Request: resetRequestView(r)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // The caller's own account: second sign-in step, sign-out, profile,
@@ -41,28 +42,28 @@ func (a *API) adminTOTP(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "token": tok})
+	writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: tok})
 }
 
 // adminLogout: POST logout.php signs the presented JWT out.
-func (a *API) adminLogout(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) adminLogout(ctx context.Context, c *adminCall) (any, error) {
 	if err := a.admins.Logout(ctx, c.p, c.actor.IP); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Signed out."}, nil
+	return wire.MessageReply{Success: true, Message: "Signed out."}, nil
 }
 
-func profileView(u *admin.User, roles map[string]admin.Role) map[string]any {
+func profileView(u *admin.User, roles map[string]admin.Role) wire.Profile {
 	apps := map[string]string{}
 	for id, r := range roles {
 		apps[id] = string(r)
 	}
-	return map[string]any{"id": u.ID, "username": u.Username, "email": u.Email, "operator": u.Operator,
-		"two_factor": u.TOTPSecret != "", "created_at": license.Timestamp(u.CreatedAt), "apps": apps}
+	return wire.Profile{ID: u.ID, Username: u.Username, Email: u.Email, Operator: u.Operator,
+		TwoFactor: u.TOTPSecret != "", CreatedAt: license.Timestamp(u.CreatedAt), Apps: apps}
 }
 
 // getProfile: GET profile.php → the caller's account and its role per app.
-func (a *API) getProfile(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getProfile(ctx context.Context, c *adminCall) (any, error) {
 	u, err := a.admins.Profile(ctx, c.p)
 	if err != nil {
 		return nil, err
@@ -71,13 +72,13 @@ func (a *API) getProfile(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "profile": profileView(u, roles)}, nil
+	return wire.ProfileReply{Success: true, Profile: profileView(u, roles)}, nil
 }
 
 // putProfile: PUT profile.php {current_password, new_password} changes the
 // password (→ a fresh token; other sign-ins end) or {password, email} the
 // e-mail address.
-func (a *API) putProfile(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putProfile(ctx context.Context, c *adminCall) (any, error) {
 	if _, ok := c.f["new_password"]; ok {
 		cur, err := c.f.str("current_password")
 		if err != nil {
@@ -91,7 +92,7 @@ func (a *API) putProfile(ctx context.Context, c *adminCall) (map[string]any, err
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "Password changed; other sign-ins have ended.", "token": tok}, nil
+		return wire.PasswordChangedReply{Success: true, Message: "Password changed; other sign-ins have ended.", Token: tok}, nil
 	}
 	if _, ok := c.f["email"]; ok {
 		pass, err := c.f.str("password")
@@ -106,14 +107,14 @@ func (a *API) putProfile(ctx context.Context, c *adminCall) (map[string]any, err
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "E-mail changed.", "email": u.Email}, nil
+		return wire.EmailChangedReply{Success: true, Message: "E-mail changed.", Email: u.Email}, nil
 	}
 	return nil, apperr.Missing("new_password or email")
 }
 
 // twoFactor: POST 2fa.php {action: enrol | confirm {code} | disable
 // {password, code} | recovery_codes {code}}.
-func (a *API) twoFactor(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) twoFactor(ctx context.Context, c *adminCall) (any, error) {
 	action, err := c.required("action")
 	if err != nil {
 		return nil, err
@@ -129,22 +130,22 @@ func (a *API) twoFactor(ctx context.Context, c *adminCall) (map[string]any, erro
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "secret": e.Secret, "otpauth_uri": e.URI,
-			"qr_png":  "data:image/png;base64," + base64.StdEncoding.EncodeToString(e.QRPNG),
-			"message": "Scan the code, then confirm with a code from the app."}, nil
+		return wire.TOTPEnrolReply{Success: true, Secret: e.Secret, OTPAuthURI: e.URI,
+			QRPNG:   "data:image/png;base64," + base64.StdEncoding.EncodeToString(e.QRPNG),
+			Message: "Scan the code, then confirm with a code from the app."}, nil
 	case "confirm":
 		codes, err := a.admins.ConfirmTOTP(ctx, c.p, ip, code)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "recovery_codes": codes,
-			"message": "Two-factor sign-in is on. Keep the recovery codes somewhere safe; they are shown once."}, nil
+		return wire.RecoveryCodesReply{Success: true, RecoveryCodes: codes,
+			Message: "Two-factor sign-in is on. Keep the recovery codes somewhere safe; they are shown once."}, nil
 	case "recovery_codes":
 		codes, err := a.admins.RegenerateRecoveryCodes(ctx, c.p, ip, code)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "recovery_codes": codes, "message": "New recovery codes; the old ones no longer work."}, nil
+		return wire.RecoveryCodesReply{Success: true, RecoveryCodes: codes, Message: "New recovery codes; the old ones no longer work."}, nil
 	case "disable":
 		pass, err := c.f.str("password")
 		if err != nil {
@@ -153,31 +154,31 @@ func (a *API) twoFactor(ctx context.Context, c *adminCall) (map[string]any, erro
 		if err := a.admins.DisableTOTP(ctx, c.p, ip, pass, code); err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "Two-factor sign-in is off."}, nil
+		return wire.MessageReply{Success: true, Message: "Two-factor sign-in is off."}, nil
 	}
 	return nil, apperr.InvalidField("action", "use enrol, confirm, recovery_codes or disable")
 }
 
-func tokenView(t *admin.Token) map[string]any {
-	return map[string]any{"id": t.ID, "name": t.Name, "hint": t.Hint, "created_at": license.Timestamp(t.CreatedAt),
-		"last_used_at": optStamp(t.LastUsedAt), "revoked_at": optStamp(t.RevokedAt)}
+func tokenView(t *admin.Token) wire.AccessToken {
+	return wire.AccessToken{ID: t.ID, Name: t.Name, Hint: t.Hint, CreatedAt: license.Timestamp(t.CreatedAt),
+		LastUsedAt: stampOf(t.LastUsedAt), RevokedAt: stampOf(t.RevokedAt)}
 }
 
 // listTokens: GET tokens.php → the caller's personal access tokens.
-func (a *API) listTokens(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listTokens(ctx context.Context, c *adminCall) (any, error) {
 	ts, err := a.admins.Tokens(ctx, c.p)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(ts))
+	list := make([]wire.AccessToken, 0, len(ts))
 	for i := range ts {
 		list = append(list, tokenView(&ts[i]))
 	}
-	return map[string]any{"success": true, "tokens": list}, nil
+	return wire.AccessTokenListReply{Success: true, Tokens: list}, nil
 }
 
 // mintToken: POST tokens.php {name} → {token} (shown once).
-func (a *API) mintToken(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) mintToken(ctx context.Context, c *adminCall) (any, error) {
 	name, err := c.f.str("name")
 	if err != nil {
 		return nil, err
@@ -186,13 +187,12 @@ func (a *API) mintToken(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	v := tokenView(t)
-	v["token"] = secret
-	return map[string]any{"success": true, "message": "Copy the token now; it is shown once.", "token": v}, nil
+	v := wire.NewAccessToken{AccessToken: tokenView(t), Token: secret}
+	return wire.NewAccessTokenReply{Success: true, Message: "Copy the token now; it is shown once.", Token: v}, nil
 }
 
 // revokeToken: DELETE tokens.php {id}.
-func (a *API) revokeToken(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) revokeToken(ctx context.Context, c *adminCall) (any, error) {
 	id, err := c.required("id")
 	if err != nil {
 		return nil, err
@@ -200,5 +200,5 @@ func (a *API) revokeToken(ctx context.Context, c *adminCall) (map[string]any, er
 	if err := a.admins.RevokeToken(ctx, c.p, c.actor.IP, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Token revoked."}, nil
+	return wire.MessageReply{Success: true, Message: "Token revoked."}, nil
 }

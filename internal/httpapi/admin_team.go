@@ -5,29 +5,30 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
-func memberView(m *admin.Member) map[string]any {
-	return map[string]any{"username": m.Username, "email": m.Email, "role": string(m.Role), "created_at": license.Timestamp(m.CreatedAt)}
+func memberView(m *admin.Member) wire.Member {
+	return wire.Member{Username: m.Username, Email: m.Email, Role: string(m.Role), CreatedAt: license.Timestamp(m.CreatedAt)}
 }
 
 // listMembers: GET members.php?app_id= → the app's team.
-func (a *API) listMembers(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listMembers(ctx context.Context, c *adminCall) (any, error) {
 	ms, err := a.admins.Members(ctx, c.appID)
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(ms))
+	list := make([]wire.Member, 0, len(ms))
 	for i := range ms {
 		list = append(list, memberView(&ms[i]))
 	}
-	return map[string]any{"success": true, "members": list}, nil
+	return wire.MemberListReply{Success: true, Members: list}, nil
 }
 
 // putMember: POST or PUT members.php {app_id, username, role, password?}
 // adds an admin to the team or changes its role; an unknown username is
 // created with password (owners only).
-func (a *API) putMember(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putMember(ctx context.Context, c *adminCall) (any, error) {
 	username, err := c.required("username")
 	if err != nil {
 		return nil, err
@@ -48,11 +49,11 @@ func (a *API) putMember(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "member": memberView(m)}, nil
+	return wire.MemberReply{Success: true, Member: memberView(m)}, nil
 }
 
 // deleteMember: DELETE members.php {app_id, username}.
-func (a *API) deleteMember(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteMember(ctx context.Context, c *adminCall) (any, error) {
 	username, err := c.required("username")
 	if err != nil {
 		return nil, err
@@ -60,5 +61,5 @@ func (a *API) deleteMember(ctx context.Context, c *adminCall) (map[string]any, e
 	if err := a.admins.RemoveMember(ctx, c.actor, c.appID, username); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Member removed."}, nil
+	return wire.MessageReply{Success: true, Message: "Member removed."}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/wire"
 )
@@ -15,12 +16,12 @@ import (
 // Admin updates.php: releases, artifact uploads, rollouts, min_supported,
 // explain and stats. See docs/updates.md.
 
-func releaseView(r *update.Release) map[string]any {
-	arts := make([]map[string]any, 0, len(r.Artifacts))
+func releaseView(r *update.Release) wire.Release {
+	arts := make([]wire.Artifact, 0, len(r.Artifacts))
 	for i := range r.Artifacts {
 		a := &r.Artifacts[i]
-		arts = append(arts, map[string]any{"id": a.ID, "os": a.OS, "arch": a.Arch, "file_name": a.FileName, "size": a.Size,
-			"sha256": a.SHA256, "download_url": downloadURL(r, a), "created_at": optStamp(&a.CreatedAt)})
+		arts = append(arts, wire.Artifact{ID: a.ID, OS: a.OS, Arch: a.Arch, FileName: a.FileName, Size: a.Size,
+			SHA256: a.SHA256, DownloadURL: downloadURL(r, a), CreatedAt: license.Timestamp(a.CreatedAt)})
 	}
 	status := "draft"
 	switch {
@@ -35,19 +36,19 @@ func releaseView(r *update.Release) map[string]any {
 	if r.MinVersion != nil {
 		minVersion = r.MinVersion.String()
 	}
-	return map[string]any{"id": r.ID, "version": r.Version.String(), "channel": r.Channel, "changelog": r.Changelog,
-		"is_mandatory": r.Mandatory, "min_version": minVersion, "rollout": r.Rollout, "rollout_percent": float64(r.Rollout) / 100,
-		"status": status, "published": r.Published, "halted": r.Halted, "yanked": r.Yanked, "artifacts": arts,
-		"published_at": optStamp(r.PublishedAt), "created_at": optStamp(&r.CreatedAt), "updated_at": optStamp(&r.UpdatedAt)}
+	return wire.Release{ID: r.ID, Version: r.Version.String(), Channel: r.Channel, Changelog: r.Changelog,
+		IsMandatory: r.Mandatory, MinVersion: minVersion, Rollout: r.Rollout, RolloutPercent: float64(r.Rollout) / 100,
+		Status: status, Published: r.Published, Halted: r.Halted, Yanked: r.Yanked, Artifacts: arts,
+		PublishedAt: stampOf(r.PublishedAt), CreatedAt: license.Timestamp(r.CreatedAt), UpdatedAt: license.Timestamp(r.UpdatedAt)}
 }
 
-func releaseReply(r *update.Release, msg string) map[string]any {
-	return map[string]any{"success": true, "message": msg, "release": releaseView(r)}
+func releaseReply(r *update.Release, msg string) wire.ReleaseReply {
+	return wire.ReleaseReply{Success: true, Message: msg, Release: releaseView(r)}
 }
 
 // getUpdates: GET updates.php?app_id= → releases and min_supported;
 // &id= → one release; &action=stats[&days=] or &action=explain&v=….
-func (a *API) getUpdates(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getUpdates(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -70,7 +71,7 @@ func (a *API) getUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "release": releaseView(r)}, nil
+		return wire.ReleaseReply{Success: true, Release: releaseView(r)}, nil
 	}
 	rels, err := a.updates.Releases(ctx, appID)
 	if err != nil {
@@ -80,11 +81,11 @@ func (a *API) getUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(rels))
+	list := make([]wire.Release, 0, len(rels))
 	for i := range rels {
 		list = append(list, releaseView(&rels[i]))
 	}
-	return map[string]any{"success": true, "releases": list, "min_supported": floors}, nil
+	return wire.ReleaseListReply{Success: true, Releases: list, MinSupported: floors}, nil
 }
 
 // explainUpdate answers "why did (or didn't) this caller get that version?"
@@ -147,7 +148,7 @@ func (a *API) updateStats(ctx context.Context, c *adminCall, appID string) (map[
 
 // postUpdates: POST updates.php creates a release, or with action= one of
 // publish, rollout, halt, resume, yank, unyank, min_supported, explain.
-func (a *API) postUpdates(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) postUpdates(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -174,7 +175,7 @@ func (a *API) postUpdates(ctx context.Context, c *adminCall) (map[string]any, er
 			return nil, err
 		}
 		floors, err := a.updates.Floors(ctx, appID)
-		return map[string]any{"success": true, "message": "Minimum supported version saved.", "min_supported": floors}, err
+		return wire.MinSupportedReply{Success: true, Message: "Minimum supported version saved.", MinSupported: floors}, err
 	}
 	id, err := recordID(c)
 	if err != nil {
@@ -230,7 +231,7 @@ func rolloutField(f fields) (bp int, given bool, err error) {
 	return int(pct*100 + 0.5), true, nil
 }
 
-func (a *API) createRelease(ctx context.Context, c *adminCall, appID string) (map[string]any, error) {
+func (a *API) createRelease(ctx context.Context, c *adminCall, appID string) (any, error) {
 	in := update.NewRelease{Rollout: update.FullRollout}
 	var err error
 	for _, p := range []struct {
@@ -262,7 +263,7 @@ func (a *API) createRelease(ctx context.Context, c *adminCall, appID string) (ma
 // putUpdates: PUT updates.php?action=upload streams an artifact
 // (Content-Type application/octet-stream); without action it edits a
 // release's channel, changelog, is_mandatory or min_version.
-func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putUpdates(ctx context.Context, c *adminCall) (any, error) {
 	if c.q.Get("action") == "upload" {
 		return a.uploadArtifact(ctx, c)
 	}
@@ -301,7 +302,7 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (map[string]any, err
 // uploadArtifact streams the request body into the blob store; the body
 // limit is --max-artifact-mb and the read deadline is lifted, as a large
 // upload outlasts the server's ReadTimeout.
-func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (any, error) {
 	if !streamsBody(c.r, op{}) {
 		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send the artifact as the raw request body with Content-Type: application/octet-stream.")
 	}
@@ -335,8 +336,8 @@ func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Artifact stored.", "artifact": map[string]any{"os": art.OS, "arch": art.Arch,
-		"file_name": art.FileName, "size": art.Size, "sha256": art.SHA256}, "release": releaseView(r)}, nil
+	return wire.ArtifactReply{Success: true, Message: "Artifact stored.", Artifact: wire.StoredArtifact{OS: art.OS, Arch: art.Arch,
+		FileName: art.FileName, Size: art.Size, SHA256: art.SHA256}, Release: releaseView(r)}, nil
 }
 
 var errArtifactTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "The artifact is larger than the configured --max-artifact-mb.")

@@ -8,38 +8,41 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/webhook"
+	"github.com/keyward/keyward/wire"
 )
 
 // Admin webhooks.php: destinations, the delivery log, tests and
 // redelivery. See docs/webhooks.md.
 
-func webhookView(d *webhook.Destination, withSecret bool) map[string]any {
+func webhookView(d *webhook.Destination, withSecret bool) wire.Webhook {
 	events := d.Events
 	if events == nil {
 		events = []string{}
 	}
-	v := map[string]any{"id": d.ID, "app_id": nullStr(d.AppID), "url": d.URL, "events": events, "description": d.Description,
-		"enabled": d.Enabled, "paused": d.PausedAt != nil, "paused_at": optStamp(d.PausedAt), "failures": d.Failures,
-		"created_at": optStamp(&d.CreatedAt), "updated_at": optStamp(&d.UpdatedAt)}
+	v := wire.Webhook{ID: d.ID, AppID: nullStr(d.AppID), URL: d.URL, Events: events, Description: d.Description,
+		Enabled: d.Enabled, Paused: d.PausedAt != nil, PausedAt: stampOf(d.PausedAt), Failures: d.Failures,
+		CreatedAt: license.Timestamp(d.CreatedAt), UpdatedAt: license.Timestamp(d.UpdatedAt)}
 	if withSecret {
-		v["secret"] = d.Secret
+		v.Secret = d.Secret
 	}
 	return v
 }
 
-func nullStr(s string) any {
+// nullStr is s, or nil (JSON null) for "".
+func nullStr(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
 }
 
-func deliveryView(d *webhook.Delivery) map[string]any {
-	v := map[string]any{"id": d.ID, "webhook_id": d.DestinationID, "event": d.Event, "app_id": nullStr(d.AppID), "status": d.Status,
-		"attempts": d.Attempts, "created_at": optStamp(&d.CreatedAt), "updated_at": optStamp(&d.UpdatedAt)}
+func deliveryView(d *webhook.Delivery) wire.Delivery {
+	v := wire.Delivery{ID: d.ID, WebhookID: d.DestinationID, Event: d.Event, AppID: nullStr(d.AppID), Status: d.Status,
+		Attempts: d.Attempts, CreatedAt: license.Timestamp(d.CreatedAt), UpdatedAt: license.Timestamp(d.UpdatedAt)}
 	if d.Status == webhook.Pending {
-		v["next_attempt_at"] = optStamp(&d.NextAttemptAt)
+		v.NextAttemptAt = stampOf(&d.NextAttemptAt)
 	}
 	return v
 }
@@ -77,7 +80,7 @@ func seesSecrets(c *adminCall, appID string) bool {
 // getWebhooks: GET webhooks.php[?app_id=] lists destinations (an app's and
 // those for every app); ?id= one with its secret; ?action=deliveries lists
 // the log; ?action=delivery&delivery_id= one delivery with its attempts.
-func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getWebhooks(ctx context.Context, c *adminCall) (any, error) {
 	appID := c.appID
 	switch c.q.Get("action") {
 	case "deliveries":
@@ -91,14 +94,14 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 		if err != nil {
 			return nil, err
 		}
-		list := make([]map[string]any, 0, len(attempts))
+		list := make([]wire.DeliveryAttempt, 0, len(attempts))
 		for _, at := range attempts {
-			list = append(list, map[string]any{"attempt": at.Attempt, "at": optStamp(&at.At), "status_code": at.StatusCode,
-				"duration_ms": at.Duration.Milliseconds(), "response": at.Response, "error": at.Error})
+			list = append(list, wire.DeliveryAttempt{Attempt: at.Attempt, At: license.Timestamp(at.At), StatusCode: at.StatusCode,
+				DurationMS: at.Duration.Milliseconds(), Response: at.Response, Error: at.Error})
 		}
 		v := deliveryView(d)
-		v["body"] = json.RawMessage(d.Body)
-		return map[string]any{"success": true, "delivery": v, "attempts": list}, nil
+		v.Body = json.RawMessage(d.Body)
+		return wire.DeliveryReply{Success: true, Delivery: v, Attempts: list}, nil
 	case "":
 	default:
 		return nil, apperr.InvalidField("action", "use deliveries or delivery")
@@ -112,7 +115,7 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "webhook": webhookView(d, seesSecrets(c, d.AppID))}, nil
+		return wire.WebhookReply{Success: true, Webhook: webhookView(d, seesSecrets(c, d.AppID))}, nil
 	}
 	if err := a.within(ctx, c, appID); err != nil {
 		return nil, err
@@ -121,17 +124,17 @@ func (a *API) getWebhooks(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(ds))
+	list := make([]wire.Webhook, 0, len(ds))
 	for i := range ds {
 		if ds[i].AppID == "" && !c.p.Operator {
 			continue // every app's destinations are the operators'
 		}
 		list = append(list, webhookView(&ds[i], false))
 	}
-	return map[string]any{"success": true, "webhooks": list}, nil
+	return wire.WebhookListReply{Success: true, Webhooks: list}, nil
 }
 
-func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (map[string]any, error) {
+func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (any, error) {
 	f := webhook.DeliveryFilter{AppID: appID, Status: c.q.Get("status")}
 	var err error
 	if f.DestinationID, err = queryInt(c, "id"); err != nil {
@@ -159,11 +162,11 @@ func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (m
 	if err != nil {
 		return nil, err
 	}
-	list := make([]map[string]any, 0, len(ds))
+	list := make([]wire.Delivery, 0, len(ds))
 	for i := range ds {
 		list = append(list, deliveryView(&ds[i]))
 	}
-	return map[string]any{"success": true, "deliveries": list}, nil
+	return wire.DeliveryListReply{Success: true, Deliveries: list}, nil
 }
 
 // eventsField reads "events" as a JSON array of names or a comma-separated
@@ -193,7 +196,7 @@ func eventsField(f fields) (events []string, given bool, err error) {
 // postWebhooks: POST webhooks.php creates a destination {app_id?, url,
 // events?, description?}, or with action= one of rotate_secret, enable,
 // disable, test, redeliver, redeliver_failed.
-func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) postWebhooks(ctx context.Context, c *adminCall) (any, error) {
 	action, err := c.param("action")
 	if err != nil {
 		return nil, err
@@ -213,7 +216,7 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "Delivery queued.", "delivery": deliveryView(d)}, nil
+		return wire.DeliveryQueuedReply{Success: true, Message: "Delivery queued.", Delivery: deliveryView(d)}, nil
 	case "redeliver_failed":
 		return a.redeliverFailed(ctx, c)
 	}
@@ -236,17 +239,17 @@ func (a *API) postWebhooks(ctx context.Context, c *adminCall) (map[string]any, e
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "message": "Test event queued.", "delivery_id": did}, nil
+		return wire.TestQueuedReply{Success: true, Message: "Test event queued.", DeliveryID: did}, nil
 	default:
 		return nil, apperr.InvalidField("action", "use create, rotate_secret, enable, disable, test, redeliver or redeliver_failed")
 	}
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "webhook": webhookView(d, action == "rotate_secret")}, nil
+	return wire.WebhookReply{Success: true, Webhook: webhookView(d, action == "rotate_secret")}, nil
 }
 
-func (a *API) createWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createWebhook(ctx context.Context, c *adminCall) (any, error) {
 	appID := c.appID
 	if err := a.within(ctx, c, appID); err != nil {
 		return nil, err
@@ -265,13 +268,13 @@ func (a *API) createWebhook(ctx context.Context, c *adminCall) (map[string]any, 
 	if err := a.webhooks.CreateDestination(ctx, c.actor, d); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Webhook created; keep its secret to verify signatures.",
-		"webhook": webhookView(d, true)}, nil
+	return wire.WebhookReply{Success: true, Message: "Webhook created; keep its secret to verify signatures.",
+		Webhook: webhookView(d, true)}, nil
 }
 
 // redeliverFailed requeues failed deliveries created since `since` (ISO
 // 8601, required) of one destination (id) or of an app's (app_id).
-func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (any, error) {
 	appID := c.appID
 	id, _, err := c.f.int("id")
 	if err == nil && id == 0 {
@@ -300,11 +303,11 @@ func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (map[string]any
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Failed deliveries queued.", "count": n}, nil
+	return wire.CountReply{Success: true, Message: "Failed deliveries queued.", Count: n}, nil
 }
 
 // putWebhook: PUT webhooks.php {id, url?, events?, description?, enabled?}.
-func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) putWebhook(ctx context.Context, c *adminCall) (any, error) {
 	id, err := recordID(c)
 	if err != nil {
 		return nil, err
@@ -345,11 +348,11 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Webhook saved.", "webhook": webhookView(d, false)}, nil
+	return wire.WebhookReply{Success: true, Message: "Webhook saved.", Webhook: webhookView(d, false)}, nil
 }
 
 // deleteWebhook: DELETE webhooks.php {id}.
-func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (any, error) {
 	id, err := recordID(c)
 	if err != nil {
 		return nil, err
@@ -360,5 +363,5 @@ func (a *API) deleteWebhook(ctx context.Context, c *adminCall) (map[string]any, 
 	if err := a.webhooks.DeleteDestination(ctx, c.actor, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Webhook deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Webhook deleted."}, nil
 }

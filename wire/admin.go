@@ -1,0 +1,249 @@
+package wire
+
+import "encoding/json"
+
+// The admin API's reply shapes (/api/admin/*.php). The server encodes these
+// types and the dashboard decodes them; docs/api.md describes each route.
+// Timestamps are UTC strings such as "2026-11-20T08:00:00Z"; a pointer
+// field is JSON null when unset, and a field tagged omitempty is absent
+// where its doc says so.
+//
+// Not typed yet (still maps in internal/httpapi): accounts.php and
+// trials.php; slides.php, changelog.php, pricing.php, orders.php and
+// subscriptions.php, whose records share their shape with the client and
+// customer routes; keys-import.php's report; updates.php action=explain
+// and action=stats; signing.php.
+
+// MessageReply is the reply of an admin action that reports only a message
+// ("Key deleted.").
+type MessageReply struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+}
+
+// CountReply is the reply of an admin action on several records: how many
+// it touched.
+type CountReply struct {
+	Success bool   `json:"success"`
+	Message string `json:"message"`
+	Count   int    `json:"count"`
+}
+
+// AdminLoginReply is the reply of POST login.php and totp.php: a token, or (on a
+// password sign-in of an admin with two-factor sign-in on) requires_2fa with
+// the step-one token that totp.php takes with a code.
+type AdminLoginReply struct {
+	Success     bool   `json:"success"`
+	Token       string `json:"token,omitempty"`
+	Requires2FA bool   `json:"requires_2fa,omitempty"`
+	Step1Token  string `json:"step1_token,omitempty"`
+}
+
+// Key is a license key as the admin API shows it: the client's KeyInfo
+// fields plus the key string, note, features and creation time.
+type Key struct {
+	LicenseKey      string          `json:"license_key"`
+	Status          string          `json:"status"`
+	KeyType         string          `json:"key_type"`
+	Duration        int             `json:"duration"`
+	ActivatedAt     *string         `json:"activated_at"`
+	ExpiresAt       *string         `json:"expires_at"`
+	DaysRemaining   *int            `json:"days_remaining"`
+	MaxDevices      int             `json:"max_devices"`
+	Note            string          `json:"note"`
+	Features        json.RawMessage `json:"features"`
+	CreatedAt       string          `json:"created_at"`
+	LastSelfResetAt *string         `json:"last_self_reset_at"`
+}
+
+// KeyDetail is one key with its bound devices and live sessions (GET
+// keys.php?license_key=).
+type KeyDetail struct {
+	Key
+	Devices  []Device  `json:"devices"`
+	Sessions []Session `json:"sessions"`
+}
+
+// Device is a machine bound to a key or an account.
+type Device struct {
+	HWID        string `json:"hwid"`
+	FirstSeenAt string `json:"first_seen_at"`
+	LastSeenAt  string `json:"last_seen_at"`
+}
+
+// Session is a live client session.
+type Session struct {
+	ID         string `json:"id"`
+	LicenseKey string `json:"license_key"`
+	Username   string `json:"username"`
+	HWID       string `json:"hwid"`
+	IP         string `json:"ip"`
+	AppVersion string `json:"app_version"`
+	CreatedAt  string `json:"created_at"`
+	LastSeenAt string `json:"last_seen_at"`
+}
+
+// KeyListReply is a page of keys (GET keys.php); NextCursor is null on the
+// last page.
+type KeyListReply struct {
+	Success    bool    `json:"success"`
+	Keys       []Key   `json:"keys"`
+	NextCursor *string `json:"next_cursor"`
+}
+
+// KeysReply is the keys one request generated (POST keys.php with count).
+type KeysReply struct {
+	Success bool  `json:"success"`
+	Keys    []Key `json:"keys"`
+}
+
+// KeyReply is one key after a change (create, update, action).
+type KeyReply struct {
+	Success bool `json:"success"`
+	Key     Key  `json:"key"`
+}
+
+// KeyDetailReply is the reply of GET keys.php?license_key=.
+type KeyDetailReply struct {
+	Success bool      `json:"success"`
+	Key     KeyDetail `json:"key"`
+}
+
+// BulkDryRunReply is how many keys a bulk action would touch (POST
+// keys-bulk.php without dry_run false).
+type BulkDryRunReply struct {
+	Success bool   `json:"success"`
+	DryRun  bool   `json:"dry_run"`
+	Op      string `json:"op"`
+	Count   int    `json:"count"`
+	Message string `json:"message"`
+}
+
+// BulkReply is the outcome of an applied bulk action.
+type BulkReply struct {
+	Success  bool   `json:"success"`
+	DryRun   bool   `json:"dry_run"`
+	Op       string `json:"op"`
+	Matched  int    `json:"matched"`
+	Affected int    `json:"affected"`
+	Skipped  int    `json:"skipped"`
+}
+
+// SessionListReply is a page of live sessions (GET sessions.php).
+type SessionListReply struct {
+	Success    bool      `json:"success"`
+	Sessions   []Session `json:"sessions"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// AuditActor is who made an audited change; Token names the personal access
+// token of a "token" actor.
+type AuditActor struct {
+	Kind  string `json:"kind"`
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	IP    string `json:"ip"`
+	Token string `json:"token,omitempty"`
+}
+
+// AuditEntry is one entry of the audit log.
+type AuditEntry struct {
+	ID      int64          `json:"id"`
+	At      string         `json:"at"`
+	Action  string         `json:"action"`
+	AppID   string         `json:"app_id"`
+	Target  string         `json:"target"`
+	Details map[string]any `json:"details"`
+	Actor   AuditActor     `json:"actor"`
+}
+
+// AuditListReply is a page of the audit log, newest first (GET audit.php).
+type AuditListReply struct {
+	Success    bool         `json:"success"`
+	Entries    []AuditEntry `json:"entries"`
+	NextCursor *string      `json:"next_cursor"`
+}
+
+// ResetRequest is a client's request to reset its devices, which the owner
+// approves or denies (or which was approved automatically: DecidedBy
+// "auto").
+type ResetRequest struct {
+	ID         int64   `json:"id"`
+	LicenseKey string  `json:"license_key"`
+	Username   string  `json:"username"`
+	HWID       string  `json:"hwid"`
+	Reason     string  `json:"reason"`
+	Status     string  `json:"status"`
+	CreatedAt  string  `json:"created_at"`
+	DecidedAt  *string `json:"decided_at"`
+	DecidedBy  string  `json:"decided_by"`
+}
+
+// ResetRequestListReply is the reply of GET hwid-resets.php.
+type ResetRequestListReply struct {
+	Success    bool           `json:"success"`
+	Requests   []ResetRequest `json:"requests"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+// ResetRequestReply is the reply of POST hwid-resets.php.
+type ResetRequestReply struct {
+	Success bool         `json:"success"`
+	Request ResetRequest `json:"request"`
+}
+
+// Detection is what leak and abuse detection reported: Kind is
+// key.suspected_leak or suspicious_activity, Subject the key or address.
+type Detection struct {
+	ID        int64          `json:"id"`
+	Kind      string         `json:"kind"`
+	Subject   string         `json:"subject"`
+	Details   map[string]any `json:"details"`
+	CreatedAt string         `json:"created_at"`
+}
+
+// DetectionListReply is the reply of GET detections.php.
+type DetectionListReply struct {
+	Success    bool        `json:"success"`
+	Detections []Detection `json:"detections"`
+}
+
+// KeyTextsReply is the reply of GET texts.php with license_key: the app's
+// texts and that key's overrides (an empty object when it has none).
+type KeyTextsReply struct {
+	Success   bool              `json:"success"`
+	Texts     map[string]string `json:"texts"`
+	Overrides map[string]string `json:"overrides"`
+}
+
+// AdminTextReply is the reply of PUT texts.php: the text saved.
+type AdminTextReply struct {
+	Success bool   `json:"success"`
+	Name    string `json:"name"`
+	Value   string `json:"value"`
+}
+
+// AdminSocialLink is a link the app shows (app/info.php), with how often it was
+// followed.
+type AdminSocialLink struct {
+	ID        int64  `json:"id"`
+	Platform  string `json:"platform"`
+	URL       string `json:"url"`
+	Label     string `json:"label"`
+	Order     int    `json:"order"`
+	Clicks    int64  `json:"clicks"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SocialLinkListReply is the reply of GET social-links.php.
+type SocialLinkListReply struct {
+	Success     bool              `json:"success"`
+	SocialLinks []AdminSocialLink `json:"social_links"`
+}
+
+// SocialLinkReply is one link, created or changed.
+type SocialLinkReply struct {
+	Success    bool            `json:"success"`
+	SocialLink AdminSocialLink `json:"social_link"`
+}

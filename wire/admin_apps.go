@@ -1,0 +1,97 @@
+package wire
+
+import "encoding/json"
+
+// App is an app as the admin API shows it. Secret is present only when the
+// app is created and when its secret is regenerated; Role, the caller's
+// role on the app, only when apps are read (GET apps.php).
+type App struct {
+	AppID     string      `json:"app_id"`
+	Name      string      `json:"name"`
+	Version   string      `json:"version"`
+	Settings  AppSettings `json:"settings"`
+	CreatedAt string      `json:"created_at"`
+	UpdatedAt string      `json:"updated_at"`
+	Revoked   bool        `json:"revoked"`
+	RevokedAt *string     `json:"revoked_at"`
+	Secret    string      `json:"secret,omitempty"`
+	Role      string      `json:"role,omitempty"`
+}
+
+// AppSettings are the behaviour switches an owner sets per app; docs/api.md
+// describes each. PUT apps.php takes the same names (in "settings" or at
+// the top level) and refuses unknown ones.
+type AppSettings struct {
+	HeartbeatInterval      int    `json:"heartbeat_interval"`
+	Maintenance            bool   `json:"maintenance"`
+	MaintenanceMessage     string `json:"maintenance_message"`
+	LoginMessage           string `json:"login_message"`
+	DownloadURL            string `json:"download_url"`
+	SelfResetEnabled       bool   `json:"self_reset_enabled"`
+	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
+	KeyPrefix              string `json:"key_prefix"`
+	ResetAutoApproveDays   int    `json:"reset_auto_approve_days"`
+
+	TrialEnabled       bool            `json:"trial_enabled"`
+	TrialDuration      int             `json:"trial_duration"`
+	TrialDurationUnit  string          `json:"trial_duration_unit"`
+	TrialMaxDevices    int             `json:"trial_max_devices"`
+	TrialFeatures      json.RawMessage `json:"trial_features"`
+	TrialIPLimit       int             `json:"trial_ip_limit"`
+	TrialIPWindowHours int             `json:"trial_ip_window_hours"`
+
+	AccountsEnabled          bool   `json:"accounts_enabled"`
+	AccountKeyRequired       bool   `json:"account_key_required"`
+	AccountSignupDays        int    `json:"account_signup_days"`
+	AccountMaxDevices        int    `json:"account_max_devices"`
+	AccountRedeemMode        string `json:"account_redeem_mode"`
+	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
+	AccountPasswordMinLength int    `json:"account_password_min_length"`
+
+	LeakMaxHWIDs               int    `json:"leak_max_hwids"`
+	LeakMaxIPs                 int    `json:"leak_max_ips"`
+	LeakWindowHours            int    `json:"leak_window_hours"`
+	LeakAction                 string `json:"leak_action"`
+	SuspiciousInvalidKeys      int    `json:"suspicious_invalid_keys"`
+	SuspiciousEnvelopeFailures int    `json:"suspicious_envelope_failures"`
+	SuspiciousTrials           int    `json:"suspicious_trials"`
+	SuspiciousWindowMinutes    int    `json:"suspicious_window_minutes"`
+
+	Branding     Branding      `json:"branding"`
+	FeatureFlags []FeatureFlag `json:"feature_flags"`
+}
+
+// FeatureFlag is a flag an app defines: its type ("bool", "number" or
+// "string") and default; keys and accounts override it in their features.
+type FeatureFlag struct {
+	Name        string          `json:"name"`
+	Type        string          `json:"type"`
+	Default     json.RawMessage `json:"default"`
+	Description string          `json:"description"`
+}
+
+// AppListReply is the reply of GET apps.php: the apps the caller is a
+// member of.
+type AppListReply struct {
+	Success bool  `json:"success"`
+	Apps    []App `json:"apps"`
+}
+
+// AppReply is one app: read, created or changed.
+type AppReply struct {
+	Success bool `json:"success"`
+	App     App  `json:"app"`
+}
+
+// FeatureFlagListReply is the reply of GET feature-flags.php.
+type FeatureFlagListReply struct {
+	Success      bool          `json:"success"`
+	FeatureFlags []FeatureFlag `json:"feature_flags"`
+}
+
+// FeatureFlagReply is the reply of PUT feature-flags.php: the flag as
+// defined.
+type FeatureFlagReply struct {
+	Success     bool         `json:"success"`
+	FeatureFlag *FeatureFlag `json:"feature_flag,omitempty"`
+}

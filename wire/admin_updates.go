@@ -1,0 +1,75 @@
+package wire
+
+// Release is a version of an app as the admin API shows it. Status is
+// draft, published, halted or yanked; Rollout is in basis points (0–10000)
+// and RolloutPercent the same as a fraction of 100 (0–100).
+type Release struct {
+	ID             int64      `json:"id"`
+	Version        string     `json:"version"`
+	Channel        string     `json:"channel"`
+	Changelog      string     `json:"changelog"`
+	IsMandatory    bool       `json:"is_mandatory"`
+	MinVersion     string     `json:"min_version"`
+	Rollout        int        `json:"rollout"`
+	RolloutPercent float64    `json:"rollout_percent"`
+	Status         string     `json:"status"`
+	Published      bool       `json:"published"`
+	Halted         bool       `json:"halted"`
+	Yanked         bool       `json:"yanked"`
+	Artifacts      []Artifact `json:"artifacts"`
+	PublishedAt    *string    `json:"published_at"`
+	CreatedAt      string     `json:"created_at"`
+	UpdatedAt      string     `json:"updated_at"`
+}
+
+// Artifact is one downloadable file of a release.
+type Artifact struct {
+	ID          int64  `json:"id"`
+	OS          string `json:"os"`
+	Arch        string `json:"arch"`
+	FileName    string `json:"file_name"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256"`
+	DownloadURL string `json:"download_url"`
+	CreatedAt   string `json:"created_at"`
+}
+
+// StoredArtifact is the artifact an upload stored.
+type StoredArtifact struct {
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	FileName string `json:"file_name"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+}
+
+// ReleaseListReply is the reply of GET updates.php: the releases and the
+// minimum supported version per channel.
+type ReleaseListReply struct {
+	Success      bool              `json:"success"`
+	Releases     []Release         `json:"releases"`
+	MinSupported map[string]string `json:"min_supported"`
+}
+
+// ReleaseReply is one release, read (no Message) or changed.
+type ReleaseReply struct {
+	Success bool    `json:"success"`
+	Message string  `json:"message,omitempty"`
+	Release Release `json:"release"`
+}
+
+// MinSupportedReply is the reply of POST updates.php action=min_supported.
+type MinSupportedReply struct {
+	Success      bool              `json:"success"`
+	Message      string            `json:"message"`
+	MinSupported map[string]string `json:"min_supported"`
+}
+
+// ArtifactReply is the reply of an artifact upload: the file stored and the
+// release it belongs to.
+type ArtifactReply struct {
+	Success  bool           `json:"success"`
+	Message  string         `json:"message"`
+	Artifact StoredArtifact `json:"artifact"`
+	Release  Release        `json:"release"`
+}
