@@ -73,6 +73,9 @@ type API struct {
 	replays  ReplayStore
 	cache    *replayCache
 	limits   limiters
+	// buckets are the per-IP buckets routes chose at registration (limit.go);
+	// built by Handler, read only afterwards.
+	buckets map[string]bucket
 	log      *slog.Logger
 	now      func() time.Time
 	cfg      Config
@@ -134,6 +137,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	a.routes = a.routes[:0]
+	a.buckets = map[string]bucket{}
 
 	// The API's own OpenAPI description (docs/openapi.yaml): public.
 	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
@@ -146,7 +150,10 @@ func (a *API) Handler() http.Handler {
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
 	a.handle(mux, "/api/auth/login.php", []string{"POST"}, only("POST", a.envelope(a.login, replayShared)))
-	a.handle(mux, heartbeatPath, []string{"POST"}, only("POST", a.envelope(a.heartbeat, replayLocal)))
+	// The heartbeat: its own per-IP bucket; a revoked app's heartbeats are
+	// served, to end their sessions with SESSION_REVOKED.
+	a.handle(mux, "/api/auth/heartbeat.php", []string{"POST"}, only("POST", a.envelopeRoute(envelopeOptions{raw: a.heartbeat,
+		scope: replayLocal, servesRevoked: true})), limitedBy(heartbeatBucket))
 	a.handle(mux, "/api/auth/logout.php", []string{"POST"}, only("POST", a.envelope(a.logout, replayShared)))
 	a.handle(mux, "/api/auth/check-key.php", []string{"POST"}, only("POST", a.mirrored(a.checkKey)))
 	a.handle(mux, "/api/update/validate.php", []string{"POST"}, only("POST", a.plain(a.validate)))
@@ -256,11 +263,18 @@ type Route struct {
 // tests can hold the OpenAPI description to the real route table.
 func (a *API) Routes() []Route { return a.routes }
 
-// handle registers h at path, answering methods.
-func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler) {
+// handle registers h at path, answering methods, with the route's options
+// (its rate limit bucket: limitedBy).
+func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler, opts ...routeOption) {
 	a.routes = append(a.routes, Route{Path: path, Methods: methods})
+	for _, o := range opts {
+		o(a, path)
+	}
 	mux.Handle(path, routed(h))
 }
+
+// routeOption states a per-route fact at registration.
+type routeOption func(a *API, path string)
 
 // bearerRoute registers an admin path dispatched by method.
 func (a *API) bearerRoute(mux *http.ServeMux, path string, m methods) {
@@ -356,6 +370,9 @@ func (a *API) isHTTPS(r *http.Request) bool {
 // clientIP is the caller's address: the connection's peer, or with TrustProxy
 // the last X-Forwarded-For entry (the one the trusted proxy appended).
 func (a *API) clientIP(r *http.Request) string {
+	if f, ok := r.Context().Value(flightKey{}).(*flight); ok && f.ip != "" {
+		return f.ip // found once by the limiter
+	}
 	if a.cfg.TrustProxy {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			parts := strings.Split(xff, ",")
