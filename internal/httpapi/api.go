@@ -76,13 +76,13 @@ type API struct {
 	// buckets are the per-IP buckets routes chose at registration (limit.go);
 	// built by Handler, read only afterwards.
 	buckets map[string]bucket
-	log      *slog.Logger
-	now      func() time.Time
-	cfg      Config
-	routes   []Route
-	checks   []Check
-	metrics  *metrics.Metrics
-	ui       UI
+	log     *slog.Logger
+	now     func() time.Time
+	cfg     Config
+	routes  []Route
+	checks  []Check
+	metrics *metrics.Metrics
+	ui      UI
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
 }
