@@ -341,9 +341,9 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 func (a *API) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		h["X-Content-Type-Options"] = headerNosniff
+		h["X-Frame-Options"] = headerDeny
+		h["Referrer-Policy"] = headerNoRef
 		if a.isHTTPS(r) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
