@@ -132,3 +132,27 @@ func BenchmarkBoxOpenSeal(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDeriveOpenSeal is the same work the way the echo baseline does it:
+// derive the keys, Parse, Verify, Seal, Marshal.
+func BenchmarkDeriveOpenSeal(b *testing.B) {
+	now := time.Unix(1_790_000_000, 0)
+	body, _ := NewBox(Derive(secret)).Seal([]byte(`{"session_id":"0123456789abcdef0123456789abcdef","license_key":"KW-ABCD-EFGH"}`), now)
+	b.ReportAllocs()
+	for b.Loop() {
+		k := Derive(secret)
+		env, err := Parse(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain, _, err := k.Verify(env, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := k.Seal(plain, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = out.Marshal()
+	}
+}
