@@ -29,6 +29,7 @@ type loadtestCmd struct {
 	Conns         int           `name:"conns" default:"32" help:"Concurrent connections."`
 	Duration      time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
 	Warmup        time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
+	HalfRate      bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries."`
 	Keep          bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
 	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
 }
@@ -37,7 +38,7 @@ func (c *loadtestCmd) Run(e *env) error {
 	o := loadtest.Options{
 		URL: c.URL, AdminUsername: c.AdminUsername, AdminPassword: c.AdminPassword,
 		Mode: loadtest.Mode(c.Mode), Sessions: c.Sessions, Keys: c.Keys, Conns: c.Conns,
-		Duration: c.Duration, Warmup: c.Warmup, Keep: c.Keep, Progress: e.stderr,
+		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
 	}
 	if c.URL == "" {
 		stop, err := c.startServer(e.ctx, &o)

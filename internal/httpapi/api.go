@@ -78,13 +78,16 @@ type API struct {
 	replays  ReplayStore
 	cache    *replayCache
 	limits   limiters
-	log      *slog.Logger
-	now      func() time.Time
-	cfg      Config
-	routes   []Route
-	checks   []Check
-	metrics  *metrics.Metrics
-	ui       UI
+	// buckets are the per-IP buckets routes chose at registration (limit.go);
+	// built by Handler, read only afterwards.
+	buckets map[string]bucket
+	log     *slog.Logger
+	now     func() time.Time
+	cfg     Config
+	routes  []Route
+	checks  []Check
+	metrics *metrics.Metrics
+	ui      UI
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
 }
@@ -142,6 +145,7 @@ func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	a.routes = a.routes[:0]
 	only := a.only
+	a.buckets = map[string]bucket{}
 
 	// The API's own OpenAPI description (docs/openapi.yaml): public.
 	a.handle(mux, "/api/openapi.yaml", []string{"GET"}, only("GET", http.HandlerFunc(openAPI)))
@@ -154,7 +158,10 @@ func (a *API) Handler() http.Handler {
 	// Client API: app secret. "env" routes take and give envelopes; "db"
 	// marks side effects whose replay is also checked across processes.
 	a.handle(mux, "/api/auth/login.php", []string{"POST"}, only("POST", a.envelope(a.login, replayShared)))
-	a.handle(mux, heartbeatPath, []string{"POST"}, only("POST", a.envelope(a.heartbeat, replayLocal)))
+	// The heartbeat: its own per-IP bucket; a revoked app's heartbeats are
+	// served, to end their sessions with SESSION_REVOKED.
+	a.handle(mux, "/api/auth/heartbeat.php", []string{"POST"}, only("POST", a.envelopeRoute(envelopeOptions{raw: a.heartbeat,
+		scope: replayLocal, servesRevoked: true})), limitedBy(heartbeatBucket))
 	a.handle(mux, "/api/auth/logout.php", []string{"POST"}, only("POST", a.envelope(a.logout, replayShared)))
 	a.handle(mux, "/api/auth/check-key.php", []string{"POST"}, only("POST", a.mirrored(a.checkKey)))
 	a.handle(mux, "/api/update/validate.php", []string{"POST"}, only("POST", a.plain(a.validate)))
@@ -263,11 +270,18 @@ type Route struct {
 // tests can hold the OpenAPI description to the real route table.
 func (a *API) Routes() []Route { return a.routes }
 
-// handle registers h at path, answering methods.
-func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler) {
+// handle registers h at path, answering methods, with the route's options
+// (its rate limit bucket: limitedBy).
+func (a *API) handle(mux *http.ServeMux, path string, methods []string, h http.Handler, opts ...routeOption) {
 	a.routes = append(a.routes, Route{Path: path, Methods: methods})
+	for _, o := range opts {
+		o(a, path)
+	}
 	mux.Handle(path, routed(h))
 }
+
+// routeOption states a per-route fact at registration.
+type routeOption func(a *API, path string)
 
 // bearerRoute registers an admin path dispatched by method.
 func (a *API) bearerRoute(mux *http.ServeMux, path string, m methods) {
@@ -326,9 +340,9 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 func (a *API) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Referrer-Policy", "no-referrer")
+		h["X-Content-Type-Options"] = headerNosniff
+		h["X-Frame-Options"] = headerDeny
+		h["Referrer-Policy"] = headerNoRef
 		if a.isHTTPS(r) {
 			h.Set("Strict-Transport-Security", "max-age=31536000")
 		}
@@ -355,6 +369,9 @@ func (a *API) isHTTPS(r *http.Request) bool {
 // clientIP is the caller's address: the connection's peer, or with TrustProxy
 // the last X-Forwarded-For entry (the one the trusted proxy appended).
 func (a *API) clientIP(r *http.Request) string {
+	if f, ok := r.Context().Value(flightKey{}).(*flight); ok && f.ip != "" {
+		return f.ip // found once by the limiter
+	}
 	if a.cfg.TrustProxy {
 		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
 			parts := strings.Split(xff, ",")

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/wire"
@@ -55,6 +57,38 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		b.over = true
 	}
 	return n, err
+}
+
+// bodyBuffer is a reusable request body buffer for the envelope routes,
+// whose bodies are read, opened and dropped within the request.
+type bodyBuffer struct{ b []byte }
+
+var bodyBuffers = sync.Pool{New: func() any { return &bodyBuffer{b: make([]byte, 0, 1024)} }}
+
+// read reads at most limit bytes of r's body into buf, as readBody does;
+// the bytes are valid until buf goes back to the pool.
+func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	b := buf.b[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, errTooLarge
+		}
+		if err != nil {
+			return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Could not read the request body.")
+		}
+	}
+	buf.b = b
+	return b, nil
 }
 
 // parseFields decodes a JSON object; an empty body is an empty object.
@@ -133,4 +167,102 @@ func (f fields) boolean(name string) (bool, bool, error) {
 		return false, false, badType(name, "true or false")
 	}
 	return b, true, nil
+}
+
+// scanStrings reads the string members named by names from a JSON object
+// body in one pass, into out (by position in names), giving what
+// parseFields followed by f.str(name) for each would: the last of duplicate
+// members wins, null and absence are "". It handles the form clients send
+// (member names and the wanted values without escapes); for anything else —
+// invalid JSON, not an object, an escape, a wanted value that is not a
+// plain string — it reports false and the caller takes the general path,
+// which decides. Other members' values are skipped whatever they are.
+func scanStrings(b []byte, names []string, out []string) bool {
+	if !json.Valid(b) {
+		return false
+	}
+	i := skipJSONSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipJSONSpace(b, i+1)
+	if b[i] == '}' {
+		return true
+	}
+	for {
+		// A member name: valid JSON guarantees the quotes and the colon.
+		j := i + 1
+		for b[j] != '"' {
+			if b[j] == '\\' {
+				return false
+			}
+			j++
+		}
+		name := b[i+1 : j]
+		i = skipJSONSpace(b, j+1) + 1 // past ':'
+		i = skipJSONSpace(b, i)
+		want := -1
+		for n, s := range names {
+			if string(name) == s {
+				want = n
+				break
+			}
+		}
+		end := skipJSONValue(b, i)
+		if want >= 0 {
+			switch v := b[i:end]; {
+			case string(v) == "null":
+				out[want] = ""
+			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
+				out[want] = string(v[1 : len(v)-1])
+			default:
+				return false
+			}
+		}
+		i = skipJSONSpace(b, end)
+		if b[i] == '}' {
+			return true
+		}
+		i = skipJSONSpace(b, i+1) // past ','
+	}
+}
+
+func skipJSONSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipJSONValue returns the index after the (valid) JSON value at b[i].
+func skipJSONValue(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 { // the end of the enclosing object
+				return i
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }

@@ -23,6 +23,12 @@ type flight struct {
 	method, id string
 	since      time.Time
 	route      atomic.Pointer[string]
+	// The request's own goroutine also keeps here, so one context value
+	// and one request clone serve every middleware: the client address the
+	// limiter found (clientIP) and what instrument observes.
+	ip  string
+	obs observation
+	sw  statusWriter
 }
 
 type flightKey struct{}

@@ -13,15 +13,14 @@ import (
 )
 
 // Request limits. Every request draws a token from its client IP's bucket
-// before any other work: heartbeats from a bucket of their own (sized for
-// thousands of clients behind one address), requests with a valid admin
-// token from the admin bucket, everything else from the general one. A
+// before any other work: a route registered limitedBy(heartbeatBucket) (the
+// heartbeat) from a bucket of its own (sized for thousands of clients behind
+// one address), requests with a valid admin token from the admin bucket,
+// everything else from the general one. A
 // heartbeat then also draws from its session's budget, which a client at
 // its interval never empties but a flood on one session does. Buckets live
 // in this process's memory: behind a load balancer each process limits
 // what it sees.
-
-const heartbeatPath = "/api/auth/heartbeat.php"
 
 // sessionBeats is each session's heartbeat budget: ten at once, then one a
 // second. The shortest heartbeat interval an app can set is 5 s.
@@ -43,17 +42,38 @@ func newLimiters(cfg Config, now func() time.Time) limiters {
 	return l
 }
 
+// bucket names the per-IP bucket a route draws from.
+type bucket int
+
+const (
+	generalBucket   bucket = iota // the general one (or admin, for a signed admin)
+	heartbeatBucket               // the heartbeat's own
+)
+
+// limitedBy makes the route draw from bucket b.
+func limitedBy(b bucket) routeOption {
+	return func(a *API, path string) { a.buckets[path] = b }
+}
+
 // limit answers 429 with Retry-After when the caller's IP bucket is empty.
+// The bucket is the one the request's route was registered with. The
+// client address found here is kept for the handlers (one parse per
+// request).
 func (a *API) limit(next http.Handler) http.Handler {
+	buckets := a.buckets
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l := a.limits.ip
 		switch {
-		case r.URL.Path == heartbeatPath:
+		case buckets[r.URL.Path] == heartbeatBucket:
 			l = a.limits.beat
 		case strings.HasPrefix(r.URL.Path, "/api/admin/") && a.adminSigned(r):
 			l = a.limits.admin
 		}
-		if ok, wait := l.Allow(limitKey(a.clientIP(r))); !ok {
+		ip := a.clientIP(r)
+		if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
+			f.ip = ip
+		}
+		if ok, wait := l.Allow(limitKey(ip)); !ok {
 			a.writeError(w, r, rateLimited(wait))
 			return
 		}

@@ -22,7 +22,9 @@ type observationKey struct{}
 
 // noteCode records the error code of the request's reply for the metrics.
 func noteCode(ctx context.Context, code string) {
-	if o, ok := ctx.Value(observationKey{}).(*observation); ok {
+	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
+		f.obs.code = code
+	} else if o, ok := ctx.Value(observationKey{}).(*observation); ok {
 		o.code = code
 	}
 }
@@ -83,9 +85,17 @@ func (a *API) instrument(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		o := &observation{}
-		r = r.WithContext(context.WithValue(r.Context(), observationKey{}, o))
-		sw := &statusWriter{ResponseWriter: w}
+		// The request's flight (requestID) holds the observation and the
+		// status writer, so the hot path clones the request once.
+		var o *observation
+		var sw *statusWriter
+		if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
+			o, sw = &f.obs, &f.sw
+			*sw = statusWriter{ResponseWriter: w}
+		} else {
+			o, sw = &observation{}, &statusWriter{ResponseWriter: w}
+			r = r.WithContext(context.WithValue(r.Context(), observationKey{}, o))
+		}
 		defer func() {
 			route := r.Pattern // set by the mux on this request
 			if route == "" {

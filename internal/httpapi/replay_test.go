@@ -93,8 +93,8 @@ func TestReplayCacheForgetsEntriesOnceTheWindowHasPassed(t *testing.T) {
 	}
 	// A later claim, past the expiry bucket, sweeps it.
 	c.claim(macN(9), exp.Add(time.Hour), exp.Add(bucketSeconds*time.Second))
-	if c.size != 1 {
-		t.Fatalf("size after sweep = %d, want 1", c.size)
+	if n := c.len(); n != 1 {
+		t.Fatalf("size after sweep = %d, want 1", n)
 	}
 	if _, ok := c.wait(context.Background(), macN(1), exp); ok {
 		t.Fatal("expired entry still answered")
@@ -108,8 +108,8 @@ func TestReplayCacheDropsTheOldestBucketWhenFull(t *testing.T) {
 	c.claim(macN(1), early, replayT0)
 	c.claim(macN(2), late, replayT0)
 	c.claim(macN(3), late, replayT0) // over the cap: the early bucket goes
-	if c.size != 2 {
-		t.Fatalf("size = %d, want 2", c.size)
+	if n := c.len(); n != 2 {
+		t.Fatalf("size = %d, want 2", n)
 	}
 	if c.claim(macN(2), late, replayT0) || c.claim(macN(3), late, replayT0) {
 		t.Fatal("entries of the newest bucket were dropped")
@@ -131,11 +131,53 @@ func TestReplayCacheKeepsNoSharedReply(t *testing.T) {
 	if !ok || got != nil {
 		t.Fatalf("wait = %q, %v; want answered with no reply kept", got, ok)
 	}
-	for _, m := range c.buckets {
+	for _, m := range c.shards[0].buckets {
 		for _, e := range m {
 			if e.reply != nil {
 				t.Fatalf("a shared reply is held in memory: %q", e.reply)
 			}
 		}
+	}
+}
+
+// A large cache is split into shards; every rule holds across them, and a
+// request nobody waits for makes no channel.
+func TestReplayCacheSharded(t *testing.T) {
+	c := newReplayCache(2_000_000)
+	if len(c.shards) != maxReplayShards {
+		t.Fatalf("shards = %d, want %d", len(c.shards), maxReplayShards)
+	}
+	exp := replayT0.Add(300 * time.Second)
+	for i := range 1000 {
+		k := keyOf([]byte{byte(i), byte(i >> 8), 7})
+		if !c.claim(k, exp, replayT0) {
+			t.Fatalf("claim %d: not first", i)
+		}
+		if c.claim(k, exp, replayT0) {
+			t.Fatalf("claim %d again: first", i)
+		}
+		c.finish(k, exp, []byte{byte(i)}, false)
+		if got, ok := c.wait(context.Background(), k, exp); !ok || len(got) != 1 || got[0] != byte(i) {
+			t.Fatalf("wait %d = %v, %v", i, got, ok)
+		}
+	}
+	if n := c.len(); n != 1000 {
+		t.Fatalf("len = %d, want 1000", n)
+	}
+	used := 0
+	for i := range c.shards {
+		if c.shards[i].size > 0 {
+			used++
+		}
+		for _, m := range c.shards[i].buckets {
+			for _, e := range m {
+				if e.done != nil {
+					t.Fatal("an entry nobody waited for holds a channel")
+				}
+			}
+		}
+	}
+	if used < maxReplayShards/2 {
+		t.Fatalf("1000 entries landed in %d shards", used)
 	}
 }

@@ -67,12 +67,23 @@ type jsonBuffer struct{ b []byte }
 
 func (j *jsonBuffer) Write(p []byte) (int, error) { j.b = append(j.b, p...); return len(p), nil }
 
+// Constant header values, shared by every reply instead of a new slice per
+// Header.Set. Nothing changes a value in place (Header.Add appends, which
+// copies a full slice), and net/http only reads them.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+	headerNosniff = []string{"nosniff"}
+	headerDeny    = []string{"DENY"}
+	headerNoRef   = []string{"no-referrer"}
+)
+
 // writeRaw sends a JSON body with the given status. API replies are never
 // compressed or cached.
 func writeRaw(w http.ResponseWriter, code int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	w.Write(body)

@@ -40,28 +40,38 @@ var (
 	errBusy      = &apperr.Error{Kind: apperr.RateLimited, Code: wire.CodeRateLimited, Message: "The same request is still being processed; try again.", RetryAfter: 1}
 )
 
-// app resolves the X-App-Secret header, answering 401 itself when it fails.
+// app resolves the X-App-Secret header, answering 401 itself when it fails,
+// and APP_REVOKED while the owner has revoked the app.
 func (a *API) app(w http.ResponseWriter, r *http.Request) (*license.App, bool) {
+	app, _, ok := a.clientApp(w, r, false)
+	return app, ok
+}
+
+// clientApp resolves the X-App-Secret header to the app and its envelope
+// Box (both cached and shared: read only), answering 401 itself when it
+// fails. A revoked app is refused with APP_REVOKED unless servesRevoked:
+// the route registration says so for the heartbeat, whose requests go on to
+// end their sessions with SESSION_REVOKED, a code every client generation
+// stops on.
+func (a *API) clientApp(w http.ResponseWriter, r *http.Request, servesRevoked bool) (*license.App, *envelope.Box, bool) {
 	secret := strings.TrimSpace(r.Header.Get("X-App-Secret"))
 	if secret == "" {
 		a.writeError(w, r, errNoSecret)
-		return nil, false
+		return nil, nil, false
 	}
-	app, err := a.lic.AppBySecret(r.Context(), secret)
+	app, box, err := a.lic.ClientApp(r.Context(), secret)
 	if errors.Is(err, apperr.ErrNotFound) {
 		a.writeError(w, r, errBadSecret)
-		return nil, false
+		return nil, nil, false
 	} else if err != nil {
 		a.writeError(w, r, err)
-		return nil, false
+		return nil, nil, false
 	}
-	// A revoked app's heartbeats go on to end their sessions with
-	// SESSION_REVOKED, a code every client generation stops on.
-	if app.RevokedAt != nil && r.URL.Path != heartbeatPath {
+	if app.RevokedAt != nil && !servesRevoked {
 		a.writeError(w, r, license.ErrAppRevoked)
-		return nil, false
+		return nil, nil, false
 	}
-	return app, true
+	return app, box, true
 }
 
 // liveApp resolves an app named by id on a public route (price list,
@@ -76,17 +86,39 @@ func (a *API) liveApp(ctx context.Context, id string) (*license.App, error) {
 
 // envelope serves a route whose request and reply are envelopes.
 func (a *API) envelope(h clientHandler, scope replayScope) http.Handler {
+	return a.envelopeRoute(envelopeOptions{handler: h, scope: scope})
+}
+
+// rawHandler answers a verified envelope's plaintext with the inner reply's
+// JSON, or an error: for a hot route that decodes only what it reads and
+// answers with pre-encoded bytes (the heartbeat).
+type rawHandler func(ctx context.Context, c *call, plain []byte) ([]byte, error)
+
+// envelopeOptions are the facts an envelope route's registration states.
+type envelopeOptions struct {
+	handler clientHandler // decoded fields in, reply object out; or
+	raw     rawHandler    // plaintext in, reply JSON out
+	scope   replayScope
+	// servesRevoked: a revoked app's requests are still served (the
+	// heartbeat, which then ends sessions with SESSION_REVOKED).
+	servesRevoked bool
+}
+
+// envelopeRoute serves an envelope route as o states it.
+func (a *API) envelopeRoute(o envelopeOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app, ok := a.app(w, r)
+		app, box, ok := a.clientApp(w, r, o.servesRevoked)
 		if !ok {
 			return
 		}
-		body, err := readBody(w, r, clientBodyLimit)
+		buf := bodyBuffers.Get().(*bodyBuffer)
+		defer bodyBuffers.Put(buf)
+		body, err := buf.read(w, r, clientBodyLimit)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
 		}
-		a.serveEnvelope(w, r, app, body, h, scope)
+		a.serveEnvelope(w, r, app, box, body, o)
 	})
 }
 
@@ -94,7 +126,7 @@ func (a *API) envelope(h clientHandler, scope replayScope) http.Handler {
 // with plain JSON (check-key).
 func (a *API) mirrored(h clientHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app, ok := a.app(w, r)
+		app, box, ok := a.clientApp(w, r, false)
 		if !ok {
 			return
 		}
@@ -104,7 +136,7 @@ func (a *API) mirrored(h clientHandler) http.Handler {
 			return
 		}
 		if envelope.IsEnvelope(body) {
-			a.serveEnvelope(w, r, app, body, h, replayLocal)
+			a.serveEnvelope(w, r, app, box, body, envelopeOptions{handler: h, scope: replayLocal})
 			return
 		}
 		a.servePlain(w, r, app, body, h)
@@ -170,60 +202,54 @@ func (a *API) cryptoError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // serveEnvelope verifies an envelope, answers a replay with the first reply,
-// runs h otherwise, and seals whatever h answers (success or business failure)
-// into an HTTP 200 envelope. Only refusals before verification and internal
-// failures travel as plain JSON.
-func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license.App, body []byte, h clientHandler, scope replayScope) {
-	keys := envelope.Derive(app.Secret)
-	env, err := envelope.Parse(body)
-	if err != nil {
-		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
-		a.cryptoError(w, r, err)
-		return
-	}
+// runs the route's handler otherwise, and seals whatever it answers (success
+// or business failure) into an HTTP 200 envelope. Only refusals before
+// verification and internal failures travel as plain JSON.
+func (a *API) serveEnvelope(w http.ResponseWriter, r *http.Request, app *license.App, box *envelope.Box, body []byte, o envelopeOptions) {
 	now := a.now()
-	plain, mac, err := keys.Verify(env, now)
+	plain, mac, t, err := box.Open(body, now)
 	if err != nil {
 		a.abuse.Burst(r.Context(), app, abuse.EnvelopeFailures, a.clientIP(r))
 		a.cryptoError(w, r, err)
 		return
 	}
 	ctx := r.Context()
-	expires := time.Unix(env.T, 0).Add(envelope.Window)
-	key := keyOf(mac)
+	expires := time.Unix(t, 0).Add(envelope.Window)
+	key := replayKey(mac)
 	if !a.cache.claim(key, expires, now) {
 		reply, ok := a.cache.wait(ctx, key, expires)
 		if ok && reply == nil {
 			// Answered by a shared-scope route: the reply is kept, sealed,
 			// in the shared store only.
 			var err error
-			if reply, err = a.replays.ReplayReply(ctx, app.ID, hex.EncodeToString(mac)); err != nil {
+			if reply, err = a.replays.ReplayReply(ctx, app.ID, hex.EncodeToString(mac[:])); err != nil {
 				a.writeError(w, r, err)
 				return
 			}
 			ok = reply != nil
 		}
 		if ok {
-			a.writeSealed(w, r, keys, reply)
+			a.writeBoxed(w, r, box, reply)
 		} else {
 			a.writeError(w, r, errBusy)
 		}
 		return
 	}
-	reply, err := a.runOnce(ctx, r, app, plain, mac, expires, h, scope)
-	a.cache.finish(key, expires, reply, scope == replayShared)
+	reply, err := a.runOnce(ctx, r, app, plain, mac[:], expires, o)
+	a.cache.finish(key, expires, reply, o.scope == replayShared)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	a.writeSealed(w, r, keys, reply)
+	a.writeBoxed(w, r, box, reply)
 }
 
 // runOnce produces the inner reply of a verified envelope, claiming it in the
 // shared store first for replayShared routes. An error return means no reply
 // was produced (internal failure or a duplicate still in flight elsewhere).
 func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, plain, macBytes []byte, expires time.Time,
-	h clientHandler, scope replayScope) ([]byte, error) {
+	o envelopeOptions) ([]byte, error) {
+	scope, h := o.scope, o.handler
 	var mac string
 	if scope == replayShared {
 		mac = hex.EncodeToString(macBytes)
@@ -236,15 +262,23 @@ func (a *API) runOnce(ctx context.Context, r *http.Request, app *license.App, pl
 		}
 	}
 	var reply []byte
-	f, err := parseFields(plain)
-	if err == nil {
-		var res any
+	var err error
+	if o.raw != nil {
 		ip := a.clientIP(r)
-		res, err = h(ctx, &call{app: app, f: f, r: r, ip: ip})
-		if err == nil {
-			reply = marshal(res)
-		}
+		reply, err = o.raw(ctx, &call{app: app, r: r, ip: ip}, plain)
 		a.observeRefusal(ctx, app, ip, err)
+	} else {
+		var f fields
+		f, err = parseFields(plain)
+		if err == nil {
+			var res any
+			ip := a.clientIP(r)
+			res, err = h(ctx, &call{app: app, f: f, r: r, ip: ip})
+			if err == nil {
+				reply = marshal(res)
+			}
+			a.observeRefusal(ctx, app, ip, err)
+		}
 	}
 	if err != nil {
 		if isInternal(err) {
@@ -280,6 +314,17 @@ func (a *API) awaitShared(ctx context.Context, appID, mac string, prior []byte) 
 		return nil, errBusy
 	}
 	return prior, nil
+}
+
+// writeBoxed envelopes an inner reply with the server's clock under the
+// app's cached Box and sends it with HTTP 200.
+func (a *API) writeBoxed(w http.ResponseWriter, r *http.Request, box *envelope.Box, inner []byte) {
+	out, err := box.Seal(inner, a.now())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, out)
 }
 
 // writeSealed envelopes an inner reply with the server's clock and sends it

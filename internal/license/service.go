@@ -7,10 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/internal/lockout"
 )
 
@@ -39,11 +39,7 @@ type Service struct {
 	cfg    Config
 
 	apps    *appCache
-	mu      sync.Mutex
-	touched map[string]time.Time // session ID → last heartbeat not yet written
-	// flushed is the batch the last flush wrote (or is writing), kept until
-	// the next one so a read racing the write still sees its times.
-	flushed map[string]time.Time
+	touches touchBuffer
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -59,7 +55,7 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 		cfg.AppCacheTTL = time.Second
 	}
 	return &Service{store: store, now: now, random: random, cfg: cfg, apps: newAppCache(cfg.AppCacheTTL),
-		touched: map[string]time.Time{}}
+		touches: newTouchBuffer()}
 }
 
 // Now returns the service clock's time.
@@ -67,29 +63,41 @@ func (s *Service) Now() time.Time { return s.now().UTC() }
 
 // HashToken returns the stored form of a session token or app secret.
 func HashToken(token string) string {
-	h := sha256.Sum256([]byte(token))
+	var buf [64]byte // tokens and secrets are 64 characters: hashed without a copy on the heap
+	h := sha256.Sum256(append(buf[:0], token...))
 	return hex.EncodeToString(h[:])
 }
 
 // AppBySecret resolves the app whose secret is secret. The lookup is by the
 // secret's SHA-256, so no timing of the comparison depends on secret bytes.
-// Apps are cached briefly (Config.AppCacheTTL).
+// Apps are cached briefly (Config.AppCacheTTL). The App returned may be
+// shared with other requests: callers must not change it.
 func (s *Service) AppBySecret(ctx context.Context, secret string) (*App, error) {
+	app, _, err := s.ClientApp(ctx, secret)
+	return app, err
+}
+
+// ClientApp is AppBySecret that also returns the app's envelope Box, cached
+// with the app so a client request derives no keys. Neither may be changed
+// by the caller.
+func (s *Service) ClientApp(ctx context.Context, secret string) (*App, *envelope.Box, error) {
 	if len(secret) != 64 {
-		return nil, apperr.ErrNotFound
+		return nil, nil, apperr.ErrNotFound
 	}
-	hash := HashToken(secret)
+	var buf [64]byte
+	hash := sha256.Sum256(append(buf[:0], secret...))
 	now := s.now()
-	a, gen := s.apps.get(hash, now)
-	if a != nil {
-		return a, nil
+	e, gen := s.apps.get(hash, now)
+	if e != nil {
+		return &e.app, e.box, nil
 	}
-	a, err := s.store.AppBySecretHash(ctx, hash)
+	a, err := s.store.AppBySecretHash(ctx, hex.EncodeToString(hash[:]))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.apps.put(hash, a, gen, now)
-	return a, nil
+	e = &cachedApp{app: *a, box: envelope.NewBox(envelope.Derive(a.Secret))}
+	s.apps.put(hash, e, gen, now)
+	return &e.app, e.box, nil
 }
 
 // LoginRequest is the inner body of auth/login.
@@ -228,9 +236,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		return sessionKill(sess, reason, app)
 	}
 	if now.Sub(sess.LastSeenAt) >= s.touchResolution() {
-		s.mu.Lock()
-		s.touched[sess.ID] = now
-		s.mu.Unlock()
+		s.touches.touch(sess.ID, now)
 	}
 	return nil
 }
@@ -244,47 +250,26 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 func (s *Service) touchResolution() time.Duration { return s.cfg.SessionTimeout / 18 }
 
 func (s *Service) lastSeen(sess *Session) time.Time {
-	s.mu.Lock()
-	t, ok := s.touched[sess.ID]
-	if f, fok := s.flushed[sess.ID]; fok && (!ok || f.After(t)) {
-		t, ok = f, true
-	}
-	s.mu.Unlock()
-	if ok && t.After(sess.LastSeenAt) {
+	if t, ok := s.touches.last(sess.ID); ok && t.After(sess.LastSeenAt) {
 		return t
 	}
 	return sess.LastSeenAt
 }
 
 func (s *Service) endSession(ctx context.Context, id, reason string, now time.Time) error {
-	s.mu.Lock()
-	delete(s.touched, id)
-	s.mu.Unlock()
+	s.touches.forget(id)
 	return s.store.InTx(ctx, func(tx Tx) error { return tx.EndSession(ctx, id, reason, now) })
 }
 
 // FlushTouches writes buffered heartbeat times. Call it periodically and at
 // shutdown; a lost buffer only makes sessions look up to one period older.
 func (s *Service) FlushTouches(ctx context.Context) error {
-	s.mu.Lock()
-	if len(s.touched) == 0 {
-		s.mu.Unlock()
+	batch := s.touches.take()
+	if len(batch) == 0 {
 		return nil
 	}
-	batch := s.touched
-	s.touched = make(map[string]time.Time, len(batch))
-	// The batch stays visible until the next flush: a heartbeat that read
-	// its session just before this write commits still sees the time.
-	s.flushed = batch
-	s.mu.Unlock()
 	if err := s.store.TouchSessions(ctx, batch); err != nil {
-		s.mu.Lock()
-		for id, t := range batch { // keep them for the next flush unless newer
-			if cur, ok := s.touched[id]; !ok || cur.Before(t) {
-				s.touched[id] = t
-			}
-		}
-		s.mu.Unlock()
+		s.touches.putBack(batch) // for the next flush, unless newer
 		return err
 	}
 	return nil
@@ -318,9 +303,7 @@ func (s *Service) Logout(ctx context.Context, app *App, token string) error {
 		if sess.AppID != app.ID || sess.EndedAt != nil {
 			return nil
 		}
-		s.mu.Lock()
-		delete(s.touched, sess.ID)
-		s.mu.Unlock()
+		s.touches.forget(sess.ID)
 		return tx.EndSession(ctx, sess.ID, endLogout, now)
 	})
 }

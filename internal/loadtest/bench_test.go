@@ -77,3 +77,51 @@ func BenchmarkLogin(b *testing.B) {
 	_, t := provision(b, loadtest.Login)
 	run(b, func(ctx context.Context, i int) error { return t.Do(ctx, loadtest.Login, i) })
 }
+
+// heartbeatAllocBudget is how many allocations a heartbeat may make beyond
+// the echo baseline's (issue 21): the license read and the bookkeeping a
+// heartbeat needs, and nothing the fast path was built to avoid.
+const heartbeatAllocBudget = 40
+
+// TestHeartbeatAllocs guards the heartbeat's fast path: over real HTTP
+// against a real server on SQLite, a heartbeat allocates at most
+// heartbeatAllocBudget more than the echo handler answering the same
+// envelope (both counts take in the client, which is the same code). It
+// counts allocations, which do not depend on the machine's speed; nothing is
+// timed.
+func TestHeartbeatAllocs(t *testing.T) {
+	srv := kwtest.Start(t, kwtest.Options{})
+	tg, err := loadtest.Provision(context.Background(), loadtest.Options{URL: srv.URL, AdminUsername: "admin",
+		AdminPassword: kwtest.AdminPassword, Mode: loadtest.Heartbeat, Sessions: 64, Keys: 64, Conns: 1, Now: srv.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.Close(context.Background(), true) })
+	stop, url, err := loadtest.StartEcho(srv.Clock.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx := context.Background()
+	i := 0
+	measure := func(name string, do func() error) float64 {
+		for range 50 { // warm connections, pools and caches
+			i++
+			if err := do(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		return testing.AllocsPerRun(500, func() {
+			i++
+			if err := do(); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		})
+	}
+	echo := measure("echo", func() error { return tg.Echo(ctx, url, i) })
+	beat := measure("heartbeat", func() error { return tg.Do(ctx, loadtest.Heartbeat, i) })
+	t.Logf("allocations per request: heartbeat %.0f, echo %.0f (heartbeat − echo = %.0f, budget %d)", beat, echo, beat-echo, heartbeatAllocBudget)
+	if beat > echo+heartbeatAllocBudget {
+		t.Errorf("a heartbeat allocates %.0f times, echo %.0f: %.0f more, budget %d", beat, echo, beat-echo, heartbeatAllocBudget)
+	}
+}

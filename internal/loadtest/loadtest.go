@@ -45,6 +45,9 @@ type Options struct {
 	// EchoURL is an echo baseline server (EchoHandler); empty starts one in
 	// this process.
 	EchoURL string
+	// HalfRate adds a third phase: the mode again at half the rate its
+	// first phase reached, for the latency at a load the server can carry.
+	HalfRate bool
 	// Keep leaves the provisioned app in the database (default: deleted).
 	Keep bool
 	// Now is the clock envelopes are sealed with (default time.Now).
@@ -96,6 +99,8 @@ type Report struct {
 	Conns    int
 	Echo     Result
 	Target   Result
+	// Half is the mode at half Target's rate (Options.HalfRate), or nil.
+	Half *Result
 }
 
 // Ratio is the measured mode's throughput as a fraction of the echo baseline.
@@ -111,7 +116,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "mode %s, %d live sessions, %d connections, %s per phase\n",
 		r.Mode, r.Sessions, r.Conns, r.Target.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %8s\n", "phase", "requests", "req/s", "p50", "p99", "errors")
-	for _, res := range []Result{r.Echo, r.Target} {
+	phases := []Result{r.Echo, r.Target}
+	if r.Half != nil {
+		phases = append(phases, *r.Half)
+	}
+	for _, res := range phases {
 		fmt.Fprintf(w, "%-10s %10d %10.0f %10s %10s %8d\n", res.Name, res.Requests, res.RPS(),
 			fmtDur(res.P50), fmtDur(res.P99), res.Errors)
 	}
@@ -162,6 +171,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep.Target = Measure(ctx, string(o.Mode), o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
 		return t.Do(ctx, o.Mode, i)
 	})
+	if o.HalfRate && rep.Target.RPS() > 0 {
+		rate := rep.Target.RPS() / 2
+		fmt.Fprintf(o.Progress, "measuring %s at %.0f req/s for %s\n", o.Mode, rate, o.Duration)
+		half := MeasureAt(ctx, "half-rate", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
+			return t.Do(ctx, o.Mode, i)
+		})
+		rep.Half = &half
+	}
 	return rep, nil
 }
 

@@ -92,3 +92,18 @@ func TestRunRefusesBadCredentials(t *testing.T) {
 		t.Fatalf("err = %v, want an admin sign-in failure", err)
 	}
 }
+
+// TestMeasureAtKeepsToTheSchedule checks that a paced phase never sends more
+// than its schedule allows (2 goroutines at 200 req/s for 100 ms: 20 slots)
+// and does send. A slow machine sends fewer, never more, so nothing here
+// depends on speed.
+func TestMeasureAtKeepsToTheSchedule(t *testing.T) {
+	var calls atomic.Int64
+	res := loadtest.MeasureAt(context.Background(), "x", 2, 0, 100*time.Millisecond, 200, func(ctx context.Context, i int) error {
+		calls.Add(1)
+		return nil
+	})
+	if res.Requests != calls.Load() || res.Requests == 0 || res.Requests > 20 {
+		t.Fatalf("requests %d (calls %d), want 1–20", res.Requests, calls.Load())
+	}
+}

@@ -29,15 +29,24 @@ func (r Result) RPS() float64 {
 // then for d, and returns throughput, latency percentiles and failures. The
 // i passed to do is unique across goroutines within a phase.
 func Measure(ctx context.Context, name string, conns int, warmup, d time.Duration, do func(ctx context.Context, i int) error) Result {
+	return MeasureAt(ctx, name, conns, warmup, d, 0, do)
+}
+
+// MeasureAt is Measure at a fixed offered rate (requests per second over all
+// goroutines; 0: as fast as they can). Each goroutine sends on a schedule
+// and a request's latency counts from its scheduled time, so a server that
+// falls behind shows it in the percentiles rather than in a lower rate.
+func MeasureAt(ctx context.Context, name string, conns int, warmup, d time.Duration, rate float64,
+	do func(ctx context.Context, i int) error) Result {
 	if warmup > 0 {
-		drive(ctx, conns, warmup, do)
+		drive(ctx, conns, warmup, rate, do)
 	}
-	res := drive(ctx, conns, d, do)
+	res := drive(ctx, conns, d, rate, do)
 	res.Name = name
 	return res
 }
 
-func drive(ctx context.Context, conns int, d time.Duration, do func(ctx context.Context, i int) error) Result {
+func drive(ctx context.Context, conns int, d time.Duration, rate float64, do func(ctx context.Context, i int) error) Result {
 	type worker struct {
 		lat    []time.Duration
 		errs   int64
@@ -53,8 +62,24 @@ func drive(ctx context.Context, conns int, d time.Duration, do func(ctx context.
 		go func(me *worker, w int) {
 			defer wg.Done()
 			me.lat = make([]time.Duration, 0, 4096)
+			var every time.Duration // per goroutine, with a rate
+			next := start
+			if rate > 0 {
+				every = time.Duration(float64(conns) / rate * float64(time.Second))
+				next = start.Add(every * time.Duration(w) / time.Duration(conns))
+			}
 			for i := w; ctx.Err() == nil; i += conns {
 				t0 := time.Now()
+				if every > 0 {
+					if !next.Before(deadline) {
+						return
+					}
+					if wait := next.Sub(t0); wait > 0 {
+						time.Sleep(wait)
+					}
+					t0 = next
+					next = next.Add(every)
+				}
 				if !t0.Before(deadline) {
 					return
 				}

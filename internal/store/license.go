@@ -476,26 +476,31 @@ var heartbeatViewQuery = `SELECT s.id, s.app_id, s.key_id, s.account_id, s.last_
 	WHERE s.token_hash = ?`
 
 func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
-	var v license.HeartbeatView
-	ss := &v.Session
-	var keyID, accountID, ended, expires sql.NullInt64
-	var reason, status, lk sql.NullString
-	var seen int64
-	err := s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &keyID, &accountID, &seen, &ended, &reason,
-		&status, &expires, &lk)
+	// Every scan target lives in one allocation (the hot path: each target
+	// on its own would escape to the heap separately).
+	var row struct {
+		v                                license.HeartbeatView
+		keyID, accountID, ended, expires sql.NullInt64
+		reason, status, lk               sql.NullString
+		seen                             int64
+	}
+	r := &row
+	ss := &r.v.Session
+	err := s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &r.keyID, &r.accountID, &r.seen, &r.ended, &r.reason,
+		&r.status, &r.expires, &r.lk)
 	if err != nil {
 		return nil, translate(err)
 	}
-	if keyID.Valid {
-		ss.KeyID = &keyID.Int64
+	if r.keyID.Valid {
+		ss.KeyID = &r.keyID.Int64
 	}
-	if accountID.Valid {
-		ss.AccountID = &accountID.Int64
+	if r.accountID.Valid {
+		ss.AccountID = &r.accountID.Int64
 	}
-	ss.TokenHash, ss.LastSeenAt, ss.EndedAt, ss.EndReason = tokenHash, fromMS(seen), fromNullMS(ended), reason.String
-	v.KeyExists = status.Valid
-	v.KeyStatus, v.KeyExpiry, v.KeyString = license.Status(status.String), fromNullMS(expires), lk.String
-	return &v, nil
+	ss.TokenHash, ss.LastSeenAt, ss.EndedAt, ss.EndReason = tokenHash, fromMS(r.seen), fromNullMS(r.ended), r.reason.String
+	r.v.KeyExists = r.status.Valid
+	r.v.KeyStatus, r.v.KeyExpiry, r.v.KeyString = license.Status(r.status.String), fromNullMS(r.expires), r.lk.String
+	return &r.v, nil
 }
 
 // TouchSessions writes heartbeat times in one transaction. Ended sessions are
