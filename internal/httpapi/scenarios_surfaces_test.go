@@ -1,0 +1,94 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// The admin API as a scenario table (the per-route suites in admin_*_test.go
+// go deeper). Rows run in order against one fixture, both engines.
+func TestAdminScenarios(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		f := kwtest.NewFixture(t, engine)
+		keys := "/api/admin/keys.php"
+		f.Run(t, []kwtest.Scenario{
+			{Name: "no bearer token", Method: "GET", Path: keys + "?app_id={app}", Status: 401, Code: "UNAUTHORIZED"},
+			{Name: "a made-up bearer token", Method: "GET", Path: keys + "?app_id={app}", Header: http.Header{"Authorization": {"Bearer nope"}},
+				Status: 401, Code: "UNAUTHORIZED"},
+			{Name: "sign-in with a wrong password", Method: "POST", Path: "/api/admin/login.php",
+				Body: map[string]any{"username": "admin", "password": "wrong"}, Status: 401, Code: "INVALID_CREDENTIALS", Absent: []string{"token"}},
+			{Name: "list the app's keys", Method: "GET", Path: keys + "?app_id={app}", As: kwtest.AsAdmin, Status: 200,
+				Fields: map[string]any{"keys": kwtest.Present, "next_cursor": nil}},
+			{Name: "generate zero keys", Method: "POST", Path: keys, As: kwtest.AsAdmin,
+				Body: map[string]any{"app_id": "{app}", "count": 0, "key_type": "days", "duration_value": 30}, Status: 400, Code: "MISSING_FIELDS"},
+			{Name: "generate a days key without a duration", Method: "POST", Path: keys, As: kwtest.AsAdmin,
+				Body: map[string]any{"app_id": "{app}", "count": 1, "key_type": "days"}, Status: 400, Code: "MISSING_FIELDS"},
+			{Name: "a body that is not JSON", Method: "POST", Path: keys, As: kwtest.AsAdmin, Body: "{not json", Status: 400, Code: "MISSING_FIELDS"},
+			{Name: "an unknown key", Method: "GET", Path: keys + "?app_id={app}&license_key=NOPE", As: kwtest.AsAdmin, Status: 404, Code: "NOT_FOUND"},
+			{Name: "PATCH is not a method of keys.php", Method: "PATCH", Path: keys + "?app_id={app}", As: kwtest.AsAdmin,
+				Status: 405, Code: "METHOD_NOT_ALLOWED"},
+			{Name: "ban the second key", Method: "POST", Path: keys + "?action=ban", As: kwtest.AsAdmin,
+				Body: map[string]any{"app_id": "{app}", "license_key": "{key2}", "reason": "scenario"}, Status: 200},
+			{Name: "the banned key reads as banned", Method: "GET", Path: keys + "?app_id={app}&license_key={key2}", As: kwtest.AsAdmin, Status: 200,
+				Fields: map[string]any{"key": kwtest.Present}},
+			{Name: "the app's live sessions", Method: "GET", Path: "/api/admin/sessions.php?app_id={app}", As: kwtest.AsAdmin, Status: 200,
+				Fields: map[string]any{"sessions": kwtest.Present}},
+			{Name: "the audit log names the ban", Method: "GET", Path: "/api/admin/audit.php?app_id={app}&action=key.ban", As: kwtest.AsAdmin,
+				Status: 200, Fields: map[string]any{"entries": kwtest.Present}},
+			{Name: "an app that does not exist", Method: "GET", Path: keys + "?app_id=no-such-app", As: kwtest.AsAdmin, Status: 404, Code: "NOT_FOUND"},
+			{Name: "the apps list never shows a secret", Method: "GET", Path: "/api/admin/apps.php", As: kwtest.AsAdmin, Status: 200,
+				Fields: map[string]any{"apps": kwtest.Present}, Absent: []string{"secret"}},
+		})
+	})
+}
+
+// The customer and reseller portal as a scenario table.
+func TestPortalScenarios(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		f := kwtest.NewFixture(t, engine)
+		f.Run(t, []kwtest.Scenario{
+			{Name: "customer sign-in with an unknown key", Method: "POST", Path: "/api/customer/login.php",
+				Body: map[string]any{"app_id": "{app}", "license_key": "NOPE-NOPE"}, Status: 401, Code: "INVALID_CREDENTIALS", Absent: []string{"token"}},
+			{Name: "customer sign-in with the key", Method: "POST", Path: "/api/customer/login.php",
+				Body: map[string]any{"app_id": "{app}", "license_key": "{key}"}, Status: 200,
+				Fields: map[string]any{"token": kwtest.Present, "token_type": "Bearer", "kind": "key"}},
+			{Name: "the customer's key without a token", Method: "GET", Path: "/api/customer/key.php", Status: 401, Code: "UNAUTHORIZED"},
+			{Name: "the customer's key", Method: "GET", Path: "/api/customer/key.php", As: kwtest.AsCustomer, Status: 200,
+				Fields: map[string]any{"kind": "key", "app_id": "{app}", "key": kwtest.Present, "devices": kwtest.Present}},
+			{Name: "the customer's orders", Method: "GET", Path: "/api/customer/orders.php", As: kwtest.AsCustomer, Status: 200,
+				Fields: map[string]any{"orders": []any{}}},
+			{Name: "PUT is not a method of key.php", Method: "PUT", Path: "/api/customer/key.php", As: kwtest.AsCustomer,
+				Status: 405, Code: "METHOD_NOT_ALLOWED"},
+			{Name: "a customer token is not an admin token", Method: "GET", Path: "/api/admin/keys.php?app_id={app}",
+				As: kwtest.AsCustomer, Status: 401, Code: "UNAUTHORIZED"},
+			{Name: "reseller without a token", Method: "GET", Path: "/api/reseller/me.php", Status: 401, Code: "UNAUTHORIZED"},
+			{Name: "the reseller's own record", Method: "GET", Path: "/api/reseller/me.php", As: kwtest.AsReseller, Status: 200,
+				Fields: map[string]any{"reseller": kwtest.Present, "app": kwtest.Present}, Absent: []string{"token"}},
+			{Name: "generating without credit", Method: "POST", Path: "/api/reseller/keys.php", As: kwtest.AsReseller,
+				Body: map[string]any{"product": "month", "count": 1}, Status: 409, Code: "INSUFFICIENT_CREDIT", Fields: map[string]any{"balance": 0.0}},
+			{Name: "an unknown product", Method: "POST", Path: "/api/reseller/keys.php", As: kwtest.AsReseller,
+				Body: map[string]any{"product": "nope", "count": 1}, Status: 404, Code: "NOT_FOUND"},
+			{Name: "banning a key the reseller did not sell", Method: "POST", Path: "/api/reseller/keys.php?action=ban", As: kwtest.AsReseller,
+				Body: map[string]any{"license_key": "{key}"}, Status: 404, Code: "NOT_FOUND"},
+			{Name: "the reseller's ledger", Method: "GET", Path: "/api/reseller/ledger.php", As: kwtest.AsReseller, Status: 200,
+				Fields: map[string]any{"balance": 0.0, "entries": kwtest.Present}},
+		})
+	})
+}
+
+// The operator's routes as a scenario table.
+func TestOpsScenarios(t *testing.T) {
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		f := kwtest.NewFixture(t, engine)
+		f.Run(t, []kwtest.Scenario{
+			{Name: "liveness", Method: "GET", Path: "/healthz", Status: 200, Bare: true, Fields: map[string]any{"status": "ok"}},
+			{Name: "readiness", Method: "GET", Path: "/readyz", Status: 200, Bare: true, Fields: map[string]any{"status": "ready", "checks": kwtest.Present}},
+			{Name: "POST to a probe", Method: "POST", Path: "/healthz", Status: 405, Code: "METHOD_NOT_ALLOWED"},
+			{Name: "metrics without a configured token do not exist", Method: "GET", Path: "/metrics", Status: 404, Code: "NOT_FOUND"},
+			{Name: "the OpenAPI description", Method: "GET", Path: "/api/openapi.yaml", Status: 200, Bare: true, ContentType: "application/yaml"},
+			{Name: "an unknown path", Method: "GET", Path: "/nope", Status: 404, Code: "NOT_FOUND"},
+		})
+	})
+}
