@@ -725,24 +725,41 @@ func (s *Service) mutateKey(ctx context.Context, actor audit.Actor, appID, licen
 	now := s.Now()
 	var out *Key
 	err := s.store.InTx(ctx, func(tx Tx) error {
-		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
-		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.NotFoundOf("Key")
-		} else if err != nil {
-			return err
-		}
-		target := k.LicenseKey
-		if err := fn(tx, k, now); err != nil {
-			return err
-		}
-		k.UpdatedAt = now
-		if err := tx.UpdateKey(ctx, k); err != nil {
-			return err
-		}
-		out = k
-		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, appID, target, details))
+		var err error
+		out, err = MutateKeyIn(ctx, tx, actor, now, appID, licenseKey, action, details, fn)
+		return err
 	})
 	return out, err
+}
+
+// KeyMutator is what MutateKeyIn needs of a transaction.
+type KeyMutator interface {
+	KeyForUpdate(ctx context.Context, appID, licenseKey string) (*Key, error)
+	UpdateKey(ctx context.Context, k *Key) error
+	AddAudit(ctx context.Context, e audit.Entry) error
+}
+
+// MutateKeyIn is one key action inside tx: it loads the key for update
+// (NOT_FOUND when there is none), applies fn, saves the key and audits
+// action. Other packages' key actions (trial conversion) use it with their
+// own transaction type.
+func MutateKeyIn[T KeyMutator](ctx context.Context, tx T, actor audit.Actor, now time.Time, appID, licenseKey, action string,
+	details map[string]any, fn func(T, *Key, time.Time) error) (*Key, error) {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, apperr.NotFoundOf("Key")
+	} else if err != nil {
+		return nil, err
+	}
+	target := k.LicenseKey
+	if err := fn(tx, k, now); err != nil {
+		return nil, err
+	}
+	k.UpdatedAt = now
+	if err := tx.UpdateKey(ctx, k); err != nil {
+		return nil, err
+	}
+	return k, tx.AddAudit(ctx, audit.NewEntry(actor, now, action, appID, target, details))
 }
 
 // Sessions lists live sessions of an app, optionally of one key.

@@ -222,29 +222,16 @@ func (s *Service) Convert(ctx context.Context, actor audit.Actor, appID, license
 	})
 }
 
-// convert loads a key for update, applies fn, saves it and audits
-// key.convert (as license does for its own key actions).
+// convert is the key.convert action in one transaction (license's key
+// action steps over trial's Tx).
 func (s *Service) convert(ctx context.Context, actor audit.Actor, appID, licenseKey string, details map[string]any,
 	fn func(Tx, *license.Key, time.Time) error) (*license.Key, error) {
 	now := s.Now()
 	var out *license.Key
 	err := s.store.InTx(ctx, func(tx Tx) error {
-		k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
-		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.NotFoundOf("Key")
-		} else if err != nil {
-			return err
-		}
-		target := k.LicenseKey
-		if err := fn(tx, k, now); err != nil {
-			return err
-		}
-		k.UpdatedAt = now
-		if err := tx.UpdateKey(ctx, k); err != nil {
-			return err
-		}
-		out = k
-		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.convert", appID, target, details))
+		var err error
+		out, err = license.MutateKeyIn(ctx, tx, actor, now, appID, licenseKey, "key.convert", details, fn)
+		return err
 	})
 	return out, err
 }
