@@ -20,7 +20,8 @@ type App struct {
 
 // AppSettings are the behaviour switches an owner sets per app; docs/api.md
 // describes each. PUT apps.php takes the same names (in "settings" or at
-// the top level) and refuses unknown ones.
+// the top level) and refuses unknown ones. internal/license uses this type
+// as its own (license.AppSettings).
 type AppSettings struct {
 	HeartbeatInterval      int    `json:"heartbeat_interval"`
 	Maintenance            bool   `json:"maintenance"`
@@ -30,8 +31,14 @@ type AppSettings struct {
 	SelfResetEnabled       bool   `json:"self_reset_enabled"`
 	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
 	KeyPrefix              string `json:"key_prefix"`
-	ResetAutoApproveDays   int    `json:"reset_auto_approve_days"`
+	// ResetAutoApproveDays approves a queued device-reset request
+	// (request-hwid-reset.php) at once when the key or account had no
+	// approved one within that many days; 0 queues every request for the owner.
+	ResetAutoApproveDays int `json:"reset_auto_approve_days"`
 
+	// Trials (auth/trial.php): off until the owner turns them on. A trial
+	// lasts TrialDuration TrialDurationUnit ("hours" or "days"); at most
+	// TrialIPLimit new trials per client IP in TrialIPWindowHours (0: no cap).
 	TrialEnabled       bool            `json:"trial_enabled"`
 	TrialDuration      int             `json:"trial_duration"`
 	TrialDurationUnit  string          `json:"trial_duration_unit"`
@@ -40,6 +47,11 @@ type AppSettings struct {
 	TrialIPLimit       int             `json:"trial_ip_limit"`
 	TrialIPWindowHours int             `json:"trial_ip_window_hours"`
 
+	// App user accounts (auth/account-*.php): off until the owner turns them
+	// on. A new account gets AccountSignupDays of time (0: none until a key
+	// is redeemed) and AccountMaxDevices seats. Redeeming a key adds its days
+	// to the running time ("stack") or counts them from now ("restart"), and
+	// raises the seats to the key's when AccountTakesKeyDevices is set.
 	AccountsEnabled          bool   `json:"accounts_enabled"`
 	AccountKeyRequired       bool   `json:"account_key_required"`
 	AccountSignupDays        int    `json:"account_signup_days"`
@@ -48,6 +60,14 @@ type AppSettings struct {
 	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
 	AccountPasswordMinLength int    `json:"account_password_min_length"`
 
+	// Leak and abuse detection (internal/abuse). A key seen from more than
+	// LeakMaxHWIDs devices or LeakMaxIPs addresses within LeakWindowHours
+	// (logins and device refusals; 0: not watched) is reported as
+	// key.suspected_leak and, per LeakAction, left ("none"), paused
+	// ("pause") or rotated keeping its first device ("rotate"). From one address, SuspiciousInvalidKeys INVALID_KEY
+	// refusals, SuspiciousEnvelopeFailures rejected envelopes or
+	// SuspiciousTrials trial requests within SuspiciousWindowMinutes
+	// (0: not watched) are reported as suspicious_activity.
 	LeakMaxHWIDs               int    `json:"leak_max_hwids"`
 	LeakMaxIPs                 int    `json:"leak_max_ips"`
 	LeakWindowHours            int    `json:"leak_window_hours"`
@@ -57,7 +77,11 @@ type AppSettings struct {
 	SuspiciousTrials           int    `json:"suspicious_trials"`
 	SuspiciousWindowMinutes    int    `json:"suspicious_window_minutes"`
 
-	Branding     Branding      `json:"branding"`
+	// Branding is sent with app/info.php for the app to style itself.
+	Branding Branding `json:"branding"`
+
+	// FeatureFlags are the app's defined flags with their types and
+	// defaults; keys and accounts override them (features).
 	FeatureFlags []FeatureFlag `json:"feature_flags"`
 }
 

@@ -53,7 +53,7 @@ func (a *App) Validate() error {
 		return apperr.InvalidField("download_url", "must be at most 2048 characters")
 	case st.TrialDurationUnit != "hours" && st.TrialDurationUnit != "days":
 		return apperr.InvalidField("trial_duration_unit", `must be "hours" or "days"`)
-	case st.TrialDuration < 1 || st.TrialLength() > 3650*24*time.Hour:
+	case st.TrialDuration < 1 || TrialLength(st) > 3650*24*time.Hour:
 		return apperr.InvalidField("trial_duration", "must be at least 1 and at most ten years")
 	case st.TrialMaxDevices < 1 || st.TrialMaxDevices > 10000:
 		return apperr.InvalidField("trial_max_devices", "must be 1 to 10000")

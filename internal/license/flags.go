@@ -7,16 +7,13 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // FeatureFlag is a feature an app defines: its name, value type and the
 // default every key gets unless the key (or account) overrides it.
-type FeatureFlag struct {
-	Name        string          `json:"name"`
-	Type        string          `json:"type"` // "bool", "number" or "string"
-	Default     json.RawMessage `json:"default"`
-	Description string          `json:"description"`
-}
+type FeatureFlag = wire.FeatureFlag
 
 // Flag types.
 const (

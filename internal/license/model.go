@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"math"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // App is a vendor's application. Its Secret identifies it on the client API and
@@ -30,79 +32,13 @@ type App struct {
 	OwnerID string
 }
 
-// AppSettings are the behaviour switches an owner sets per app. Later
-// capabilities add fields here; unknown JSON fields are refused by the admin API.
-type AppSettings struct {
-	HeartbeatInterval      int    `json:"heartbeat_interval"`
-	Maintenance            bool   `json:"maintenance"`
-	MaintenanceMessage     string `json:"maintenance_message"`
-	LoginMessage           string `json:"login_message"`
-	DownloadURL            string `json:"download_url"`
-	SelfResetEnabled       bool   `json:"self_reset_enabled"`
-	SelfResetCooldownHours int    `json:"self_reset_cooldown_hours"`
-	KeyPrefix              string `json:"key_prefix"`
-	// ResetAutoApproveDays approves a queued device-reset request
-	// (request-hwid-reset.php) at once when the key or account had no
-	// approved one within that many days; 0 queues every request for the owner.
-	ResetAutoApproveDays int `json:"reset_auto_approve_days"`
-
-	// Trials (auth/trial.php): off until the owner turns them on. A trial
-	// lasts TrialDuration TrialDurationUnit ("hours" or "days"); at most
-	// TrialIPLimit new trials per client IP in TrialIPWindowHours (0: no cap).
-	TrialEnabled       bool            `json:"trial_enabled"`
-	TrialDuration      int             `json:"trial_duration"`
-	TrialDurationUnit  string          `json:"trial_duration_unit"`
-	TrialMaxDevices    int             `json:"trial_max_devices"`
-	TrialFeatures      json.RawMessage `json:"trial_features"`
-	TrialIPLimit       int             `json:"trial_ip_limit"`
-	TrialIPWindowHours int             `json:"trial_ip_window_hours"`
-
-	// App user accounts (auth/account-*.php): off until the owner turns them
-	// on. A new account gets AccountSignupDays of time (0: none until a key
-	// is redeemed) and AccountMaxDevices seats. Redeeming a key adds its days
-	// to the running time ("stack") or counts them from now ("restart"), and
-	// raises the seats to the key's when AccountTakesKeyDevices is set.
-	AccountsEnabled          bool   `json:"accounts_enabled"`
-	AccountKeyRequired       bool   `json:"account_key_required"`
-	AccountSignupDays        int    `json:"account_signup_days"`
-	AccountMaxDevices        int    `json:"account_max_devices"`
-	AccountRedeemMode        string `json:"account_redeem_mode"`
-	AccountTakesKeyDevices   bool   `json:"account_takes_key_devices"`
-	AccountPasswordMinLength int    `json:"account_password_min_length"`
-
-	// Leak and abuse detection (internal/abuse). A key seen from more than
-	// LeakMaxHWIDs devices or LeakMaxIPs addresses within LeakWindowHours
-	// (logins and device refusals; 0: not watched) is reported as
-	// key.suspected_leak and, per LeakAction, left ("none"), paused
-	// ("pause") or rotated keeping its first device ("rotate"). From one address, SuspiciousInvalidKeys INVALID_KEY
-	// refusals, SuspiciousEnvelopeFailures rejected envelopes or
-	// SuspiciousTrials trial requests within SuspiciousWindowMinutes
-	// (0: not watched) are reported as suspicious_activity.
-	LeakMaxHWIDs               int    `json:"leak_max_hwids"`
-	LeakMaxIPs                 int    `json:"leak_max_ips"`
-	LeakWindowHours            int    `json:"leak_window_hours"`
-	LeakAction                 string `json:"leak_action"`
-	SuspiciousInvalidKeys      int    `json:"suspicious_invalid_keys"`
-	SuspiciousEnvelopeFailures int    `json:"suspicious_envelope_failures"`
-	SuspiciousTrials           int    `json:"suspicious_trials"`
-	SuspiciousWindowMinutes    int    `json:"suspicious_window_minutes"`
-
-	// Branding is sent with app/info.php for the app to style itself.
-	Branding Branding `json:"branding"`
-
-	// FeatureFlags are the app's defined flags with their types and
-	// defaults; keys and accounts override them (features).
-	FeatureFlags []FeatureFlag `json:"feature_flags"`
-}
+// AppSettings are the behaviour switches an owner sets per app. The one
+// definition is the wire type (the admin API sends and takes exactly these
+// fields); its field comments say what each switch does.
+type AppSettings = wire.AppSettings
 
 // Branding is what an app may show of its vendor: all optional.
-type Branding struct {
-	LogoURL      string `json:"logo_url"`
-	PrimaryColor string `json:"primary_color"`
-	AccentColor  string `json:"accent_color"`
-	WebsiteURL   string `json:"website_url"`
-	SupportEmail string `json:"support_email"`
-}
+type Branding = wire.Branding
 
 // Redeem modes of AppSettings.AccountRedeemMode.
 const (
@@ -110,8 +46,8 @@ const (
 	RedeemRestart = "restart"
 )
 
-// TrialLength is how long a trial lasts.
-func (st AppSettings) TrialLength() time.Duration {
+// TrialLength is how long a trial of an app with settings st lasts.
+func TrialLength(st AppSettings) time.Duration {
 	unit := 24 * time.Hour
 	if st.TrialDurationUnit == "hours" {
 		unit = time.Hour

@@ -138,13 +138,13 @@ func (s *Service) trialKey(ctx context.Context, tx Tx, app *license.App, req Req
 		return nil, false, err
 	}
 	lk = lk[:len(lk)-6] // TRIAL- and three groups of five
-	exp := now.Add(st.TrialLength())
+	exp := now.Add(license.TrialLength(st))
 	features, err := license.CheckFeatures(st.TrialFeatures)
 	if err != nil {
 		return nil, false, err
 	}
 	keys := []license.Key{{AppID: app.ID, LicenseKey: lk, Status: license.StatusActive, Type: license.TypeDays,
-		Duration: int(math.Ceil(st.TrialLength().Hours() / 24)), MaxDevices: st.TrialMaxDevices,
+		Duration: int(math.Ceil(license.TrialLength(st).Hours() / 24)), MaxDevices: st.TrialMaxDevices,
 		Note: "trial", Features: features, ActivatedAt: &now, ExpiresAt: &exp, CreatedAt: now, UpdatedAt: now}}
 	if err := tx.InsertKeys(ctx, keys); err != nil {
 		return nil, false, err

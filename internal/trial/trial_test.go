@@ -194,7 +194,7 @@ func TestStartOneTrialPerDevice(t *testing.T) {
 	if !first.New || !strings.HasPrefix(k.LicenseKey, KeyPrefix+"-") || len(k.LicenseKey) != len("TRIAL-XXXXX-XXXXX-XXXXX") {
 		t.Errorf("first trial: new %v, key %q; want a new TRIAL-XXXXX-XXXXX-XXXXX key", first.New, k.LicenseKey)
 	}
-	wantExp := c.t.Add(app.Settings.TrialLength())
+	wantExp := c.t.Add(license.TrialLength(app.Settings))
 	if k.Status != license.StatusActive || k.ExpiresAt == nil || !k.ExpiresAt.Equal(wantExp) {
 		t.Errorf("trial key status %s, expiry %v; want active until %v", k.Status, k.ExpiresAt, wantExp)
 	}
