@@ -67,17 +67,22 @@ func PostgresURL(t testing.TB) string {
 	return postgresDB(t, "")
 }
 
-// MigratedPostgresURL is PostgresURL with every migration applied: a copy of
-// a template database migrated once (named after store.MigrationsDigest and
-// shared by test processes), which is much faster than migrating each
-// test's database.
+// MigratedPostgresURL is PostgresURL with every migration applied: an
+// empty database from a pool of copies of a template database migrated
+// once (named after store.MigrationsDigest and shared by test processes;
+// see pgpool.go), which is much faster than migrating, or even copying, a
+// database for each test. The database is the test's until it ends.
 func MigratedPostgresURL(t testing.TB) string {
 	t.Helper()
-	tpl, err := migratedTemplate(os.Getenv("KEYWARD_TEST_DATABASE_URL"))
+	base := os.Getenv("KEYWARD_TEST_DATABASE_URL")
+	if base == "" {
+		t.Fatal("KEYWARD_TEST_DATABASE_URL is not set")
+	}
+	tpl, err := migratedTemplate(base)
 	if err != nil {
 		t.Fatalf("migrated template database: %v", err)
 	}
-	return postgresDB(t, tpl)
+	return pooledDB(t, base, tpl)
 }
 
 var template struct {
@@ -150,20 +155,7 @@ func postgresDB(t testing.TB, tpl string) string {
 		t.Fatal(err)
 	}
 	name := randomName("kw_")
-	create := "CREATE DATABASE " + name
-	if tpl != "" {
-		create += " TEMPLATE " + tpl
-	}
-	for try := 0; ; try++ {
-		// Copies of one template are taken one at a time; another test's
-		// copy in progress shows as the template being "accessed".
-		_, err = admin.Exec(create)
-		if err == nil || try == 50 || !strings.Contains(err.Error(), "being accessed by other users") {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
+	if err := createFrom(admin, name, tpl); err != nil {
 		admin.Close()
 		t.Fatalf("create test database: %v", err)
 	}
