@@ -267,14 +267,22 @@ func Start(t testing.TB, o Options) *Server {
 		AdminUsername:  "admin",
 		AdminPassword:  AdminPassword,
 	}
+	fresh := ""
 	if cfg.Data == "" {
 		cfg.Data = t.TempDir()
+		fresh = cfg.Data
 	}
 	if o.Engine == "postgres" && cfg.DatabaseURL == "" {
 		cfg.DatabaseURL = MigratedPostgresURL(t)
 	}
 	if o.Configure != nil {
 		o.Configure(&cfg)
+	}
+	if cfg.Data == fresh && cfg.DatabaseURL == "" && !cfg.NoMigrate {
+		// A copy of a migrated database (see sqlitetpl.go).
+		if err := seedSQLite(cfg.Data); err != nil {
+			t.Fatalf("SQLite template: %v", err)
+		}
 	}
 	if cfg.SecretKeyFile == "" {
 		// Every test server gets the same secret key, so servers sharing a
