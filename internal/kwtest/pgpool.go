@@ -76,7 +76,7 @@ func firstErr(a, b error) error {
 // dropStalePools drops pool databases of other migration digests that no
 // test holds.
 func dropStalePools(admin *sql.DB, keep string) error {
-	rows, err := admin.Query(`SELECT datname FROM pg_database WHERE datname LIKE 'kw\_pool\_%' AND datname NOT LIKE $1`,
+	rows, err := admin.Query(`SELECT quote_ident(datname) FROM pg_database WHERE datname LIKE 'kw\_pool\_%' AND datname NOT LIKE $1`,
 		strings.ReplaceAll(keep, "_", `\_`)+"%")
 	if err != nil {
 		return err
@@ -91,10 +91,25 @@ func dropStalePools(admin *sql.DB, keep string) error {
 		stale = append(stale, n)
 	}
 	rows.Close()
-	for _, n := range stale {
-		// A held database has a session on it; FORCE is not used, so a
-		// running test of another checkout keeps its database.
-		admin.Exec("DROP DATABASE IF EXISTS " + n)
+	ctx := context.Background()
+	conn, err := admin.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, name := range stale {
+		// Only a database nobody holds: its number's lock is free (the
+		// numbers are shared by every digest), and no session is on it.
+		var n int32
+		if _, err := fmt.Sscanf(name[strings.LastIndexByte(name, '_')+1:], "%d", &n); err != nil {
+			continue
+		}
+		var ok bool
+		if conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, $2)`, poolLockClass, n).Scan(&ok) != nil || !ok {
+			continue
+		}
+		conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, poolLockClass, n)
 	}
 	return nil
 }

@@ -64,8 +64,12 @@ type report struct {
 
 func main() {
 	every := flag.Duration("every", 15*time.Second, "how often to say what is still running")
+	since := flag.Int64("since", 0, "count elapsed time from this Unix time (default: now)")
 	flag.Parse()
 	r := &report{w: os.Stdout, start: time.Now(), pkgs: map[string]*pkg{}, builds: map[string][]string{}}
+	if *since > 0 {
+		r.start = time.Unix(*since, 0)
+	}
 	stop := make(chan struct{})
 	go func() {
 		t := time.NewTicker(*every)
