@@ -23,11 +23,15 @@ import (
 // Chromium is found as $KEYWARD_CHROMIUM, else chromium on the PATH. Without
 // it the tests skip on a developer machine, but under CI (CI=true) or with
 // KEYWARD_BROWSER_TESTS=1 (which .ci/run sets after installing Chromium) a
-// missing browser is a failure, never a silent skip.
+// missing browser is a failure, never a silent skip. KEYWARD_BROWSER_TESTS=0
+// skips them even where Chromium is installed (scripts/test quick).
 
 // chromium returns the browser binary or skips/fails as above.
 func chromium(t *testing.T) string {
 	t.Helper()
+	if os.Getenv("KEYWARD_BROWSER_TESTS") == "0" {
+		t.Skip("browser tests turned off (KEYWARD_BROWSER_TESTS=0, as scripts/test quick sets)")
+	}
 	if p := os.Getenv("KEYWARD_CHROMIUM"); p != "" {
 		return p
 	}

@@ -17,6 +17,7 @@ func abDetections(t testing.TB, a *kwtest.App, kind string) []map[string]any {
 // reported once per window (event and detection), and paused when the
 // owner chose "pause": its session dies with PAUSED.
 func TestAbuseLeakPause(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Leak")
@@ -52,6 +53,7 @@ func TestAbuseLeakPause(t *testing.T) {
 // With leak_action "none" the key is reported and left alone; a key within
 // its devices is never reported; 0 turns the watch off.
 func TestAbuseLeakReportOnly(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("LeakNone")
@@ -81,6 +83,7 @@ func TestAbuseLeakReportOnly(t *testing.T) {
 // are reported once per window as suspicious_activity, and again in the
 // next window.
 func TestAbuseBursts(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Bursts")
@@ -138,6 +141,7 @@ func TestAbuseBursts(t *testing.T) {
 // detections.php refuses a bad kind and an unknown app; the settings
 // refuse a bad leak_action or threshold.
 func TestAbuseAdminValidation(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", nil)
 	a := s.CreateApp("Valid")
 	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind=nope", nil), 400, "MISSING_FIELDS")
@@ -154,6 +158,7 @@ func TestAbuseAdminValidation(t *testing.T) {
 // the old string keep working, the new string works from it too, and every
 // other device — with either string — is out.
 func TestAbuseLeakRotate(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Rotate")

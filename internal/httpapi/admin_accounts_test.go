@@ -146,6 +146,7 @@ func aaAudited(t testing.TB, a *kwtest.App, action, username string, want int) m
 
 // The list shows every account with its full shape, in creation order.
 func TestAdminAccountsList(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Accounts")
@@ -217,6 +218,7 @@ func TestAdminAccountsList(t *testing.T) {
 // q matches a substring of the username or e-mail in any case; % and _ are
 // plain characters.
 func TestAdminAccountsSearch(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Search")
@@ -258,6 +260,7 @@ func TestAdminAccountsSearch(t *testing.T) {
 // cursor and limit page through the accounts in order; next_cursor is null
 // on the last page.
 func TestAdminAccountsPaging(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Paging")
@@ -318,6 +321,7 @@ func TestAdminAccountsPaging(t *testing.T) {
 // username= returns one account (any case) with its devices, live sessions
 // and redeemed keys.
 func TestAdminAccountsDetail(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Detail")
@@ -388,6 +392,7 @@ func TestAdminAccountsDetail(t *testing.T) {
 // Unknown usernames and apps are 404; app_id is required; every method
 // needs the bearer token.
 func TestAdminAccountsRefusals(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Refusals")
@@ -426,6 +431,7 @@ func TestAdminAccountsRefusals(t *testing.T) {
 
 // ban / unban and pause / resume with their conflicts, each audited once.
 func TestAdminAccountsBanPause(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "BanPause")
@@ -482,6 +488,7 @@ func TestAdminAccountsBanPause(t *testing.T) {
 // reset-devices unbinds every device: the list is empty and another device
 // can take the seat.
 func TestAdminAccountsResetDevices(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Devices")
@@ -511,6 +518,7 @@ func TestAdminAccountsResetDevices(t *testing.T) {
 // set-expiry takes an ISO 8601 time or lifetime true, never both or
 // neither.
 func TestAdminAccountsSetExpiry(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Expiry")
@@ -568,6 +576,7 @@ func TestAdminAccountsSetExpiry(t *testing.T) {
 // working, the temporary one signs in only to be told to change it, and
 // change-password with it as the current password ends the forced reset.
 func TestAdminAccountsResetPassword(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Reset")
@@ -610,6 +619,7 @@ func TestAdminAccountsResetPassword(t *testing.T) {
 
 // Unknown actions are refused without a trace.
 func TestAdminAccountsUnknownAction(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Unknown")
@@ -631,6 +641,7 @@ func TestAdminAccountsUnknownAction(t *testing.T) {
 // DELETE removes the account (it is 404 afterwards and cannot sign in) and
 // writes account.delete; its username can be taken again.
 func TestAdminAccountsDelete(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := aaApp(t, s, "Delete")

@@ -27,6 +27,7 @@ func anSum(t *testing.T, rep map[string]any, name string) int {
 // make the active series, keys are counted by status and checking clients by
 // version — per app, in the asked range.
 func TestAdminAnalytics(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		ctx := context.Background()

@@ -377,6 +377,7 @@ func azAuditCount(t *testing.T, s *kwtest.Server, appID string) int {
 }
 
 func TestAdminAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		f := &azFixture{s: s, tokens: map[string]string{}}

@@ -27,6 +27,7 @@ func bulkDry(t *testing.T, a *kwtest.App, body map[string]any) int {
 }
 
 func TestAdminBulkKeys(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		a := s.CreateApp("Bulk")
@@ -115,6 +116,7 @@ func TestAdminBulkKeys(t *testing.T) {
 // its login sent, start and last heartbeat; revoking all of a key's sessions
 // ends every one of them.
 func TestAdminSessionsListAndRevokeKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		a := s.CreateApp("Sessions")

@@ -38,6 +38,7 @@ func exportCSV(t *testing.T, s *kwtest.Server, appID string, token ...string) []
 // notes and features, exported, imported into a fresh app (dry run first)
 // and exported again give the same bytes.
 func TestImportRoundTrip(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		src := s.CreateApp("Source")
@@ -133,6 +134,7 @@ func TestImportRoundTrip(t *testing.T) {
 // TestImportRejects: malformed rows and duplicates are reported with their
 // line numbers, and nothing is imported.
 func TestImportRejects(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Import")

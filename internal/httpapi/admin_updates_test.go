@@ -1377,6 +1377,7 @@ func TestAdminUpdatesAudit(t *testing.T) {
 // can never be published and announced), a PUT must change something, and
 // raw bytes need action=upload. Stats list versions newest first.
 func TestAdminUpdatesStateRules(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Rules")

@@ -8,6 +8,7 @@ import (
 // The Authorization scheme name is case-insensitive (RFC 9110): text.php
 // reads the key and the admin API its token from "bearer" as from "Bearer".
 func TestBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", nil)
 	a := s.CreateApp("Case")
 	k := a.GenerateKeys(1, "lifetime", 0, 1)[0]

@@ -12,6 +12,7 @@ import (
 // lifetime come off the expiry beneath the lifetime grant, and come back the
 // same way.
 func TestAccountGrantsBanOrders(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 		ban := func(a *kwtest.App, k string) { clAction(t, a, "ban", k, nil) }
@@ -96,6 +97,7 @@ func TestAccountGrantsBanOrders(t *testing.T) {
 // same answer within two minutes; later, or with another password, the
 // usual refusal.
 func TestAccountRetriedRequests(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Retry", map[string]any{"account_signup_days": 0})

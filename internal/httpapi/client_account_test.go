@@ -178,6 +178,7 @@ func uaInt(t testing.TB, what string, v any, want int) {
 }
 
 func TestAccountDisabledByDefault(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := s.CreateApp("NoAccounts")
@@ -213,6 +214,7 @@ func TestAccountDisabledByDefault(t *testing.T) {
 }
 
 func TestAccountRegisterWithoutKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 
@@ -271,6 +273,7 @@ func TestAccountRegisterWithoutKey(t *testing.T) {
 }
 
 func TestAccountRegisterValidation(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Validate", map[string]any{"account_signup_days": 1})
@@ -363,6 +366,7 @@ func TestAccountRegisterValidation(t *testing.T) {
 }
 
 func TestAccountRegisterWithKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "WithKey", map[string]any{"account_signup_days": 0})
@@ -460,6 +464,7 @@ func TestAccountRegisterWithKey(t *testing.T) {
 }
 
 func TestAccountLogin(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Login", map[string]any{"account_signup_days": 0, "heartbeat_interval": 45})
@@ -551,6 +556,7 @@ func TestAccountLogin(t *testing.T) {
 }
 
 func TestAccountDeviceBinding(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 
@@ -598,6 +604,7 @@ func TestAccountDeviceBinding(t *testing.T) {
 }
 
 func TestAccountKillCodes(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 		// Each case signs an account in, applies the cause and expects code
@@ -682,6 +689,7 @@ func TestAccountKillCodes(t *testing.T) {
 }
 
 func TestAccountChangePassword(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Passwords", map[string]any{"account_signup_days": 30, "account_max_devices": 2})
@@ -749,6 +757,7 @@ func uaRedeemOK(t testing.TB, a *kwtest.App, username, password, key string) *kw
 }
 
 func TestAccountRedeemWithPassword(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 
@@ -909,6 +918,7 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 }
 
 func TestAccountRedeemWithSession(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "RedeemSession", map[string]any{"account_signup_days": 30})
@@ -956,6 +966,7 @@ func TestAccountRedeemWithSession(t *testing.T) {
 }
 
 func TestAccountKeyBanTakesTimeBack(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
 
@@ -1091,6 +1102,7 @@ func TestAccountKeyBanTakesTimeBack(t *testing.T) {
 }
 
 func TestAccountMaintenanceAndTransport(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Transport", map[string]any{"account_signup_days": 30})
@@ -1176,6 +1188,7 @@ func TestAccountMaintenanceAndTransport(t *testing.T) {
 }
 
 func TestAccountEvents(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := uaApp(t, s, "Events", map[string]any{"account_signup_days": 0})

@@ -17,6 +17,7 @@ import (
 var uaSpellings = []string{"sam", "SAM", "sAm", "\u017Fam", "\u017FAM"}
 
 func TestAccountUsernameAnyCase(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 3 })
 		a := uaApp(t, s, "Cases", map[string]any{"account_signup_days": 30})
@@ -107,6 +108,7 @@ func uaRace(a *kwtest.App, bodies []map[string]any) []*kwtest.Reply {
 // once for one username with different passwords create one account and
 // refuse the rest.
 func TestAccountRegisterConcurrent(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := uaApp(t, s, "Race", map[string]any{"account_signup_days": 3})

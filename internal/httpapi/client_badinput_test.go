@@ -122,6 +122,7 @@ func clRefused(t testing.TB, what string, r *kwtest.Reply, status int, code stri
 }
 
 func TestClientBadInput(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Bad")
@@ -247,6 +248,7 @@ func clChunked(t testing.TB, s *kwtest.Server, path, secret string, body []byte)
 // The body limit is exactly 64 KiB: a body of that size is read, one byte
 // more is refused.
 func TestClientBodyLimitBoundary(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Limit")

@@ -76,6 +76,7 @@ func cntGetInfo(t testing.TB, a *kwtest.App) map[string]any {
 }
 
 func TestContentInfo(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Info App")
@@ -230,6 +231,7 @@ func cntSetText(t testing.TB, a *kwtest.App, key, name, value string) {
 }
 
 func TestContentText(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Texts A")
@@ -378,6 +380,7 @@ func cntExpectSlides(t testing.TB, a *kwtest.App, what string, ids ...int64) {
 }
 
 func TestContentSlides(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Slides")
@@ -532,6 +535,7 @@ func cntPostSealed(a *kwtest.App, path string, inner map[string]any) error {
 }
 
 func TestContentSocialClick(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		// The concurrent clients below leave pre-dialed connections that
@@ -657,6 +661,7 @@ func TestContentSocialClick(t *testing.T) {
 // A replayed social click is counted once even when the copy reaches another
 // keyward process sharing the database.
 func TestContentSocialClickReplayAcrossServers(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s1 := clStart(t, engine, nil)
 		s2 := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: s1.Clock, DataDir: s1.DataDir,
@@ -740,6 +745,7 @@ func cntExpectEntries(t testing.TB, s *kwtest.Server, query string, ids ...int64
 }
 
 func TestContentChangelog(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Changelog")

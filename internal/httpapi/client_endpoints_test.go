@@ -27,6 +27,7 @@ func clCheck(a *kwtest.App, sealed bool, body map[string]any) *kwtest.Reply {
 }
 
 func TestClientCheckKeyMirrorsTheTransport(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Check")
@@ -123,6 +124,7 @@ func TestClientCheckKeyMirrorsTheTransport(t *testing.T) {
 
 // §5 and §7.2: headers of every client generation are accepted.
 func TestClientHeadersOfAllGenerations(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Headers")
@@ -158,6 +160,7 @@ func TestClientHeadersOfAllGenerations(t *testing.T) {
 }
 
 func TestClientValidate(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Validate")
@@ -202,6 +205,7 @@ func TestClientValidate(t *testing.T) {
 // request-hwid-reset answers identically whether or not the key exists and
 // queues (records hwid_reset.requested) only for existing keys.
 func TestClientRequestHWIDReset(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Request")
@@ -266,6 +270,7 @@ func TestClientRequestHWIDReset(t *testing.T) {
 }
 
 func TestClientSelfReset(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		// Sessions outlive the cooldown so heartbeats can show what a reset
 		// (or a refused one) did to them.

@@ -83,6 +83,7 @@ func clEnvelopeRoutes(key, fresh, sid string) map[string]map[string]any {
 }
 
 func TestClientEnvelopeRefusals(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Env")
@@ -200,6 +201,7 @@ func clJSON(t testing.TB, v any) []byte {
 // use for the envelope is accepted (§5, §7.3); a verified envelope whose
 // inner JSON is not an object gets a sealed MISSING_FIELDS.
 func TestClientEnvelopeAccepted(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Accept")
@@ -276,6 +278,7 @@ func clEscapeAll(s string) string {
 // §7.2: a bad or missing secret is a plain 401 INVALID_APP on every client
 // route, whatever the body.
 func TestClientUnknownAppSecret(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Secret")
@@ -313,6 +316,7 @@ func TestClientUnknownAppSecret(t *testing.T) {
 // The same sealed request posted again (a client's retry after a dropped
 // connection, or a replay) gets the first reply and runs once (§7.19).
 func TestClientEnvelopeReplay(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Replay")

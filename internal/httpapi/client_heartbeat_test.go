@@ -17,6 +17,7 @@ import (
 // at request time, and the seat a killed session frees.
 
 func TestClientHeartbeatOK(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Beat")
@@ -166,6 +167,7 @@ func hbCases() []hbCase {
 }
 
 func TestClientHeartbeatKillCodes(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := clStart(t, engine, func(c *config.Config) { c.SessionTimeout = hbTimeout })
 		for _, tc := range hbCases() {
@@ -255,6 +257,7 @@ func hbSeatFreed(t *testing.T, a *kwtest.App, key, sb string, tc hbCase) {
 }
 
 func TestClientHeartbeatSessionChecks(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Checks")
@@ -300,6 +303,7 @@ func TestClientHeartbeatSessionChecks(t *testing.T) {
 // The default timeout of the test server (180 s): a session survives exactly
 // 180 s of silence and not 181.
 func TestClientHeartbeatDefaultTimeout(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Timeout")
@@ -318,6 +322,7 @@ func TestClientHeartbeatDefaultTimeout(t *testing.T) {
 // MAINTENANCE always carries a message to show (§7.10), the app's or, when
 // the owner left it blank, a default one.
 func TestClientMaintenanceMessage(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Blank")

@@ -16,6 +16,7 @@ import (
 // aliases, overflow retirement, logout and refusal codes.
 
 func TestClientLoginBindsAndActivates(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := clStart(t, engine, nil)
 
@@ -160,6 +161,7 @@ func TestClientLoginBindsAndActivates(t *testing.T) {
 
 // §7.8 and §7.9: every field of the login reply with its JSON type.
 func TestClientLoginReplyShape(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Shape")
@@ -226,6 +228,7 @@ func TestClientLoginReplyShape(t *testing.T) {
 }
 
 func TestClientLoginAcceptsClientVariants(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Variants")
@@ -251,6 +254,7 @@ func TestClientLoginAcceptsClientVariants(t *testing.T) {
 }
 
 func TestClientLoginRefusals(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := clStart(t, engine, nil)
 
@@ -342,6 +346,7 @@ func TestClientLoginRefusals(t *testing.T) {
 // first, then the oldest of the logging-in device, else the oldest overall. The retired session's next heartbeat
 // answers SESSION_EXPIRED.
 func TestClientLoginOverflowRetiresTheOldestSession(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := clStart(t, engine, nil)
 
@@ -440,6 +445,7 @@ func TestClientLoginOverflowRetiresTheOldestSession(t *testing.T) {
 
 // Logout ends the session at once, frees its seat and keeps the device bound.
 func TestClientLogout(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Logout")

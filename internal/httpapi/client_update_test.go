@@ -206,6 +206,7 @@ func updDownloadFail(t testing.TB, s *kwtest.Server, secret, pathAndQuery string
 var updVMessage = regexp.MustCompile(`field:? v\b`)
 
 func TestUpdateCheckOffersNewerRelease(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -257,6 +258,7 @@ func TestUpdateCheckOffersNewerRelease(t *testing.T) {
 }
 
 func TestUpdateCheckVersionAliasAndLicenseKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -289,6 +291,7 @@ func TestUpdateCheckVersionAliasAndLicenseKey(t *testing.T) {
 }
 
 func TestUpdateCheckNothingNewer(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -305,6 +308,7 @@ func TestUpdateCheckNothingNewer(t *testing.T) {
 }
 
 func TestUpdateCheckBadInput(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -364,6 +368,7 @@ func TestUpdateCheckBadInput(t *testing.T) {
 }
 
 func TestUpdateCheckChannels(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -415,6 +420,7 @@ func TestUpdateCheckChannels(t *testing.T) {
 }
 
 func TestUpdateCheckDraftsYankedHalted(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -462,6 +468,7 @@ func TestUpdateCheckDraftsYankedHalted(t *testing.T) {
 }
 
 func TestUpdateCheckPlatforms(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -518,6 +525,7 @@ func TestUpdateCheckPlatforms(t *testing.T) {
 }
 
 func TestUpdateCheckMinVersion(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -544,6 +552,7 @@ func TestUpdateCheckMinVersion(t *testing.T) {
 }
 
 func TestUpdateCheckMinSupported(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -583,6 +592,7 @@ func TestUpdateCheckMinSupported(t *testing.T) {
 }
 
 func TestUpdateCheckRollout(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -683,6 +693,7 @@ func updHeader(t testing.TB, what string, resp *http.Response, name, want string
 }
 
 func TestUpdateDownloadFull(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -742,6 +753,7 @@ func TestUpdateDownloadFull(t *testing.T) {
 }
 
 func TestUpdateDownloadRanges(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -828,6 +840,7 @@ func TestUpdateDownloadRanges(t *testing.T) {
 }
 
 func TestUpdateDownloadNotFound(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -862,6 +875,7 @@ func TestUpdateDownloadNotFound(t *testing.T) {
 }
 
 func TestUpdateDownloadAuth(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")
@@ -895,6 +909,7 @@ func TestUpdateDownloadAuth(t *testing.T) {
 }
 
 func TestUpdateDownloadPlatforms(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Upd")

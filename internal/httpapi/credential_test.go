@@ -49,6 +49,7 @@ var tokenRefused = map[string][]string{
 // The route table declares exactly the credential-changing requests listed
 // above, and every admin route is listed.
 func TestTokenRefusalCoversRouteTable(t *testing.T) {
+	t.Parallel()
 	seen := map[string]bool{}
 	for _, rt := range routeTable(t) {
 		if !strings.HasPrefix(rt.Path, "/api/admin/") {
@@ -84,6 +85,7 @@ func TestTokenRefusalCoversRouteTable(t *testing.T) {
 // case: an owner's token could create a new owner with a password who signs
 // in without two-factor and outlives the token.
 func TestTokenRefusedCredentialChanges(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Creds")

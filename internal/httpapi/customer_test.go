@@ -61,6 +61,7 @@ func cuList(t testing.TB, r *kwtest.Reply, name string) []map[string]any {
 // A key signs in: a one-hour token whose key view shows the key; a missing
 // app_id is 400, and a revoked app 403 APP_REVOKED at sign-in and after.
 func TestCustomerLoginWithKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Portal")
@@ -109,6 +110,7 @@ func TestCustomerLoginWithKey(t *testing.T) {
 // An app user account signs in with username and password and sees its
 // account, devices and sessions.
 func TestCustomerLoginWithAccount(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Accounts")
@@ -145,6 +147,7 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 // Every failed sign-in is the same 401 body: unknown app, unknown key, key
 // of another app, unknown username, wrong password.
 func TestCustomerWrongCredentials(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Wrong")
@@ -174,6 +177,7 @@ func TestCustomerWrongCredentials(t *testing.T) {
 // Retry-After, even for the right key) until the lock runs out; failures
 // from one address lock that address for every key.
 func TestCustomerLockout(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 3; c.LockoutIPFailures = 6 })
 		a := s.CreateApp("Locks")
@@ -197,6 +201,7 @@ func TestCustomerLockout(t *testing.T) {
 // A token works for an hour on the clock, then is 401; so are garbage, an
 // admin token, no token, and the token of a deleted key.
 func TestCustomerTokenExpiry(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Expiry")
@@ -222,6 +227,7 @@ func TestCustomerTokenExpiry(t *testing.T) {
 // customer), while another customer's session ID is 404 and that session
 // goes on beating.
 func TestCustomerSessions(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Sessions")
@@ -284,6 +290,7 @@ func TestCustomerSessions(t *testing.T) {
 // their key (and renewals of their subscription) and cancels only their own
 // subscription; another's is 404.
 func TestCustomerOrdersAndSubscriptions(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
@@ -372,6 +379,7 @@ func t3Refresh(t testing.TB, s *kwtest.Server, appID, key string) string {
 // An account's orders and subscriptions are those of the keys redeemed
 // onto it.
 func TestCustomerAccountOrders(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a, plan, secret := orSetup(t, s)

@@ -12,6 +12,7 @@ import (
 // once, the key shown expired and its session killed with EXPIRED. Lifetime
 // and unused keys are left alone.
 func TestExpirySweeps(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Expiry")

@@ -33,6 +33,7 @@ func flWant(t testing.TB, what string, got, want map[string]any) {
 // account's own values win; login, check-key, trial and account-login all
 // return the merged map.
 func TestFeatureFlagsInReplies(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Flags")
@@ -83,6 +84,7 @@ func TestFeatureFlagsInReplies(t *testing.T) {
 // defaults, key features at generation and edit, trial features. Refusals
 // change nothing.
 func TestFeatureFlagsValidation(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Typed")

@@ -127,6 +127,7 @@ func rlNot429(t testing.TB, what string, r *kwtest.Reply) {
 // they are, then a plain 429 with Retry-After; the clock refills it; other
 // IPs have their own buckets. 404s, 405s and bad secrets draw from it too.
 func TestRateLimitGeneral(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 3 }))
 	app := s.CreateApp("Limited")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -195,6 +196,7 @@ func TestRateLimitGeneral(t *testing.T) {
 // Signed-in admins have their own, higher ceiling: a valid bearer token draws
 // from the admin bucket; a forged or expired one from the general bucket.
 func TestRateLimitAdminCeiling(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.AdminRateLimit, l.AdminRateBurst = 100, 50
@@ -276,6 +278,7 @@ func TestRateLimitAdminCeiling(t *testing.T) {
 // An expired admin token is no longer "signed": it draws from the general
 // bucket.
 func TestRateLimitAdminExpiredToken(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.AdminRateLimit, l.AdminRateBurst = 100, 50
@@ -316,6 +319,7 @@ func TestRateLimitAdminExpiredToken(t *testing.T) {
 // AdminRateLimit 0: signed-in admins are not limited at all, while the
 // general bucket still limits everyone else at the same IP.
 func TestRateLimitAdminOff(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
 		l.AdminRateLimit, l.AdminRateBurst = 0, 0
@@ -333,6 +337,7 @@ func TestRateLimitAdminOff(t *testing.T) {
 // A client heartbeating at its interval is never limited, even with the
 // general bucket of its IP empty: heartbeats have buckets of their own.
 func TestHeartbeatBudgetSteadyClient(t *testing.T) {
+	t.Parallel()
 	def := config.DefaultLimits()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
@@ -367,6 +372,7 @@ func TestHeartbeatBudgetSteadyClient(t *testing.T) {
 // RATE_LIMITED (the request was verified); the session survives and one
 // heartbeat a second is allowed again. Other sessions are not affected.
 func TestHeartbeatBudgetSessionFlood(t *testing.T) {
+	t.Parallel()
 	def := config.DefaultLimits()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
@@ -414,6 +420,7 @@ func TestHeartbeatBudgetSessionFlood(t *testing.T) {
 // one IP, whatever they carry, then a plain 429. Heartbeats and the general
 // bucket do not draw from each other.
 func TestHeartbeatBudgetPerIP(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.HeartbeatRateLimit, l.HeartbeatRateBurst = 1, 5
@@ -507,6 +514,7 @@ func rlSecretDead(t testing.TB, s *kwtest.Server, id, secret, key string) {
 // with retry_after; the refused call changes nothing; other apps have their
 // own count; an hour later it works again.
 func TestSecretRegenLimit(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 3 })
 	a := s.CreateApp("RegenA")
 	b := s.CreateApp("RegenB")
@@ -557,6 +565,7 @@ func TestSecretRegenLimit(t *testing.T) {
 
 // SecretRegenLimit 0 is no limit.
 func TestSecretRegenUnlimited(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 0 })
 	a := s.CreateApp("Unlimited")
 	key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -570,6 +579,7 @@ func TestSecretRegenUnlimited(t *testing.T) {
 // IPv6 clients are limited per /64 (one host commonly holds a whole /64):
 // addresses of one /64 share a bucket, another /64 has its own.
 func TestRateLimitIPv6Per64(t *testing.T) {
+	t.Parallel()
 	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 2 }))
 	app := s.CreateApp("IPv6")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]

@@ -210,6 +210,7 @@ func lcCompared(t *testing.T, k lcKind, wrongs map[string]int) int {
 // budget allows. Before attempts were reserved, every one of them was
 // compared (issue 20: 49 × 401 and a 200 at guess 48).
 func TestLockoutConcurrentAttempts(t *testing.T) {
+	t.Parallel()
 	for _, k := range lcKinds {
 		t.Run(k.name, func(t *testing.T) {
 			kwtest.ForEachEngine(t, func(t *testing.T, engine string) {

@@ -116,6 +116,7 @@ func lkFail(t testing.TB, a *kwtest.App, username string, n int, xff string) {
 // left, which runs down with the clock; once it has run out the right
 // password works and the count started afresh at the lock.
 func TestLockoutAccountLogin(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Lockout")
@@ -153,6 +154,7 @@ func TestLockoutAccountLogin(t *testing.T) {
 // A successful sign-in forgets the username's failures: 9 failures, a
 // success and 9 more do not lock; the tenth after the success does.
 func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Clears")
@@ -171,6 +173,7 @@ func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
 // Failures spread beyond the window do not add up: 9, then 9 more after the
 // window has passed, leave the username unlocked.
 func TestLockoutAccountWindow(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Window")
@@ -186,6 +189,7 @@ func TestLockoutAccountWindow(t *testing.T) {
 // An unknown username locks exactly like a known one: the same 401 before,
 // the same 429 after, so a lockout tells nothing about existence.
 func TestLockoutAccountUnknownUsername(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "NoLeak")
@@ -219,6 +223,7 @@ func TestLockoutAccountUnknownUsername(t *testing.T) {
 // right password included; another IP, another app and, after the lock,
 // the same IP are not locked.
 func TestLockoutAccountPerIP(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
@@ -258,6 +263,7 @@ func TestLockoutAccountPerIP(t *testing.T) {
 // wrong password count toward the username's lockout, and both are refused
 // while it holds.
 func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "Counted")
@@ -293,6 +299,7 @@ func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 // Unknown keys redeemed through a session count toward the username's
 // lockout: ten of them lock account-login.
 func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "KeyGuessSession")
@@ -315,6 +322,7 @@ func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
 // Unknown keys count toward the per-IP lockout whichever way the account
 // is given: by password or by session.
 func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) { c.LockoutIPFailures = 5; c.LockoutFailures = 100 })
 		a := lkApp(t, s, "KeyGuessIP")
@@ -348,6 +356,7 @@ func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
 // username's failures on every correct password, so each unknown key brings
 // the count back to 1 and the username never locks.
 func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := lkApp(t, s, "KeyGuessPassword")
@@ -370,6 +379,7 @@ func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 // for an unknown admin name; a token issued before keeps working; the lock
 // ends on the clock.
 func TestLockoutAdminLogin(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		token := s.AdminToken()
@@ -409,6 +419,7 @@ func TestLockoutAdminLogin(t *testing.T) {
 // The admin login locks per IP: with a limit of 5, failures over several
 // admin names from one IP lock it; another IP is not locked.
 func TestLockoutAdminLoginPerIP(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
@@ -441,6 +452,7 @@ func TestLockoutAdminLoginPerIP(t *testing.T) {
 // --lockout-failures 0 turns the per-username lock off, for admins and
 // accounts alike; the per-IP lock still applies.
 func TestLockoutPerUsernameDisabled(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 0 })
 		a := lkApp(t, s, "NoUserLock")

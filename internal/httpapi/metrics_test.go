@@ -32,6 +32,7 @@ func scrape(t *testing.T, base, auth string) (int, string) {
 // a wrong one), the names are exposed, and a client call moves the request
 // counter of its route.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Configure: func(c *config.Config) { c.MetricsToken = metricsToken }})
 		for _, auth := range []string{"", "Bearer wrong", "Bearer " + metricsToken + "x", metricsToken} {
@@ -82,6 +83,7 @@ func TestMetrics(t *testing.T) {
 // Without a token /metrics does not exist on the main listener; the
 // --metrics-addr listener serves it without one.
 func TestMetricsWithoutToken(t *testing.T) {
+	t.Parallel()
 	s := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) { c.MetricsAddr = "127.0.0.1:0" }})
 	if status, body := scrape(t, s.URL, "Bearer anything"); status != http.StatusNotFound || !strings.Contains(body, "NOT_FOUND") {
 		t.Errorf("GET /metrics without a configured token: %d %s, want 404", status, body)

@@ -51,6 +51,7 @@ func routeTable(t *testing.T) []httpapi.Route {
 }
 
 func TestOpenAPIValid(t *testing.T) {
+	t.Parallel()
 	doc := openAPIDoc(t)
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi = %q, want 3.1.0", doc.OpenAPI)
@@ -61,6 +62,7 @@ func TestOpenAPIValid(t *testing.T) {
 }
 
 func TestOpenAPICoversRoutes(t *testing.T) {
+	t.Parallel()
 	doc := openAPIDoc(t)
 	registered := map[string][]string{}
 	for _, r := range routeTable(t) {
@@ -99,6 +101,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 // operations (but sign-in) require the bearer token. Envelope operations
 // name inner schemas that exist.
 func TestOpenAPIOrganised(t *testing.T) {
+	t.Parallel()
 	doc := openAPIDoc(t)
 	declared := map[string]bool{}
 	for _, tag := range doc.Tags {
@@ -181,6 +184,7 @@ func openAPIRequires(op *openapi3.Operation, scheme string) bool {
 }
 
 func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		r := s.Do("GET", "/api/openapi.yaml", nil, nil)

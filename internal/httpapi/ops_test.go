@@ -11,6 +11,7 @@ import (
 // the check named when the jobs stop or the database closes, while the
 // liveness probe, which reads nothing, still answers.
 func TestProbes(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		t.Run("ready", func(t *testing.T) {
 			s := kwtest.Start(t, kwtest.Options{Engine: engine})

@@ -54,6 +54,7 @@ func orEvents(t *testing.T, s *kwtest.Server, typ string) int {
 // A paid order delivers exactly one working key, however often and however
 // concurrently the payment callback arrives.
 func TestOrderFulfilmentIsIdempotent(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
@@ -115,6 +116,7 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 // heartbeat); a refunded order cannot be fulfilled or refunded again.
 // Owners approve by hand; a new fulfilment secret retires the old one.
 func TestOrderRefundApproveAndSecret(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
@@ -145,6 +147,7 @@ func TestOrderRefundApproveAndSecret(t *testing.T) {
 
 // Orders refuse unknown or inactive plans and bad input, changing nothing.
 func TestOrderCreateRefusals(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a, plan, _ := orSetup(t, s)

@@ -11,6 +11,7 @@ const prAdmin = "/api/admin/pricing.php"
 // The public price list shows the active levels and plans in the owner's
 // order, with exact prices, and no secret is needed.
 func TestPricingPublicList(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Shop")
@@ -57,6 +58,7 @@ func TestPricingPublicList(t *testing.T) {
 // Plans are validated; edits change only what they name; refusals and
 // other apps' ids change nothing; every change is audited.
 func TestPricingAdmin(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Shop")

@@ -32,6 +32,7 @@ var badQueries = []struct{ raw, param string }{
 // runs, on both engines and without an ERROR log line; a new route is
 // covered by being in the table.
 func TestQueryStringCheckedAtEdge(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		var logs lockedBuffer
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(&logs, nil))})

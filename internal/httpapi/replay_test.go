@@ -12,6 +12,7 @@ var replayT0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 func macN(n byte) replayKey { return keyOf([]byte{n, 1, 2, 3}) }
 
 func TestReplayCacheAnswersARepeatWithTheFirstReply(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	if !c.claim(macN(1), exp, replayT0) {
@@ -31,6 +32,7 @@ func TestReplayCacheAnswersARepeatWithTheFirstReply(t *testing.T) {
 }
 
 func TestReplayCacheWaitersWakeWhenTheFirstFinishes(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
@@ -59,6 +61,7 @@ func TestReplayCacheWaitersWakeWhenTheFirstFinishes(t *testing.T) {
 }
 
 func TestReplayCacheFailedFirstLetsARetryRun(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
@@ -72,6 +75,7 @@ func TestReplayCacheFailedFirstLetsARetryRun(t *testing.T) {
 }
 
 func TestReplayCacheWaitGivesUpWithTheContext(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
@@ -83,6 +87,7 @@ func TestReplayCacheWaitGivesUpWithTheContext(t *testing.T) {
 }
 
 func TestReplayCacheForgetsEntriesOnceTheWindowHasPassed(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)
@@ -102,6 +107,7 @@ func TestReplayCacheForgetsEntriesOnceTheWindowHasPassed(t *testing.T) {
 }
 
 func TestReplayCacheDropsTheOldestBucketWhenFull(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(2)
 	early := replayT0.Add(100 * time.Second)
 	late := replayT0.Add(300 * time.Second)
@@ -123,6 +129,7 @@ func TestReplayCacheDropsTheOldestBucketWhenFull(t *testing.T) {
 // the process cache: the entry only says it was answered, so wait returns no
 // bytes and the caller reads the sealed reply from the shared store.
 func TestReplayCacheKeepsNoSharedReply(t *testing.T) {
+	t.Parallel()
 	c := newReplayCache(100)
 	exp := replayT0.Add(300 * time.Second)
 	c.claim(macN(1), exp, replayT0)

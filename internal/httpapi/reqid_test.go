@@ -27,6 +27,7 @@ func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); retur
 // Every reply carries X-Request-Id (the caller's when well-formed, else a
 // fresh one), and the request's log lines carry it as request_id.
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	var logs lockedBuffer
 	s := kwtest.Start(t, kwtest.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.Jobs().Stop() // so /readyz logs its failed check

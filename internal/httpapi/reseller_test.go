@@ -82,6 +82,7 @@ func rsKeys(t *testing.T, r *kwtest.Reply) []string {
 }
 
 func TestResellerLifecycle(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Sold")
@@ -368,6 +369,7 @@ func rsPost(url, token string, body any) rsResult {
 // 1–3 keys at a time over real HTTP, all at once. The balance never goes
 // below zero and every credit spent is a key that exists and a ledger row.
 func TestResellerConcurrentGenerate(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Busy")

@@ -15,6 +15,7 @@ import (
 
 // The one error → HTTP mapping: each kind has its status.
 func TestStatusOfEachKind(t *testing.T) {
+	t.Parallel()
 	for kind, want := range map[apperr.Kind]int{
 		apperr.Internal:         500,
 		apperr.Invalid:          400,
@@ -47,6 +48,7 @@ func decodeRecorded(t *testing.T, rec *httptest.ResponseRecorder) map[string]any
 // An internal error is logged in full and answered with a generic 500 that
 // names nothing from inside.
 func TestInternalErrorsTellTheClientNothing(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	a := &API{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	rec := httptest.NewRecorder()
@@ -69,6 +71,7 @@ func TestInternalErrorsTellTheClientNothing(t *testing.T) {
 
 // A client error carries its code, message, extra fields and Retry-After.
 func TestClientErrorsCarryCodeFieldsAndRetryAfter(t *testing.T) {
+	t.Parallel()
 	a := &API{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	e := apperr.New(apperr.Forbidden, "DEVICE_LIMIT", "Device limit reached.").With("devices_used", 2).With("max_devices", 2)
@@ -87,6 +90,7 @@ func TestClientErrorsCarryCodeFieldsAndRetryAfter(t *testing.T) {
 // A panic in a handler becomes the generic JSON 500; the panic value is
 // logged, not sent.
 func TestPanicsBecomeAGenericJSON500(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	a := &API{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	h := a.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
@@ -111,6 +115,7 @@ func TestPanicsBecomeAGenericJSON500(t *testing.T) {
 // JSON replies keep '<' and '&' as they are: clients compare strings byte for
 // byte.
 func TestMarshalDoesNotEscapeHTML(t *testing.T) {
+	t.Parallel()
 	got := string(marshal(map[string]any{"message": "<b>Tom & Jerry</b>"}))
 	if got != `{"message":"<b>Tom & Jerry</b>"}` {
 		t.Errorf("marshal = %s", got)

@@ -139,6 +139,7 @@ func secWebhookSigned(t *testing.T, s *kwtest.Server, rx *whReceiver, id int64, 
 }
 
 func TestSecretsAtRest(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		raw := secRaw(t, s)

@@ -26,6 +26,7 @@ func sgNonce(t *testing.T) string {
 // 404s and admin replies alike. Requests without a well-formed nonce get no
 // signature.
 func TestSignedReplies(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		dir := filepath.Join(t.TempDir(), "signing")
 		key, err := signing.Init(dir)
@@ -108,6 +109,7 @@ func TestSignedReplies(t *testing.T) {
 
 // Without a key nothing is signed and signing.php says so.
 func TestSigningOff(t *testing.T) {
+	t.Parallel()
 	s := kwtest.Start(t, kwtest.Options{})
 	r := s.Do("GET", "/api/nope.php", http.Header{"X-PWF-Nonce": {sgNonce(t)}}, nil)
 	if r.Header.Get("X-PWF-Signature") != "" {

@@ -13,6 +13,7 @@ import (
 // ahead of renews_at (once), their payment extends the key by a period,
 // and a cancelled subscription makes no more of them.
 func TestSubscriptionLifecycle(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := s.CreateApp("Subs")
@@ -114,6 +115,7 @@ func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string 
 // renewal's days land on the account (and are taken back with the key), and
 // the check finds the subscription by username.
 func TestSubscriptionOfRedeemedKey(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		a := uaApp(t, s, "SubAcc", map[string]any{"account_signup_days": 0})

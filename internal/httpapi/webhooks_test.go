@@ -1373,6 +1373,7 @@ func TestWebhookRedeliverFailedByID(t *testing.T) {
 // Deleting an app records app.revoked: its own destinations go with it, and
 // a destination for every app receives the event, signed.
 func TestWebhookAppRevoked(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := clStart(t, engine, nil)
 		rx := whNewReceiver(t)

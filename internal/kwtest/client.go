@@ -29,8 +29,11 @@ func (r *Reply) Str(name string) string { s, _ := r.Body[name].(string); return 
 // Obj returns a top-level object field.
 func (r *Reply) Obj(name string) map[string]any { m, _ := r.Body[name].(map[string]any); return m }
 
-// HTTP is the client all helpers use; it never follows redirects.
-var HTTP = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
+// HTTP is the client all helpers use; it never follows redirects. Its
+// timeout only stops a hung request: a test never fails because the machine
+// was slow (the biggest requests, importing thousands of keys under the race
+// detector on two busy cores, took over 30 s).
+var HTTP = &http.Client{Timeout: 5 * time.Minute, CheckRedirect: func(*http.Request, []*http.Request) error {
 	return http.ErrUseLastResponse
 }}
 

@@ -97,7 +97,7 @@ func TestConformance(t *testing.T) {
 		}
 		t.Parallel()
 		storetest.Exercise(t, func(t *testing.T) *store.DB {
-			db := openMigrated(t, store.Options{URL: kwtest.PostgresURL(t)})
+			db := openMigrated(t, store.Options{URL: kwtest.MigratedPostgresURL(t)})
 			if db.Engine() != store.Postgres {
 				t.Fatalf("engine %s, want postgres", db.Engine())
 			}
