@@ -12,6 +12,7 @@ import (
 // engines. The per-route suites (client_*_test.go) go deeper; this table is
 // the surface at a glance.
 func TestClientScenarios(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		f := kwtest.NewFixture(t, engine)
 		login := "/api/auth/login.php"

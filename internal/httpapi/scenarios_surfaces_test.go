@@ -10,6 +10,7 @@ import (
 // The admin API as a scenario table (the per-route suites in admin_*_test.go
 // go deeper). Rows run in order against one fixture, both engines.
 func TestAdminScenarios(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		f := kwtest.NewFixture(t, engine)
 		keys := "/api/admin/keys.php"
@@ -46,6 +47,7 @@ func TestAdminScenarios(t *testing.T) {
 
 // The customer and reseller portal as a scenario table.
 func TestPortalScenarios(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		f := kwtest.NewFixture(t, engine)
 		f.Run(t, []kwtest.Scenario{
@@ -80,6 +82,7 @@ func TestPortalScenarios(t *testing.T) {
 
 // The operator's routes as a scenario table.
 func TestOpsScenarios(t *testing.T) {
+	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		f := kwtest.NewFixture(t, engine)
 		f.Run(t, []kwtest.Scenario{
