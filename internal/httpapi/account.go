@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/wire"
@@ -41,22 +43,22 @@ func accountUser(a *license.Account, now time.Time) wire.AccountUser {
 }
 
 // register: auth/account-register.php {username, password, email?, license_key?}.
-func (a *API) register(ctx context.Context, c *call) (any, error) {
+func (a *API) register(ctx context.Context, c *edge.Call) (any, error) {
 	var req account.RegisterRequest
 	var err error
-	if req.Username, err = c.f.str("username"); err != nil {
+	if req.Username, err = c.F.Str("username"); err != nil {
 		return nil, err
 	}
-	if req.Password, err = c.f.str("password"); err != nil {
+	if req.Password, err = c.F.Str("password"); err != nil {
 		return nil, err
 	}
-	if req.Email, err = c.f.key("email"); err != nil {
+	if req.Email, err = c.F.Key("email"); err != nil {
 		return nil, err
 	}
-	if req.LicenseKey, err = c.f.key("license_key"); err != nil {
+	if req.LicenseKey, err = c.F.Key("license_key"); err != nil {
 		return nil, err
 	}
-	acct, g, err := a.accounts.Register(ctx, c.app, req)
+	acct, g, err := a.accounts.Register(ctx, c.App, req)
 	if err != nil {
 		return nil, err
 	}
@@ -78,21 +80,21 @@ func (a *API) register(ctx context.Context, c *call) (any, error) {
 // accountLogin: auth/account-login.php {username, password, hwid}; the reply
 // has the login session shape plus a top-level license_key when the account
 // has redeemed one.
-func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
+func (a *API) accountLogin(ctx context.Context, c *edge.Call) (any, error) {
 	var req account.AccountLoginRequest
 	var err error
-	if req.Username, err = c.f.str("username"); err != nil {
+	if req.Username, err = c.F.Str("username"); err != nil {
 		return nil, err
 	}
-	if req.Password, err = c.f.str("password"); err != nil {
+	if req.Password, err = c.F.Str("password"); err != nil {
 		return nil, err
 	}
-	if req.HWID, err = c.f.str("hwid"); err != nil {
+	if req.HWID, err = c.F.Str("hwid"); err != nil {
 		return nil, err
 	}
-	req.IP = c.ip
-	res, err := a.accounts.AccountLogin(ctx, c.app, req)
-	a.countLogin(c.app, err)
+	req.IP = c.IP
+	res, err := a.accounts.AccountLogin(ctx, c.App, req)
+	a.countLogin(c.App, err)
 	if err != nil {
 		return nil, err
 	}
@@ -101,30 +103,30 @@ func (a *API) accountLogin(ctx context.Context, c *call) (any, error) {
 		Success:           true,
 		Message:           "Login successful",
 		SessionID:         res.SessionToken,
-		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		HeartbeatInterval: c.App.Settings.HeartbeatInterval,
 		User:              wire.AccountLoginUser{AccountUser: accountUser(acct, a.lic.Now()), HWID: req.HWID},
-		Features:          c.app.Features(acct.Features),
-		App:               appBlock(c.app),
+		Features:          c.App.Features(acct.Features),
+		App:               appBlock(c.App),
 		LicenseKey:        acct.LicenseKey, // absent when the account has none
 	}, nil
 }
 
 // changePassword: auth/change-password.php {username, current_password
 // (alias old_password), new_password}.
-func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
+func (a *API) changePassword(ctx context.Context, c *edge.Call) (any, error) {
 	var req account.ChangePasswordRequest
 	var err error
-	if req.Username, err = c.f.str("username"); err != nil {
+	if req.Username, err = c.F.Str("username"); err != nil {
 		return nil, err
 	}
-	if req.CurrentPassword, err = c.f.str("current_password", "old_password"); err != nil {
+	if req.CurrentPassword, err = c.F.Str("current_password", "old_password"); err != nil {
 		return nil, err
 	}
-	if req.NewPassword, err = c.f.str("new_password"); err != nil {
+	if req.NewPassword, err = c.F.Str("new_password"); err != nil {
 		return nil, err
 	}
-	req.IP = c.ip
-	if err := a.accounts.ChangePassword(ctx, c.app, req); err != nil {
+	req.IP = c.IP
+	if err := a.accounts.ChangePassword(ctx, c.App, req); err != nil {
 		return nil, err
 	}
 	return &wire.Reply{Success: true, Message: "Password changed. Please sign in again."}, nil
@@ -132,23 +134,23 @@ func (a *API) changePassword(ctx context.Context, c *call) (any, error) {
 
 // redeem: auth/account-redeem.php {username, password, license_key} or
 // {session_id, license_key}.
-func (a *API) redeem(ctx context.Context, c *call) (any, error) {
+func (a *API) redeem(ctx context.Context, c *edge.Call) (any, error) {
 	var req account.RedeemRequest
 	var err error
-	if req.Username, err = c.f.str("username"); err != nil {
+	if req.Username, err = c.F.Str("username"); err != nil {
 		return nil, err
 	}
-	if req.Password, err = c.f.str("password"); err != nil {
+	if req.Password, err = c.F.Str("password"); err != nil {
 		return nil, err
 	}
-	if req.SessionToken, err = c.f.str("session_id"); err != nil {
+	if req.SessionToken, err = c.F.Str("session_id"); err != nil {
 		return nil, err
 	}
-	if req.LicenseKey, err = c.f.key("license_key"); err != nil {
+	if req.LicenseKey, err = c.F.Key("license_key"); err != nil {
 		return nil, err
 	}
-	req.IP = c.ip
-	acct, g, err := a.accounts.RedeemKey(ctx, c.app, req)
+	req.IP = c.IP
+	acct, g, err := a.accounts.RedeemKey(ctx, c.App, req)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
@@ -24,7 +26,7 @@ type adminCall struct {
 	appID string
 	role  admin.Role
 	perm  admin.Perm // what the route's method needs
-	f     fields
+	f     edge.Fields
 	q     url.Values
 	w     http.ResponseWriter
 	r     *http.Request
@@ -103,45 +105,53 @@ func (m methods) allow() string {
 
 var errUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid bearer token.")
 
+// bearerRoute registers an admin path, one method pattern per method of m
+// in alphabetical order (a method it does not list gets the edge's 405),
+// each stating which of its requests are refused to access tokens.
+func (a *API) bearerRoute(mount mounter, path string, m methods) {
+	var rs []edge.Route
+	for _, method := range strings.Split(m.allow(), ", ") {
+		o := m[method]
+		rs = append(rs, edge.Route{Pattern: method + " " + path, Auth: edge.AdminBearer, Limit: edge.LimitAdmin, Handler: a.bearer(o),
+			TokenRefused: o.cred.describe(method)})
+	}
+	mount(rs...)
+}
+
 // bearer authenticates the admin, reads the body, checks the caller's role
-// on the app the request names and dispatches by method.
-func (a *API) bearer(m methods) http.Handler {
+// on the app the request names and runs o.
+func (a *API) bearer(o op) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		o, ok := m[r.Method]
-		if !ok {
-			a.methodNotAllowed(w, r, m.allow())
-			return
-		}
 		p, ok := a.adminPrincipal(w, r)
 		if !ok {
 			return
 		}
-		c := &adminCall{p: p, actor: p.Actor(a.clientIP(r)), f: fields{}, q: r.URL.Query(), w: w, r: r}
+		c := &adminCall{p: p, actor: p.Actor(a.ClientIP(r)), f: edge.Fields{}, q: r.URL.Query(), w: w, r: r}
 		if !streamsBody(r, o) {
-			body, err := readBody(w, r, adminBodyLimit)
+			body, err := edge.ReadBody(w, r, edge.AdminBodyLimit)
 			if err == nil {
-				c.f, err = parseFields(body)
+				c.f, err = edge.ParseFields(body)
 			}
 			if err != nil {
-				a.writeError(w, r, err)
+				a.Error(w, r, err)
 				return
 			}
 		}
 		if p.ViaToken() && o.cred.matches(c) {
-			a.writeError(w, r, admin.ErrNeedsSignIn)
+			a.Error(w, r, admin.ErrNeedsSignIn)
 			return
 		}
 		if err := a.authorize(r.Context(), c, o); err != nil {
-			a.writeError(w, r, err)
+			a.Error(w, r, err)
 			return
 		}
 		res, err := o.h(r.Context(), c)
 		if err != nil {
-			a.writeError(w, r, err)
+			a.Error(w, r, err)
 			return
 		}
 		if res != nil {
-			writeJSON(w, http.StatusOK, res)
+			edge.WriteJSON(w, http.StatusOK, res)
 		}
 	})
 }
@@ -203,14 +213,14 @@ func (c *adminCall) need(p admin.Perm) error {
 // adminPrincipal authenticates the bearer token, answering 401 (403 for a
 // revoked access token) itself when it fails.
 func (a *API) adminPrincipal(w http.ResponseWriter, r *http.Request) (*admin.Principal, bool) {
-	tok := bearerToken(r)
+	tok := edge.BearerToken(r)
 	if tok == "" {
-		a.writeError(w, r, errUnauthorized)
+		a.Error(w, r, errUnauthorized)
 		return nil, false
 	}
 	p, err := a.admins.Verify(r.Context(), tok)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return nil, false
 	}
 	return p, true
@@ -230,7 +240,7 @@ func (c *adminCall) param(name string) (string, error) {
 	if v := c.q.Get(name); v != "" {
 		return v, nil
 	}
-	return c.f.str(name)
+	return c.f.Str(name)
 }
 
 // required is param that refuses an empty value.
@@ -248,28 +258,28 @@ func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	user, err := f.str("username")
+	user, err := f.Str("username")
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
-	pass, err := f.str("password")
+	pass, err := f.Str("password")
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	if user == "" || pass == "" {
-		a.writeError(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: username and password."))
+		a.Error(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: username and password."))
 		return
 	}
-	res, err := a.admins.Login(r.Context(), user, pass, a.clientIP(r))
+	res, err := a.admins.Login(r.Context(), user, pass, a.ClientIP(r))
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	if res.Requires2FA {
-		writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Requires2FA: true, Step1Token: res.Step1Token})
+		edge.WriteJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Requires2FA: true, Step1Token: res.Step1Token})
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: res.Token})
+	edge.WriteJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: res.Token})
 }

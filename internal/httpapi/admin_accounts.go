@@ -98,13 +98,13 @@ func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, 
 		return nil, err
 	}
 	var in account.AccountActionInput
-	if in.Reason, err = c.f.str("reason"); err != nil {
+	if in.Reason, err = c.f.Str("reason"); err != nil {
 		return nil, err
 	}
-	if in.Lifetime, _, err = c.f.boolean("lifetime"); err != nil {
+	if in.Lifetime, _, err = c.f.Bool("lifetime"); err != nil {
 		return nil, err
 	}
-	exp, err := c.f.str("expires_at")
+	exp, err := c.f.Str("expires_at")
 	if err != nil {
 		return nil, err
 	}

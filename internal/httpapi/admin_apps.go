@@ -125,11 +125,11 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 	if c.appID != "" {
 		return nil, apperr.InvalidField("app_id", "a new app gets its id; leave app_id out")
 	}
-	name, err := c.f.str("name")
+	name, err := c.f.Str("name")
 	if err != nil {
 		return nil, err
 	}
-	version, err := c.f.str("version")
+	version, err := c.f.Str("version")
 	if err != nil {
 		return nil, err
 	}
@@ -152,12 +152,12 @@ func (a *API) updateApp(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v, err := c.f.str("name"); err != nil {
+	if v, err := c.f.Str("name"); err != nil {
 		return nil, err
 	} else if _, ok := c.f["name"]; ok {
 		app.Name = v
 	}
-	if v, err := c.f.str("version"); err != nil {
+	if v, err := c.f.Str("version"); err != nil {
 		return nil, err
 	} else if _, ok := c.f["version"]; ok {
 		app.Version = v

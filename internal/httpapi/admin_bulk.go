@@ -20,23 +20,23 @@ func (a *API) bulkKeys(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	var f license.BulkFilter
-	status, err := c.f.str("status")
+	status, err := c.f.Str("status")
 	if err != nil {
 		return nil, err
 	}
-	typ, err := c.f.str("key_type")
+	typ, err := c.f.Str("key_type")
 	if err != nil {
 		return nil, err
 	}
 	f.Status, f.Type = license.Status(status), license.KeyType(typ)
-	if f.Query, err = c.f.str("q"); err != nil {
+	if f.Query, err = c.f.Str("q"); err != nil {
 		return nil, err
 	}
 	for _, t := range []struct {
 		name string
 		dst  **time.Time
 	}{{"created_after", &f.CreatedAfter}, {"created_before", &f.CreatedBefore}, {"expires_before", &f.ExpiresBefore}} {
-		v, err := c.f.str(t.name)
+		v, err := c.f.Str(t.name)
 		if err != nil || v == "" {
 			if err != nil {
 				return nil, err
@@ -49,11 +49,11 @@ func (a *API) bulkKeys(ctx context.Context, c *adminCall) (any, error) {
 		}
 		*t.dst = &at
 	}
-	days, _, err := c.f.int("days")
+	days, _, err := c.f.Int("days")
 	if err != nil {
 		return nil, err
 	}
-	dry, given, err := c.f.boolean("dry_run")
+	dry, given, err := c.f.Bool("dry_run")
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (a *API) bulkKeys(ctx context.Context, c *adminCall) (any, error) {
 		return wire.BulkDryRunReply{Success: true, DryRun: true, Op: op, Count: n,
 			Message: "Send the same request with dry_run false and expect set to this count to apply it."}, nil
 	}
-	expect, ok, err := c.f.int("expect")
+	expect, ok, err := c.f.Int("expect")
 	if err != nil {
 		return nil, err
 	} else if !ok {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/content"
@@ -50,7 +52,7 @@ func (a *API) deleter(del func(context.Context, audit.Actor, string, int64) erro
 
 // recordID reads the id of the record a PUT or DELETE is about.
 func recordID(c *adminCall) (int64, error) {
-	id, ok, err := c.f.int("id")
+	id, ok, err := c.f.Int("id")
 	if err == nil && !ok {
 		if id, err = queryInt(c, "id"); err == nil && id == 0 {
 			err = apperr.Missing("id")
@@ -60,11 +62,11 @@ func recordID(c *adminCall) (int64, error) {
 }
 
 // timeField reads an optional ISO 8601 time; JSON null or "" clear it.
-func timeField(f fields, name string) (*time.Time, bool, error) {
+func timeField(f edge.Fields, name string) (*time.Time, bool, error) {
 	if _, ok := f[name]; !ok {
 		return nil, false, nil
 	}
-	s, err := f.str(name)
+	s, err := f.Str(name)
 	if err != nil || s == "" {
 		return nil, true, err
 	}
@@ -77,17 +79,17 @@ func timeField(f fields, name string) (*time.Time, bool, error) {
 }
 
 // setStr, setInt and setBool copy a body field into dst when it is present.
-func setStr(f fields, name string, dst *string) error {
+func setStr(f edge.Fields, name string, dst *string) error {
 	if _, ok := f[name]; !ok {
 		return nil
 	}
-	v, err := f.str(name)
+	v, err := f.Str(name)
 	*dst = v
 	return err
 }
 
-func setInt(f fields, name string, dst *int) error {
-	v, ok, err := f.int(name)
+func setInt(f edge.Fields, name string, dst *int) error {
+	v, ok, err := f.Int(name)
 	if ok && err == nil {
 		if v < -1_000_000 || v > 1_000_000 {
 			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field "+name+": must be -1000000 to 1000000.")
@@ -97,8 +99,8 @@ func setInt(f fields, name string, dst *int) error {
 	return err
 }
 
-func setBool(f fields, name string, dst *bool) error {
-	v, ok, err := f.boolean(name)
+func setBool(f edge.Fields, name string, dst *bool) error {
+	v, ok, err := f.Bool(name)
 	if ok && err == nil {
 		*dst = v
 	}
@@ -134,11 +136,11 @@ func (a *API) putText(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	value, err := c.f.str("value")
+	value, err := c.f.Str("value")
 	if err != nil {
 		return nil, err
 	}
-	lk, err := c.f.key("license_key")
+	lk, err := c.f.Key("license_key")
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +160,7 @@ func (a *API) deleteText(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	lk, err := c.f.key("license_key")
+	lk, err := c.f.Key("license_key")
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +180,7 @@ func adminSlideView(sl *content.Slide) map[string]any {
 }
 
 // slideFields applies the slide fields present in the body to sl.
-func slideFields(f fields, sl *content.Slide) error {
+func slideFields(f edge.Fields, sl *content.Slide) error {
 	for name, dst := range map[string]*string{"title": &sl.Title, "body": &sl.Body, "image_url": &sl.ImageURL, "link_url": &sl.LinkURL} {
 		if err := setStr(f, name, dst); err != nil {
 			return err
@@ -252,7 +254,7 @@ func linkView(l *content.Link) wire.AdminSocialLink {
 		Clicks: l.Clicks, CreatedAt: license.Timestamp(l.CreatedAt), UpdatedAt: license.Timestamp(l.UpdatedAt)}
 }
 
-func linkFields(f fields, l *content.Link) error {
+func linkFields(f edge.Fields, l *content.Link) error {
 	for name, dst := range map[string]*string{"platform": &l.Platform, "url": &l.URL, "label": &l.Label} {
 		if err := setStr(f, name, dst); err != nil {
 			return err
@@ -313,7 +315,7 @@ func adminEntryView(e *content.Entry) map[string]any {
 	return v
 }
 
-func entryFields(f fields, e *content.Entry) error {
+func entryFields(f edge.Fields, e *content.Entry) error {
 	for name, dst := range map[string]*string{"version": &e.Version, "title": &e.Title, "body": &e.Body, "category": &e.Category} {
 		if err := setStr(f, name, dst); err != nil {
 			return err
@@ -347,7 +349,7 @@ func (a *API) createEntry(ctx context.Context, c *adminCall) (map[string]any, er
 	if err := entryFields(c.f, e); err != nil {
 		return nil, err
 	}
-	publish, _, err := c.f.boolean("published")
+	publish, _, err := c.f.Bool("published")
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +365,7 @@ func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, er
 		return nil, err
 	}
 	var publish *bool
-	if v, ok, err := c.f.boolean("published"); err != nil {
+	if v, ok, err := c.f.Bool("published"); err != nil {
 		return nil, err
 	} else if ok {
 		publish = &v
@@ -401,10 +403,10 @@ func (a *API) putFlag(ctx context.Context, c *adminCall) (any, error) {
 	if f.Name, err = c.required("name"); err != nil {
 		return nil, err
 	}
-	if f.Type, err = c.f.str("type"); err != nil {
+	if f.Type, err = c.f.Str("type"); err != nil {
 		return nil, err
 	}
-	if f.Description, err = c.f.str("description"); err != nil {
+	if f.Description, err = c.f.Str("description"); err != nil {
 		return nil, err
 	}
 	f.Default = c.f["default"]

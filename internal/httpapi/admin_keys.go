@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
@@ -123,7 +125,7 @@ func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send the keys as a CSV body with Content-Type: text/csv.")
 	}
 	if c.r.ContentLength > license.MaxImportBytes {
-		return nil, errTooLarge
+		return nil, edge.ErrTooLarge
 	}
 	var apply bool
 	switch c.q.Get("dry_run") {
@@ -134,10 +136,10 @@ func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, apperr.InvalidField("dry_run", "use true or false")
 	}
 	http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(30 * time.Minute)) // 50 MiB may outlast ReadTimeout
-	body := &limitedBody{r: http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes)}
+	body := &edge.LimitedBody{R: http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes)}
 	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, apply)
-	if body.over { // a chunked body past the limit: the same refusal as a declared one
-		return nil, errTooLarge
+	if body.Over { // a chunked body past the limit: the same refusal as a declared one
+		return nil, edge.ErrTooLarge
 	}
 	if err != nil {
 		return nil, err
@@ -164,11 +166,11 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 			}
 			return a.convertTrial(ctx, c, appID, lk)
 		}
-		days, _, err := c.f.int("days")
+		days, _, err := c.f.Int("days")
 		if err != nil {
 			return nil, err
 		}
-		reason, err := c.f.str("reason")
+		reason, err := c.f.Str("reason")
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +184,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	in := license.GenerateInput{AppID: appID, Features: c.f["features"]}
-	count, ok, err := c.f.int("count")
+	count, ok, err := c.f.Int("count")
 	if err != nil {
 		return nil, err
 	} else if !ok {
@@ -191,7 +193,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 	if in.Type, in.Duration, in.MaxDevices, err = keyTerms(c); err != nil {
 		return nil, err
 	}
-	if in.Note, err = c.f.str("note"); err != nil {
+	if in.Note, err = c.f.Str("note"); err != nil {
 		return nil, err
 	}
 	in.Count = int(count)
@@ -205,15 +207,15 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 // keyTerms reads key_type, duration_value and max_devices (absent: 0, the
 // default; an explicit value below 1 is a mistake).
 func keyTerms(c *adminCall) (license.KeyType, int, int, error) {
-	typ, err := c.f.str("key_type")
+	typ, err := c.f.Str("key_type")
 	if err != nil {
 		return "", 0, 0, err
 	}
-	dur, _, err := c.f.int("duration_value")
+	dur, _, err := c.f.Int("duration_value")
 	if err != nil {
 		return "", 0, 0, err
 	}
-	maxDev, given, err := c.f.int("max_devices")
+	maxDev, given, err := c.f.Int("max_devices")
 	if err != nil {
 		return "", 0, 0, err
 	}
@@ -249,14 +251,14 @@ func (a *API) updateKey(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	var u license.KeyUpdate
-	if n, ok, err := c.f.int("max_devices"); err != nil {
+	if n, ok, err := c.f.Int("max_devices"); err != nil {
 		return nil, err
 	} else if ok {
 		v := int(n)
 		u.MaxDevices = &v
 	}
 	if _, ok := c.f["note"]; ok {
-		note, err := c.f.str("note")
+		note, err := c.f.Str("note")
 		if err != nil {
 			return nil, err
 		}

@@ -126,10 +126,10 @@ func (a *API) postResellers(ctx context.Context, c *adminCall) (any, error) {
 	}
 	if action == "" || action == "create" {
 		in := reseller.CreateInput{AppID: c.appID}
-		if in.Name, err = c.f.str("name"); err != nil {
+		if in.Name, err = c.f.Str("name"); err != nil {
 			return nil, err
 		}
-		if in.Email, err = c.f.str("email"); err != nil {
+		if in.Email, err = c.f.Str("email"); err != nil {
 			return nil, err
 		}
 		ps, err := c.products()
@@ -152,13 +152,13 @@ func (a *API) postResellers(ctx context.Context, c *adminCall) (any, error) {
 	var tok string
 	switch action {
 	case "topup", "adjust":
-		amount, ok, err := c.f.int("amount")
+		amount, ok, err := c.f.Int("amount")
 		if err != nil {
 			return nil, err
 		} else if !ok {
 			return nil, apperr.Missing("amount")
 		}
-		reason, err := c.f.str("reason")
+		reason, err := c.f.Str("reason")
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +197,7 @@ func (a *API) putReseller(ctx context.Context, c *adminCall) (any, error) {
 		dst  **string
 	}{{"name", &u.Name}, {"email", &u.Email}} {
 		if raw, ok := c.f[f.name]; ok && string(raw) != "null" {
-			v, err := c.f.str(f.name)
+			v, err := c.f.Str(f.name)
 			if err != nil {
 				return nil, err
 			}

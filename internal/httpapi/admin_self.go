@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"net/http"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
@@ -22,27 +24,27 @@ func (a *API) adminTOTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	step1, err := f.str("step1_token")
+	step1, err := f.Str("step1_token")
 	if err == nil && step1 == "" {
 		err = apperr.Missing("step1_token")
 	}
 	var code string
 	if err == nil {
-		code, err = f.str("code")
+		code, err = f.Str("code")
 		if err == nil && code == "" {
 			err = apperr.Missing("code")
 		}
 	}
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
-	tok, err := a.admins.CompleteTOTP(r.Context(), step1, code, a.clientIP(r))
+	tok, err := a.admins.CompleteTOTP(r.Context(), step1, code, a.ClientIP(r))
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: tok})
+	edge.WriteJSON(w, http.StatusOK, wire.AdminLoginReply{Success: true, Token: tok})
 }
 
 // adminLogout: POST logout.php signs the presented JWT out.
@@ -80,11 +82,11 @@ func (a *API) getProfile(ctx context.Context, c *adminCall) (any, error) {
 // e-mail address.
 func (a *API) putProfile(ctx context.Context, c *adminCall) (any, error) {
 	if _, ok := c.f["new_password"]; ok {
-		cur, err := c.f.str("current_password")
+		cur, err := c.f.Str("current_password")
 		if err != nil {
 			return nil, err
 		}
-		next, err := c.f.str("new_password")
+		next, err := c.f.Str("new_password")
 		if err != nil {
 			return nil, err
 		}
@@ -95,11 +97,11 @@ func (a *API) putProfile(ctx context.Context, c *adminCall) (any, error) {
 		return wire.PasswordChangedReply{Success: true, Message: "Password changed; other sign-ins have ended.", Token: tok}, nil
 	}
 	if _, ok := c.f["email"]; ok {
-		pass, err := c.f.str("password")
+		pass, err := c.f.Str("password")
 		if err != nil {
 			return nil, err
 		}
-		email, err := c.f.str("email")
+		email, err := c.f.Str("email")
 		if err != nil {
 			return nil, err
 		}
@@ -119,7 +121,7 @@ func (a *API) twoFactor(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	code, err := c.f.str("code")
+	code, err := c.f.Str("code")
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +149,7 @@ func (a *API) twoFactor(ctx context.Context, c *adminCall) (any, error) {
 		}
 		return wire.RecoveryCodesReply{Success: true, RecoveryCodes: codes, Message: "New recovery codes; the old ones no longer work."}, nil
 	case "disable":
-		pass, err := c.f.str("password")
+		pass, err := c.f.Str("password")
 		if err != nil {
 			return nil, err
 		}
@@ -179,7 +181,7 @@ func (a *API) listTokens(ctx context.Context, c *adminCall) (any, error) {
 
 // mintToken: POST tokens.php {name} → {token} (shown once).
 func (a *API) mintToken(ctx context.Context, c *adminCall) (any, error) {
-	name, err := c.f.str("name")
+	name, err := c.f.Str("name")
 	if err != nil {
 		return nil, err
 	}
@@ -201,4 +203,19 @@ func (a *API) revokeToken(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	return wire.MessageReply{Success: true, Message: "Token revoked."}, nil
+}
+
+// signingKeys: GET signing.php → the public keys replies are signed with:
+// the active one and any announced for a rotation, each with the SPKI
+// SHA-256 a client pins.
+func (a *API) signingKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+	set := a.Signing()
+	keys := []map[string]any{}
+	if set != nil {
+		for _, k := range set.Keys {
+			keys = append(keys, map[string]any{"id": k.ID, "spki_sha256": k.SPKISHA256, "public_key": string(k.PublicPEM),
+				"active": k == set.Active})
+		}
+	}
+	return map[string]any{"success": true, "signing": set != nil, "keys": keys}, nil
 }

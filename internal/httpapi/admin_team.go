@@ -41,7 +41,7 @@ func (a *API) putMember(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	password, err := c.f.str("password")
+	password, err := c.f.Str("password")
 	if err != nil {
 		return nil, err
 	}

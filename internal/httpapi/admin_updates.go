@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/update"
@@ -213,8 +215,8 @@ func (a *API) postUpdates(ctx context.Context, c *adminCall) (any, error) {
 
 // rolloutField reads the rollout in basis points ("rollout") or percent
 // ("rollout_percent", e.g. 12.5); given is false when neither is there.
-func rolloutField(f fields) (bp int, given bool, err error) {
-	if v, ok, err := f.int("rollout"); err != nil || ok {
+func rolloutField(f edge.Fields) (bp int, given bool, err error) {
+	if v, ok, err := f.Int("rollout"); err != nil || ok {
 		if v < 0 || v > update.FullRollout {
 			return 0, true, apperr.InvalidField("rollout", "must be 0 to 10000 basis points (10000 = 100 %)")
 		}
@@ -280,14 +282,14 @@ func (a *API) putUpdates(ctx context.Context, c *adminCall) (any, error) {
 		name string
 	}{{&e.Channel, "channel"}, {&e.Changelog, "changelog"}, {&e.MinVersion, "min_version"}} {
 		if _, ok := c.f[p.name]; ok {
-			v, err := c.f.str(p.name)
+			v, err := c.f.Str(p.name)
 			if err != nil {
 				return nil, err
 			}
 			*p.dst = &v
 		}
 	}
-	if v, ok, err := c.f.boolean("is_mandatory"); err != nil {
+	if v, ok, err := c.f.Bool("is_mandatory"); err != nil {
 		return nil, err
 	} else if ok {
 		e.Mandatory = &v

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
@@ -171,7 +173,7 @@ func (a *API) listDeliveries(ctx context.Context, c *adminCall, appID string) (a
 
 // eventsField reads "events" as a JSON array of names or a comma-separated
 // string; given reports whether it was there.
-func eventsField(f fields) (events []string, given bool, err error) {
+func eventsField(f edge.Fields) (events []string, given bool, err error) {
 	raw, ok := f["events"]
 	if !ok || string(raw) == "null" {
 		return nil, ok, nil
@@ -276,7 +278,7 @@ func (a *API) createWebhook(ctx context.Context, c *adminCall) (any, error) {
 // 8601, required) of one destination (id) or of an app's (app_id).
 func (a *API) redeliverFailed(ctx context.Context, c *adminCall) (any, error) {
 	appID := c.appID
-	id, _, err := c.f.int("id")
+	id, _, err := c.f.Int("id")
 	if err == nil && id == 0 {
 		id, err = queryInt(c, "id")
 	}
@@ -318,7 +320,7 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (any, error) {
 		name string
 	}{{&e.URL, "url"}, {&e.Description, "description"}} {
 		if _, ok := c.f[p.name]; ok {
-			v, err := c.f.str(p.name)
+			v, err := c.f.Str(p.name)
 			if err != nil {
 				return nil, err
 			}
@@ -333,7 +335,7 @@ func (a *API) putWebhook(ctx context.Context, c *adminCall) (any, error) {
 		}
 		e.Events = &evs
 	}
-	if v, ok, err := c.f.boolean("enabled"); err != nil {
+	if v, ok, err := c.f.Bool("enabled"); err != nil {
 		return nil, err
 	} else if ok {
 		e.Enabled = &v

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
@@ -12,37 +14,37 @@ import (
 )
 
 // login: auth/login.php (envelope). Reply fields per sdk-compat §7.8.
-func (a *API) login(ctx context.Context, c *call) (any, error) {
-	lk, err := c.f.key("license_key")
+func (a *API) login(ctx context.Context, c *edge.Call) (any, error) {
+	lk, err := c.F.Key("license_key")
 	if err != nil {
 		return nil, err
 	}
-	hwid, err := c.f.str("hwid")
+	hwid, err := c.F.Str("hwid")
 	if err != nil {
 		return nil, err
 	}
 	// Display only (the sessions list): a value that is not a string is ignored
 	// rather than failing a login no shipped client sends it with.
-	version, _ := c.f.str("version", "v", "app_version")
-	res, err := a.lic.Login(ctx, c.app, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.ip, AppVersion: version})
+	version, _ := c.F.Str("version", "v", "app_version")
+	res, err := a.lic.Login(ctx, c.App, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.IP, AppVersion: version})
 	if code := apperr.CodeOf(err); err == nil || code == wire.CodeHWIDMismatch || code == wire.CodeDeviceLimit {
-		a.abuse.SawKey(ctx, c.app, lk, hwid, c.ip) // where the key is used from: leak detection
+		a.abuse.SawKey(ctx, c.App, lk, hwid, c.IP) // where the key is used from: leak detection
 	}
-	a.countLogin(c.app, err)
+	a.countLogin(c.App, err)
 	if err != nil {
 		return nil, err
 	}
 	if res.Activated {
-		a.count(c.app, analytics.Activation, "")
+		a.count(c.App, analytics.Activation, "")
 	}
 	return &wire.LoginReply{
 		Success:           true,
 		Message:           "Login successful",
 		SessionID:         res.SessionToken,
-		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		HeartbeatInterval: c.App.Settings.HeartbeatInterval,
 		User:              wire.KeyUser{KeyInfo: keyInfo(&res.Key, a.lic.Now()), HWID: res.HWID},
-		Features:          c.app.Features(res.Key.Features),
-		App:               appBlock(c.app),
+		Features:          c.App.Features(res.Key.Features),
+		App:               appBlock(c.App),
 	}, nil
 }
 
@@ -68,7 +70,7 @@ var heartbeatOK = &wire.HeartbeatReply{Success: true, Message: "Heartbeat OK"}
 
 // heartbeatOKReply is heartbeatOK encoded once: the heartbeat's answer
 // costs no encoding.
-var heartbeatOKReply = marshal(heartbeatOK)
+var heartbeatOKReply = edge.Marshal(heartbeatOK)
 
 // heartbeatNames are the inner body's members the heartbeat reads.
 var heartbeatNames = []string{"session_id", "license_key"}
@@ -77,29 +79,27 @@ var heartbeatNames = []string{"session_id", "license_key"}
 // decoded once, into the two members it reads, and success is answered with
 // pre-encoded bytes. Every refusal is a kill code, enveloped by the
 // transport.
-func (a *API) heartbeat(ctx context.Context, c *call, plain []byte) ([]byte, error) {
+func (a *API) heartbeat(ctx context.Context, c *edge.Call, plain []byte) ([]byte, error) {
 	var in [2]string
-	if !scanStrings(plain, heartbeatNames, in[:]) {
-		f, err := parseFields(plain)
+	if !edge.ScanStrings(plain, heartbeatNames, in[:]) {
+		f, err := edge.ParseFields(plain)
 		if err != nil {
 			return nil, err
 		}
-		if in[0], err = f.str("session_id"); err != nil {
+		if in[0], err = f.Str("session_id"); err != nil {
 			return nil, err
 		}
-		if in[1], err = f.str("license_key"); err != nil {
+		if in[1], err = f.Str("license_key"); err != nil {
 			return nil, err
 		}
 	}
 	sid, lk := in[0], strings.TrimSpace(in[1])
-	if a.limits.session.Enabled() {
-		if err := a.beatBudget(c.app.ID, sid); err != nil {
-			return nil, err
-		}
+	if err := a.BeatBudget(c.App.ID, sid); err != nil {
+		return nil, err
 	}
-	if err := a.lic.Heartbeat(ctx, c.app, sid, lk); err != nil {
+	if err := a.lic.Heartbeat(ctx, c.App, sid, lk); err != nil {
 		if e := apperr.From(err); e.Kind == apperr.Forbidden { // the session ended: a kill code
-			a.count(c.app, analytics.HeartbeatRefused, e.Code)
+			a.count(c.App, analytics.HeartbeatRefused, e.Code)
 			a.metrics.Kill(e.Code)
 		}
 		return nil, err
@@ -108,33 +108,33 @@ func (a *API) heartbeat(ctx context.Context, c *call, plain []byte) ([]byte, err
 }
 
 // logout: auth/logout.php (envelope). Unknown sessions log out fine.
-func (a *API) logout(ctx context.Context, c *call) (any, error) {
-	sid, err := c.f.str("session_id")
+func (a *API) logout(ctx context.Context, c *edge.Call) (any, error) {
+	sid, err := c.F.Str("session_id")
 	if err != nil {
 		return nil, err
 	}
-	if err := a.lic.Logout(ctx, c.app, sid); err != nil {
+	if err := a.lic.Logout(ctx, c.App, sid); err != nil {
 		return nil, err
 	}
-	a.count(c.app, analytics.Logout, "")
+	a.count(c.App, analytics.Logout, "")
 	return &wire.Reply{Success: true, Message: "Logged out successfully"}, nil
 }
 
 // checkKey: auth/check-key.php (plain or envelope, mirrored). A known key
 // answers success:true with valid saying whether it can be used now.
-func (a *API) checkKey(ctx context.Context, c *call) (any, error) {
-	lk, err := c.f.key("license_key")
+func (a *API) checkKey(ctx context.Context, c *edge.Call) (any, error) {
+	lk, err := c.F.Key("license_key")
 	if err != nil {
 		return nil, err
 	}
-	k, err := a.lic.CheckKey(ctx, c.app, lk)
+	k, err := a.lic.CheckKey(ctx, c.App, lk)
 	if err != nil {
 		if apperr.CodeOf(err) == wire.CodeInvalidKey {
 			return nil, apperr.From(err).With("valid", false)
 		}
 		return nil, err
 	}
-	return keyReply(c.app, k, a.lic.Now()), nil
+	return keyReply(c.App, k, a.lic.Now()), nil
 }
 
 // keyReply is the check-key / validate answer for a known key.
@@ -150,12 +150,12 @@ func keyReply(app *license.App, k *license.Key, now time.Time) *wire.CheckKeyRep
 
 // validate: update/validate.php (plain). Unusable keys answer 401 as the
 // reference's status list says.
-func (a *API) validate(ctx context.Context, c *call) (any, error) {
-	lk, err := c.f.key("license_key")
+func (a *API) validate(ctx context.Context, c *edge.Call) (any, error) {
+	lk, err := c.F.Key("license_key")
 	if err != nil {
 		return nil, err
 	}
-	k, err := a.lic.Validate(ctx, c.app, lk)
+	k, err := a.lic.Validate(ctx, c.App, lk)
 	if err != nil {
 		// Every refusal of the key itself is a 401 with valid:false, as
 		// check-key answers; other errors (internal ones) pass through.
@@ -166,43 +166,43 @@ func (a *API) validate(ctx context.Context, c *call) (any, error) {
 		}
 		return nil, err
 	}
-	return keyReply(c.app, k, a.lic.Now()), nil
+	return keyReply(c.App, k, a.lic.Now()), nil
 }
 
 // requestHWIDReset: auth/request-hwid-reset.php (plain, deprecated). The reply
 // is identical whether or not the key exists.
-func (a *API) requestHWIDReset(ctx context.Context, c *call) (any, error) {
+func (a *API) requestHWIDReset(ctx context.Context, c *edge.Call) (any, error) {
 	var in license.ResetRequestInput
 	var err error
-	if in.LicenseKey, err = c.f.key("license_key"); err != nil {
+	if in.LicenseKey, err = c.F.Key("license_key"); err != nil {
 		return nil, err
 	}
-	if in.Username, err = c.f.str("username"); err != nil {
+	if in.Username, err = c.F.Str("username"); err != nil {
 		return nil, err
 	}
-	if in.HWID, err = c.f.str("hwid"); err != nil {
+	if in.HWID, err = c.F.Str("hwid"); err != nil {
 		return nil, err
 	}
-	if in.Reason, err = c.f.str("reason"); err != nil {
+	if in.Reason, err = c.F.Str("reason"); err != nil {
 		return nil, err
 	}
-	if err := a.lic.RequestHWIDReset(ctx, c.app, in); err != nil {
+	if err := a.lic.RequestHWIDReset(ctx, c.App, in); err != nil {
 		return nil, err
 	}
 	return &wire.Reply{Success: true, Message: "Request submitted."}, nil
 }
 
 // selfReset: customer/reset-hwid.php (plain), the self-service "move license".
-func (a *API) selfReset(ctx context.Context, c *call) (any, error) {
-	lk, err := c.f.key("key", "license_key")
+func (a *API) selfReset(ctx context.Context, c *edge.Call) (any, error) {
+	lk, err := c.F.Key("key", "license_key")
 	if err != nil {
 		return nil, err
 	}
-	reason, err := c.f.str("reason")
+	reason, err := c.F.Str("reason")
 	if err != nil {
 		return nil, err
 	}
-	next, err := a.lic.SelfReset(ctx, c.app, lk, reason, c.ip)
+	next, err := a.lic.SelfReset(ctx, c.App, lk, reason, c.IP)
 	if err != nil {
 		return nil, err
 	}

@@ -6,55 +6,22 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/content"
-	"github.com/keyward/keyward/internal/envelope"
 	"github.com/keyward/keyward/wire"
 )
 
 // Remote content routes (sdk-compat §1.12–§1.14, §1.16, §7.17).
 
-// sealedGet serves a GET route with no request body whose reply is an
-// envelope (info.php, text.php): once the app secret is verified, every
-// answer, a refusal too, is sealed with HTTP 200.
-func (a *API) sealedGet(h clientHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		app, ok := a.app(w, r)
-		if !ok {
-			return
-		}
-		res, err := h(r.Context(), &call{app: app, f: fields{}, r: r, ip: a.clientIP(r)})
-		var inner []byte
-		switch {
-		case err == nil:
-			inner = marshal(res)
-		case isInternal(err):
-			a.writeError(w, r, err)
-			return
-		default:
-			inner = errorReply(r.Context(), apperr.From(err))
-		}
-		a.writeSealed(w, r, envelope.Derive(app.Secret), inner)
-	})
-}
-
-// bearerToken is the credential of an Authorization: Bearer header (the
-// scheme name in any case), or "".
-func bearerToken(r *http.Request) string {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return strings.TrimSpace(tok)
-}
-
 // info: GET app/info.php → app block, branding and social links.
-func (a *API) info(ctx context.Context, c *call) (any, error) {
-	links, err := a.content.Links(ctx, c.app.ID)
+func (a *API) info(ctx context.Context, c *edge.Call) (any, error) {
+	links, err := a.content.Links(ctx, c.App.ID)
 	if err != nil {
 		return nil, err
 	}
-	st := c.app.Settings
+	st := c.App.Settings
 	maintMsg := ""
 	if st.Maintenance {
 		maintMsg = st.MaintenanceMessage
@@ -66,7 +33,7 @@ func (a *API) info(ctx context.Context, c *call) (any, error) {
 	return &wire.InfoReply{
 		Success: true,
 		App: wire.AppInfo{
-			Name: c.app.Name, Version: c.app.Version, DownloadURL: st.DownloadURL,
+			Name: c.App.Name, Version: c.App.Version, DownloadURL: st.DownloadURL,
 			LoginMessage: st.LoginMessage, Message: st.LoginMessage,
 			MaintenanceMode: st.Maintenance, MaintenanceMsg: maintMsg, Branding: wire.Branding(st.Branding),
 		},
@@ -76,13 +43,13 @@ func (a *API) info(ctx context.Context, c *call) (any, error) {
 
 // text: GET app/text.php[?name=] with the key in Authorization: Bearer or
 // ?key=. An unknown or absent key gets the app defaults.
-func (a *API) text(ctx context.Context, c *call) (any, error) {
-	q := c.r.URL.Query()
-	key := bearerToken(c.r)
+func (a *API) text(ctx context.Context, c *edge.Call) (any, error) {
+	q := c.R.URL.Query()
+	key := edge.BearerToken(c.R)
 	if key == "" {
 		key = q.Get("key")
 	}
-	texts, err := a.content.Texts(ctx, c.app.ID, strings.TrimSpace(key))
+	texts, err := a.content.Texts(ctx, c.App.ID, strings.TrimSpace(key))
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +65,15 @@ func (a *API) text(ctx context.Context, c *call) (any, error) {
 }
 
 // slides: POST app/slides.php (envelope) {"action":"get_slides"} or {}.
-func (a *API) slides(ctx context.Context, c *call) (any, error) {
-	action, err := c.f.str("action")
+func (a *API) slides(ctx context.Context, c *edge.Call) (any, error) {
+	action, err := c.F.Str("action")
 	if err != nil {
 		return nil, err
 	}
 	if action != "" && action != "get_slides" {
 		return nil, apperr.InvalidField("action", "must be get_slides")
 	}
-	ss, err := a.content.LiveSlides(ctx, c.app.ID)
+	ss, err := a.content.LiveSlides(ctx, c.App.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -128,16 +95,16 @@ func slideView(sl *content.Slide) map[string]any {
 }
 
 // socialClick: POST app/social-click.php (envelope) {link_id} or {platform}.
-func (a *API) socialClick(ctx context.Context, c *call) (any, error) {
-	id, _, err := c.f.int("link_id")
+func (a *API) socialClick(ctx context.Context, c *edge.Call) (any, error) {
+	id, _, err := c.F.Int("link_id")
 	if err != nil {
 		return nil, err
 	}
-	platform, err := c.f.str("platform")
+	platform, err := c.F.Str("platform")
 	if err != nil {
 		return nil, err
 	}
-	if err := a.content.Click(ctx, c.app.ID, id, strings.ToLower(strings.TrimSpace(platform))); err != nil {
+	if err := a.content.Click(ctx, c.App.ID, id, strings.ToLower(strings.TrimSpace(platform))); err != nil {
 		return nil, err
 	}
 	return &wire.Reply{Success: true, Message: "Click recorded."}, nil
@@ -149,25 +116,25 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID := strings.TrimSpace(q.Get("app_id"))
 	if appID == "" {
-		a.writeError(w, r, apperr.Missing("app_id"))
+		a.Error(w, r, apperr.Missing("app_id"))
 		return
 	}
 	if _, err := a.liveApp(r.Context(), appID); err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	cq := content.ChangelogQuery{AppID: appID, Since: q.Get("since"), Category: q.Get("category")}
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 50 {
-			a.writeError(w, r, apperr.InvalidField("limit", "must be 1 to 50"))
+			a.Error(w, r, apperr.InvalidField("limit", "must be 1 to 50"))
 			return
 		}
 		cq.Limit = n
 	}
 	es, err := a.content.Changelog(r.Context(), cq)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	out := make([]wire.ChangelogEntry, len(es))
@@ -176,7 +143,7 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 		out[i] = wire.ChangelogEntry{ID: e.ID, Version: e.Version, Title: e.Title, Body: e.Body, Category: e.Category,
 			PublishedAt: wire.AtPtr(e.PublishedAt)}
 	}
-	writeJSON(w, http.StatusOK, &wire.ChangelogReply{Success: true, Entries: out})
+	edge.WriteJSON(w, http.StatusOK, &wire.ChangelogReply{Success: true, Entries: out})
 }
 
 // entryView is a changelog entry as the admin API shows it (with admin

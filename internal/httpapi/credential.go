@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -86,15 +85,5 @@ func (r *credRule) describe(method string) []string {
 			out = append(out, method+" action="+x)
 		}
 	}
-	return out
-}
-
-// tokenRefused lists, in order, the requests of m refused to tokens.
-func (m methods) tokenRefused() []string {
-	var out []string
-	for method, o := range m {
-		out = append(out, o.cred.describe(method)...)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -6,7 +6,8 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/keyward/keyward/internal/edge"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
@@ -22,7 +23,7 @@ import (
 // customerCall is one authenticated customer request.
 type customerCall struct {
 	p  *customer.Principal
-	f  fields
+	f  edge.Fields
 	q  url.Values
 	ip string
 }
@@ -41,30 +42,31 @@ func (m customerMethods) list() []string {
 	return out
 }
 
-// customerRoute registers a bearer customer route.
-func (a *API) customerRoute(mux *http.ServeMux, path string, m customerMethods) {
-	a.handle(mux, path, m.list(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := m[r.Method]
-		if !ok {
-			a.methodNotAllowed(w, r, strings.Join(m.list(), ", "))
-			return
-		}
-		p, err := a.customer.Authenticate(r.Context(), bearerToken(r))
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		f, ok := a.plainBody(w, r)
-		if !ok {
-			return
-		}
-		res, err := h(r.Context(), &customerCall{p: p, f: f, q: r.URL.Query(), ip: a.clientIP(r)})
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	}))
+// customerRoute registers a bearer customer route, one method pattern per
+// method (a method it does not list gets the edge's 405).
+func (a *API) customerRoute(mount mounter, path string, m customerMethods) {
+	var rs []edge.Route
+	for _, method := range m.list() {
+		h := m[method]
+		rs = append(rs, edge.Route{Pattern: method + " " + path, Auth: edge.CustomerToken, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := a.customer.Authenticate(r.Context(), edge.BearerToken(r))
+			if err != nil {
+				a.Error(w, r, err)
+				return
+			}
+			f, ok := a.plainBody(w, r)
+			if !ok {
+				return
+			}
+			res, err := h(r.Context(), &customerCall{p: p, f: f, q: r.URL.Query(), ip: a.ClientIP(r)})
+			if err != nil {
+				a.Error(w, r, err)
+				return
+			}
+			edge.WriteJSON(w, http.StatusOK, res)
+		})})
+	}
+	mount(rs...)
 }
 
 // param reads a string from the query string or, failing that, the body.
@@ -72,41 +74,41 @@ func (c *customerCall) param(name string) (string, error) {
 	if v := c.q.Get(name); v != "" {
 		return v, nil
 	}
-	return c.f.str(name)
+	return c.f.Str(name)
 }
 
 // customerLogin: POST /api/customer/login.php {app_id, license_key} or
 // {app_id, username, password} → {token, expires_at, kind}.
 func (a *API) customerLogin(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, clientBodyLimit)
+	body, err := edge.ReadBody(w, r, edge.ClientBodyLimit)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	res, err := a.customerSignIn(r, body)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	edge.WriteJSON(w, http.StatusOK, res)
 }
 
 func (a *API) customerSignIn(r *http.Request, body []byte) (map[string]any, error) {
-	f, err := parseFields(body)
+	f, err := edge.ParseFields(body)
 	if err != nil {
 		return nil, err
 	}
-	in := customer.LoginInput{IP: a.clientIP(r)}
-	if in.AppID, err = f.key("app_id"); err != nil {
+	in := customer.LoginInput{IP: a.ClientIP(r)}
+	if in.AppID, err = f.Key("app_id"); err != nil {
 		return nil, err
 	}
-	if in.LicenseKey, err = f.key("license_key", "key"); err != nil {
+	if in.LicenseKey, err = f.Key("license_key", "key"); err != nil {
 		return nil, err
 	}
-	if in.Username, err = f.key("username"); err != nil {
+	if in.Username, err = f.Key("username"); err != nil {
 		return nil, err
 	}
-	if in.Password, err = f.str("password"); err != nil {
+	if in.Password, err = f.Str("password"); err != nil {
 		return nil, err
 	}
 	tok, err := a.customer.Login(r.Context(), in)
@@ -218,14 +220,14 @@ func (a *API) customerCancel(ctx context.Context, c *customerCall) (map[string]a
 	if action != "cancel" {
 		return nil, apperr.InvalidField("action", `must be "cancel"`)
 	}
-	id, ok, err := c.f.int("id")
+	id, ok, err := c.f.Int("id")
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		if q := c.q.Get("id"); q != "" {
 			if id, err = strconv.ParseInt(q, 10, 64); err != nil {
-				return nil, badType("id", "an integer")
+				return nil, edge.BadType("id", "an integer")
 			}
 			ok = true
 		}

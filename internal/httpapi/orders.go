@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/wire"
@@ -25,15 +27,15 @@ func orderView(o *commerce.Order) map[string]any {
 }
 
 // plainBody reads a public route's JSON body.
-func (a *API) plainBody(w http.ResponseWriter, r *http.Request) (fields, bool) {
-	body, err := readBody(w, r, clientBodyLimit)
+func (a *API) plainBody(w http.ResponseWriter, r *http.Request) (edge.Fields, bool) {
+	body, err := edge.ReadBody(w, r, edge.ClientBodyLimit)
 	if err == nil {
-		var f fields
-		if f, err = parseFields(body); err == nil {
+		var f edge.Fields
+		if f, err = edge.ParseFields(body); err == nil {
 			return f, true
 		}
 	}
-	a.writeError(w, r, err)
+	a.Error(w, r, err)
 	return nil, false
 }
 
@@ -44,7 +46,7 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	appID, err := f.str("app_id")
+	appID, err := f.Str("app_id")
 	if err == nil && appID == "" {
 		appID = r.URL.Query().Get("app_id")
 	}
@@ -54,10 +56,10 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 	var planID int64
 	var email string
 	if err == nil {
-		planID, _, err = f.int("plan_id")
+		planID, _, err = f.Int("plan_id")
 	}
 	if err == nil {
-		email, err = f.str("email")
+		email, err = f.Str("email")
 	}
 	if err == nil {
 		_, err = a.liveApp(r.Context(), strings.TrimSpace(appID))
@@ -67,26 +69,20 @@ func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
 		o, err = a.orders.CreateOrder(r.Context(), strings.TrimSpace(appID), planID, email)
 	}
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, &wire.OrderReply{Success: true, Message: "Order created.", Order: publicOrder(o)})
+	edge.WriteJSON(w, http.StatusOK, &wire.OrderReply{Success: true, Message: "Order created.", Order: publicOrder(o)})
 }
 
-// pricingRoute: GET reads the price list, POST creates an order.
+// pricingRoute: GET reads the price list, or with action=check a
+// subscription (POST, creating an order, is createOrder).
 func (a *API) pricingRoute(w http.ResponseWriter, r *http.Request) {
-	switch r.Method {
-	case http.MethodGet:
-		if r.URL.Query().Get("action") == "check" {
-			a.subscriptionCheck(w, r)
-			return
-		}
-		a.pricing(w, r)
-	case http.MethodPost:
-		a.createOrder(w, r)
-	default:
-		a.methodNotAllowed(w, r, "GET, POST")
+	if r.URL.Query().Get("action") == "check" {
+		a.subscriptionCheck(w, r)
+		return
 	}
+	a.pricing(w, r)
 }
 
 // fulfill: POST app/fulfill.php {order_id, secret, payment_ref?}
@@ -96,27 +92,27 @@ func (a *API) fulfill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, err := f.str("order_id")
+	id, err := f.Str("order_id")
 	var secret, ref string
 	if err == nil {
-		secret, err = f.str("secret")
+		secret, err = f.Str("secret")
 	}
 	if err == nil {
-		ref, err = f.str("payment_ref")
+		ref, err = f.Str("payment_ref")
 	}
 	var o *commerce.Order
 	if err == nil {
 		o, err = a.orders.Fulfil(r.Context(), strings.TrimSpace(id), strings.TrimSpace(secret), strings.TrimSpace(ref))
 	}
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	res := &wire.FulfillReply{Success: true, Message: "Order fulfilled.", Order: publicOrder(o)}
 	if len(o.Keys) > 0 {
 		res.LicenseKey = o.Keys[0]
 	}
-	writeJSON(w, http.StatusOK, res)
+	edge.WriteJSON(w, http.StatusOK, res)
 }
 
 // listOrders: GET orders.php?app_id=[&limit=].
@@ -163,7 +159,7 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 	var o *commerce.Order
 	switch action {
 	case "approve":
-		ref, err := c.f.str("payment_ref")
+		ref, err := c.f.Str("payment_ref")
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +168,7 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 			return nil, err
 		}
 	case "refund":
-		reason, err := c.f.str("reason")
+		reason, err := c.f.Str("reason")
 		if err != nil {
 			return nil, err
 		}
@@ -205,11 +201,11 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID, lk, user := strings.TrimSpace(q.Get("app_id")), strings.TrimSpace(q.Get("license_key")), strings.TrimSpace(q.Get("username"))
 	if appID == "" || (lk == "" && user == "") {
-		a.writeError(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: app_id and license_key or username."))
+		a.Error(w, r, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Missing required field: app_id and license_key or username."))
 		return
 	}
 	if _, err := a.liveApp(r.Context(), appID); err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	keys := []string{lk}
@@ -220,7 +216,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 				keys = append(keys, rd.LicenseKey)
 			}
 		} else if apperr.CodeOf(err) != wire.CodeNotFound {
-			a.writeError(w, r, err)
+			a.Error(w, r, err)
 			return
 		}
 	}
@@ -228,7 +224,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	for _, k := range keys {
 		s, err := a.orders.SubscriptionOf(r.Context(), appID, k)
 		if err != nil {
-			a.writeError(w, r, err)
+			a.Error(w, r, err)
 			return
 		}
 		if s != nil && (sub == nil || s.ID > sub.ID) {
@@ -239,7 +235,7 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 	if sub != nil {
 		res.Subscription, res.Active = publicSubscription(sub), sub.Status == commerce.SubActive
 	}
-	writeJSON(w, http.StatusOK, res)
+	edge.WriteJSON(w, http.StatusOK, res)
 }
 
 // publicSubscription is a subscription as the public check shows it: no

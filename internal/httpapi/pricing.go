@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/license"
@@ -35,21 +37,21 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	appID := strings.TrimSpace(q.Get("app_id"))
 	if appID == "" {
-		a.writeError(w, r, apperr.Missing("app_id"))
+		a.Error(w, r, apperr.Missing("app_id"))
 		return
 	}
 	if _, err := a.liveApp(r.Context(), appID); err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	typ := q.Get("type")
 	if typ != "" && typ != "levels" && typ != "plans" {
-		a.writeError(w, r, apperr.InvalidField("type", "must be levels or plans"))
+		a.Error(w, r, apperr.InvalidField("type", "must be levels or plans"))
 		return
 	}
 	ps, err := a.commerce.Pricing(r.Context(), appID, "")
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	levels, plans := []wire.Plan{}, []wire.Plan{}
@@ -67,26 +69,26 @@ func (a *API) pricing(w http.ResponseWriter, r *http.Request) {
 	if typ != "levels" {
 		res.Plans = plans
 	}
-	writeJSON(w, http.StatusOK, res)
+	edge.WriteJSON(w, http.StatusOK, res)
 }
 
 // priceField reads price (a decimal with at most two places) or
 // price_cents (an integer) into cents.
-func priceField(f fields, dst *int64) error {
+func priceField(f edge.Fields, dst *int64) error {
 	if raw, ok := f["price"]; ok && string(raw) != "null" {
 		var n json.Number
 		if err := json.Unmarshal(raw, &n); err != nil {
-			return badType("price", "a number")
+			return edge.BadType("price", "a number")
 		}
 		x, err := strconv.ParseFloat(n.String(), 64)
 		cents := math.Round(x * 100)
 		if err != nil || math.Abs(x*100-cents) > 1e-6 || cents < 0 || cents > 1e10 {
-			return badType("price", "a non-negative amount with at most two decimals")
+			return edge.BadType("price", "a non-negative amount with at most two decimals")
 		}
 		*dst = int64(cents)
 		return nil
 	}
-	v, ok, err := f.int("price_cents")
+	v, ok, err := f.Int("price_cents")
 	if ok && err == nil {
 		*dst = v
 	}
@@ -94,7 +96,7 @@ func priceField(f fields, dst *int64) error {
 }
 
 // planFields applies the plan fields present in the body to p.
-func planFields(f fields, p *commerce.Plan) error {
+func planFields(f edge.Fields, p *commerce.Plan) error {
 	for name, dst := range map[string]*string{"name": &p.Name, "description": &p.Description, "currency": &p.Currency,
 		"interval": &p.Period} {
 		if err := setStr(f, name, dst); err != nil {
@@ -117,7 +119,7 @@ func planFields(f fields, p *commerce.Plan) error {
 		return err
 	}
 	if _, given := f["max_devices"]; given && p.MaxDevices < 1 { // absent means 1; an explicit 0 is a mistake
-		return badType("max_devices", "1 to 10000")
+		return edge.BadType("max_devices", "1 to 10000")
 	}
 	if err := setInt(f, "order", &p.Position); err != nil {
 		return err

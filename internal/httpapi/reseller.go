@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/reseller"
@@ -18,7 +20,7 @@ import (
 type resellerCall struct {
 	c  *reseller.Caller
 	ip string
-	f  fields
+	f  edge.Fields
 	q  url.Values
 }
 
@@ -30,32 +32,32 @@ type resellerMethods map[string]resellerHandler
 
 var errResellerUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid reseller token.")
 
-// resellerRoute registers a reseller API path: the bearer token is a
-// reseller's (kwr_…), the body a size-limited JSON object.
-func (a *API) resellerRoute(mux *http.ServeMux, path string, m resellerMethods) {
+// resellerRoute registers a reseller API path, one method pattern per
+// method: the bearer token is a reseller's (kwr_…), the body a size-limited
+// JSON object.
+func (a *API) resellerRoute(mount mounter, path string, m resellerMethods) {
 	var ms []string
 	for k := range m {
 		ms = append(ms, k)
 	}
 	sort.Strings(ms)
-	allow := strings.Join(ms, ", ")
-	a.handle(mux, path, ms, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, ok := m[r.Method]
-		if !ok {
-			a.methodNotAllowed(w, r, allow)
-			return
-		}
-		res, err := a.serveReseller(w, r, h)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, res)
-	}))
+	var rs []edge.Route
+	for _, method := range ms {
+		h := m[method]
+		rs = append(rs, edge.Route{Pattern: method + " " + path, Auth: edge.ResellerToken, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			res, err := a.serveReseller(w, r, h)
+			if err != nil {
+				a.Error(w, r, err)
+				return
+			}
+			edge.WriteJSON(w, http.StatusOK, res)
+		})})
+	}
+	mount(rs...)
 }
 
 func (a *API) serveReseller(w http.ResponseWriter, r *http.Request, h resellerHandler) (map[string]any, error) {
-	tok := bearerToken(r)
+	tok := edge.BearerToken(r)
 	if tok == "" {
 		return nil, errResellerUnauthorized
 	}
@@ -63,15 +65,15 @@ func (a *API) serveReseller(w http.ResponseWriter, r *http.Request, h resellerHa
 	if err != nil {
 		return nil, err
 	}
-	body, err := readBody(w, r, adminBodyLimit)
+	body, err := edge.ReadBody(w, r, edge.AdminBodyLimit)
 	if err != nil {
 		return nil, err
 	}
-	f, err := parseFields(body)
+	f, err := edge.ParseFields(body)
 	if err != nil {
 		return nil, err
 	}
-	return h(r.Context(), &resellerCall{c: caller, ip: a.clientIP(r), f: f, q: r.URL.Query()})
+	return h(r.Context(), &resellerCall{c: caller, ip: a.ClientIP(r), f: f, q: r.URL.Query()})
 }
 
 // page reads the cursor and limit query parameters.
@@ -124,18 +126,18 @@ func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (map[strin
 	action := rc.q.Get("action")
 	if action == "" {
 		var err error
-		if action, err = rc.f.str("action"); err != nil {
+		if action, err = rc.f.Str("action"); err != nil {
 			return nil, err
 		}
 	}
 	now := a.sellers.Now()
 	switch action {
 	case "", "generate":
-		product, err := rc.f.str("product", "product_id")
+		product, err := rc.f.Str("product", "product_id")
 		if err != nil {
 			return nil, err
 		}
-		count, ok, err := rc.f.int("count")
+		count, ok, err := rc.f.Int("count")
 		if err != nil {
 			return nil, err
 		} else if !ok {
@@ -154,11 +156,11 @@ func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (map[strin
 		}
 		return map[string]any{"success": true, "keys": out, "charged": g.Charged, "balance": g.Balance}, nil
 	case "ban":
-		lk, err := rc.f.key("license_key")
+		lk, err := rc.f.Key("license_key")
 		if err != nil {
 			return nil, err
 		}
-		reason, err := rc.f.str("reason")
+		reason, err := rc.f.Str("reason")
 		if err != nil {
 			return nil, err
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
@@ -14,17 +16,17 @@ import (
 
 // trial: auth/trial.php (plain). The reply is a TrialResponse with the key as
 // both trial_key and license_key (sdk-compat §7.14) and a ready session.
-func (a *API) trial(ctx context.Context, c *call) (any, error) {
-	hwid, err := c.f.str("hwid")
+func (a *API) trial(ctx context.Context, c *edge.Call) (any, error) {
+	hwid, err := c.F.Str("hwid")
 	if err != nil {
 		return nil, err
 	}
-	res, err := a.trials.Start(ctx, c.app, trial.Request{HWID: hwid, IP: c.ip})
+	res, err := a.trials.Start(ctx, c.App, trial.Request{HWID: hwid, IP: c.IP})
 	if (err == nil && res.New) || apperr.CodeOf(err) == wire.CodeTrialLimit {
-		a.abuse.Burst(ctx, c.app, abuse.TrialFarming, c.ip) // new trials (or refused ones) from one address
+		a.abuse.Burst(ctx, c.App, abuse.TrialFarming, c.IP) // new trials (or refused ones) from one address
 	}
 	if err == nil && res.New {
-		a.count(c.app, analytics.Trial, "")
+		a.count(c.App, analytics.Trial, "")
 	}
 	if err != nil {
 		return nil, err
@@ -41,12 +43,12 @@ func (a *API) trial(ctx context.Context, c *call) (any, error) {
 		TrialKey:          k.LicenseKey,
 		LicenseKey:        k.LicenseKey,
 		SessionID:         res.SessionToken,
-		HeartbeatInterval: c.app.Settings.HeartbeatInterval,
+		HeartbeatInterval: c.App.Settings.HeartbeatInterval,
 		ExpiresAt:         info.ExpiresAt,
 		DaysRemaining:     info.DaysRemaining,
 		User:              wire.KeyUser{KeyInfo: info, HWID: hwid},
-		Features:          c.app.Features(k.Features),
-		App:               appBlock(c.app),
+		Features:          c.App.Features(k.Features),
+		App:               appBlock(c.App),
 	}, nil
 }
 

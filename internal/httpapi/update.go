@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/keyward/keyward/internal/edge"
+
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/update"
 	"github.com/keyward/keyward/wire"
@@ -15,7 +17,7 @@ import (
 
 // updateCheck: POST update/check.php (envelope) {v|version, channel, os,
 // arch, hwid, license_key} → {update_available, update{…}}.
-func (a *API) updateCheck(ctx context.Context, c *call) (any, error) {
+func (a *API) updateCheck(ctx context.Context, c *edge.Call) (any, error) {
 	var raw update.RawRequest
 	var err error
 	for _, p := range []struct {
@@ -23,7 +25,7 @@ func (a *API) updateCheck(ctx context.Context, c *call) (any, error) {
 		names []string
 	}{{&raw.Version, []string{"v", "version"}}, {&raw.Channel, []string{"channel"}}, {&raw.OS, []string{"os"}},
 		{&raw.Arch, []string{"arch"}}, {&raw.HWID, []string{"hwid"}}, {&raw.LicenseKey, []string{"license_key"}}} {
-		if *p.dst, err = c.f.str(p.names...); err != nil {
+		if *p.dst, err = c.F.Str(p.names...); err != nil {
 			return nil, err
 		}
 	}
@@ -31,7 +33,7 @@ func (a *API) updateCheck(ctx context.Context, c *call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := a.updates.Check(ctx, c.app.ID, req)
+	d, err := a.updates.Check(ctx, c.App.ID, req)
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +74,7 @@ func downloadURL(r *update.Release, art *update.Artifact) string {
 // Range (206/416), If-Range, If-None-Match (304) and HEAD from the strong
 // ETag, the artifact's sha256.
 func (a *API) updateDownload(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		a.methodNotAllowed(w, r, "GET, HEAD")
-		return
-	}
-	app, ok := a.app(w, r)
+	app, ok := a.App(w, r)
 	if !ok {
 		return
 	}
@@ -86,7 +84,7 @@ func (a *API) updateDownload(w http.ResponseWriter, r *http.Request) {
 		v = strings.TrimSpace(q.Get("version"))
 	}
 	if v == "" {
-		a.writeError(w, r, apperr.Missing("v"))
+		a.Error(w, r, apperr.Missing("v"))
 		return
 	}
 	rel, err := a.updates.ReleaseByVersion(r.Context(), app.ID, v)
@@ -95,12 +93,12 @@ func (a *API) updateDownload(w http.ResponseWriter, r *http.Request) {
 		art, err = update.ArtifactFor(rel, q.Get("os"), q.Get("arch"))
 	}
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	obj, err := a.updates.OpenArtifact(r.Context(), art)
 	if err != nil {
-		a.writeError(w, r, err)
+		a.Error(w, r, err)
 		return
 	}
 	defer obj.Close()

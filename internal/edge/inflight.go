@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"context"
@@ -53,11 +53,11 @@ type flightShard struct {
 	_       [40]byte      // keeps neighbouring shards' locks off one cache line
 }
 
-// track registers a request in a.flights until its shard's remove is
+// track registers a request in e.flights until its shard's remove is
 // called; requestID calls it, so the id is the one the reply carries.
-func (a *API) track(method, id string) (*flight, *flightShard) {
+func (e *Edge) track(method, id string) (*flight, *flightShard) {
 	f := &flight{method: knownMethod(method), id: id, since: time.Now()}
-	sh := &a.flights.shards[a.flights.next.Add(1)%flightShards]
+	sh := &e.flights.shards[e.flights.next.Add(1)%flightShards]
 	sh.mu.Lock()
 	if sh.m == nil {
 		sh.m = map[*flight]struct{}{}
@@ -78,23 +78,26 @@ func (sh *flightShard) remove(f *flight) {
 	sh.mu.Unlock()
 }
 
-// routed records the mux pattern of the request on its flight (the first
-// one: a dashboard page's in-process API calls keep the page's).
-func routed(h http.Handler) http.Handler {
+// routed records the route of the request on its flight (the first one: a
+// dashboard page's in-process API calls keep the page's). label is the
+// route's name in metrics, logs and InFlight: the path of a method pattern,
+// so every method of a route (and its 405s) counts under one name, never
+// the request's own path.
+func routed(label string, h http.Handler) http.Handler {
+	p := &label
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f, ok := r.Context().Value(flightKey{}).(*flight); ok && r.Pattern != "" {
-			p := r.Pattern
-			f.route.CompareAndSwap(nil, &p)
+		if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
+			f.route.CompareAndSwap(nil, p)
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
 // InFlight lists the requests being served, oldest first.
-func (a *API) InFlight() []InFlight {
+func (e *Edge) InFlight() []InFlight {
 	var out []InFlight
-	for i := range a.flights.shards {
-		sh := &a.flights.shards[i]
+	for i := range e.flights.shards {
+		sh := &e.flights.shards[i]
 		sh.mu.Lock()
 		for f := range sh.m {
 			in := InFlight{Method: f.method, RequestID: f.id, Since: f.since}
@@ -112,11 +115,11 @@ func (a *API) InFlight() []InFlight {
 // WaitIdle waits until no request is being served, or ctx ends; it reports
 // whether none is. It waits for each shard to empty in turn, then looks at
 // all of them once more, since a request may have arrived meanwhile.
-func (a *API) WaitIdle(ctx context.Context) bool {
+func (e *Edge) WaitIdle(ctx context.Context) bool {
 	for {
 		busy := false
-		for i := range a.flights.shards {
-			sh := &a.flights.shards[i]
+		for i := range e.flights.shards {
+			sh := &e.flights.shards[i]
 			for {
 				sh.mu.Lock()
 				if len(sh.m) == 0 {

@@ -1,10 +1,9 @@
-package httpapi
+package edge
 
 import (
 	"math"
 	"net/http"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
@@ -13,10 +12,10 @@ import (
 )
 
 // Request limits. Every request draws a token from its client IP's bucket
-// before any other work: a route registered limitedBy(heartbeatBucket) (the
+// before any other work: a route registered with LimitHeartbeat (the
 // heartbeat) from a bucket of its own (sized for thousands of clients behind
-// one address), requests with a valid admin token from the admin bucket,
-// everything else from the general one. A
+// one address), requests with a valid admin token to a LimitAdmin route
+// from the admin bucket, everything else from the general one. A
 // heartbeat then also draws from its session's budget, which a client at
 // its interval never empties but a flood on one session does. Buckets live
 // in this process's memory: behind a load balancer each process limits
@@ -42,39 +41,37 @@ func newLimiters(cfg Config, now func() time.Time) limiters {
 	return l
 }
 
-// bucket names the per-IP bucket a route draws from.
-type bucket int
+// Limit names the per-IP bucket a route draws from.
+type Limit int
 
+// The buckets.
 const (
-	generalBucket   bucket = iota // the general one (or admin, for a signed admin)
-	heartbeatBucket               // the heartbeat's own
+	LimitGeneral   Limit = iota // the general one
+	LimitHeartbeat              // the heartbeat's own
+	LimitAdmin                  // the admin one for a request with a signed admin token, else the general one
 )
 
-// limitedBy makes the route draw from bucket b.
-func limitedBy(b bucket) routeOption {
-	return func(a *API, path string) { a.buckets[path] = b }
-}
-
 // limit answers 429 with Retry-After when the caller's IP bucket is empty.
-// The bucket is the one the request's route was registered with. The
-// client address found here is kept for the handlers (one parse per
-// request).
-func (a *API) limit(next http.Handler) http.Handler {
-	buckets := a.buckets
+// The bucket is the one the request's route was registered with (limits,
+// by path). The client address found here is kept for the handlers (one
+// parse per request).
+func (e *Edge) limit(limits map[string]Limit, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l := a.limits.ip
-		switch {
-		case buckets[r.URL.Path] == heartbeatBucket:
-			l = a.limits.beat
-		case strings.HasPrefix(r.URL.Path, "/api/admin/") && a.adminSigned(r):
-			l = a.limits.admin
+		l := e.limits.ip
+		switch limits[r.URL.Path] {
+		case LimitHeartbeat:
+			l = e.limits.beat
+		case LimitAdmin:
+			if e.adminSigned(r) {
+				l = e.limits.admin
+			}
 		}
-		ip := a.clientIP(r)
+		ip := e.ClientIP(r)
 		if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
 			f.ip = ip
 		}
 		if ok, wait := l.Allow(limitKey(ip)); !ok {
-			a.writeError(w, r, rateLimited(wait))
+			e.Error(w, r, RateLimited(wait))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -95,24 +92,21 @@ func limitKey(ip string) string {
 	return p.String()
 }
 
-// adminSigned reports whether r carries a current admin token (signature
-// and expiry only; the admin API still verifies the admin exists).
-func (a *API) adminSigned(r *http.Request) bool {
-	tok := bearerToken(r)
-	return tok != "" && a.admins.Signed(tok)
-}
-
-// beatBudget takes one heartbeat from the session's budget.
-func (a *API) beatBudget(appID, sessionToken string) error {
-	if ok, wait := a.limits.session.Allow(appID + "/" + sessionToken); !ok {
-		return rateLimited(wait)
+// BeatBudget takes one heartbeat from the session's budget (none without a
+// heartbeat rate).
+func (e *Edge) BeatBudget(appID, sessionToken string) error {
+	if !e.limits.session.Enabled() {
+		return nil
+	}
+	if ok, wait := e.limits.session.Allow(appID + "/" + sessionToken); !ok {
+		return RateLimited(wait)
 	}
 	return nil
 }
 
 // rateLimited is the 429 refusal, RATE_LIMITED with retry_after in whole
 // seconds (at least 1).
-func rateLimited(wait time.Duration) error {
+func RateLimited(wait time.Duration) error {
 	e := apperr.New(apperr.RateLimited, license.CodeRateLimited, "Rate limit exceeded. Try again later.")
 	e.RetryAfter = max(1, int(math.Ceil(wait.Seconds())))
 	return e.With("detail", "Rate limit exceeded. Try again later.")

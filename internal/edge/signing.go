@@ -1,8 +1,7 @@
-package httpapi
+package edge
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -27,20 +26,20 @@ const (
 )
 
 // signReplies wraps next with reply signing by the signer's active key.
-func (a *API) signReplies(next http.Handler) http.Handler {
+func (e *Edge) signReplies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		keys := a.signer.Load()
+		keys := e.signer.Load()
 		nonce := r.Header.Get(signing.NonceHeader)
 		if keys == nil || keys.Active == nil || !signing.ValidNonce(nonce) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := readBody(w, r, signedRequestLimit)
+		body, err := ReadBody(w, r, signedRequestLimit)
 		r.Body.Close()
 		rec := &signingWriter{w: w, status: http.StatusOK}
 		if err != nil {
 			// Over the limit: the same 400 BODY_TOO_LARGE as every route.
-			a.writeError(rec, r, err)
+			e.Error(rec, r, err)
 		} else {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
@@ -55,7 +54,7 @@ func (a *API) signReplies(next http.Handler) http.Handler {
 		}
 		sig, err := keys.Active.Sign(signing.Canonical(nonce, r.Method, r.URL.Path, body, rec.status, reply))
 		if err != nil {
-			a.log.ErrorContext(r.Context(), "sign reply", "err", err)
+			e.log.ErrorContext(r.Context(), "sign reply", "err", err)
 		} else {
 			w.Header().Set(signing.SignatureHeader, sig)
 		}
@@ -108,19 +107,4 @@ func (s *signingWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return s.w.Write(p)
-}
-
-// signingKeys: GET signing.php → the public keys replies are signed with:
-// the active one and any announced for a rotation, each with the SPKI
-// SHA-256 a client pins.
-func (a *API) signingKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
-	set := a.signer.Load()
-	keys := []map[string]any{}
-	if set != nil {
-		for _, k := range set.Keys {
-			keys = append(keys, map[string]any{"id": k.ID, "spki_sha256": k.SPKISHA256, "public_key": string(k.PublicPEM),
-				"active": k == set.Active})
-		}
-	}
-	return map[string]any{"success": true, "signing": set != nil, "keys": keys}, nil
 }

@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"bytes"
@@ -15,26 +15,26 @@ import (
 	"github.com/keyward/keyward/wire"
 )
 
-// fields is a decoded JSON object body. Clients of several generations send
+// Fields is a decoded JSON object body. Clients of several generations send
 // the same value under different names and types, so handlers read fields
 // one by one, accepting aliases, rather than decoding into a struct.
-type fields map[string]json.RawMessage
+type Fields map[string]json.RawMessage
 
 // Body size limits: client bodies are small envelopes; admin bodies may carry
 // feature maps and notes.
 const (
-	clientBodyLimit = 64 << 10
-	adminBodyLimit  = 1 << 20
+	ClientBodyLimit = 64 << 10
+	AdminBodyLimit  = 1 << 20
 )
 
-var errTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "Request body is too large.")
+var ErrTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "Request body is too large.")
 
 // readBody reads at most limit bytes of r's body.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, errTooLarge
+		return nil, ErrTooLarge
 	}
 	if err != nil {
 		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Could not read the request body.")
@@ -45,16 +45,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // limitedBody is a body under http.MaxBytesReader that is read by code
 // which turns read errors into its own reports (the key CSV parser): over
 // records that the limit was passed, so the handler answers BODY_TOO_LARGE.
-type limitedBody struct {
-	r    io.Reader
-	over bool
+type LimitedBody struct {
+	R    io.Reader
+	Over bool
 }
 
-func (b *limitedBody) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
+func (b *LimitedBody) Read(p []byte) (int, error) {
+	n, err := b.R.Read(p)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		b.over = true
+		b.Over = true
 	}
 	return n, err
 }
@@ -81,7 +81,7 @@ func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64)
 		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, errTooLarge
+			return nil, ErrTooLarge
 		}
 		if err != nil {
 			return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Could not read the request body.")
@@ -92,19 +92,19 @@ func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64)
 }
 
 // parseFields decodes a JSON object; an empty body is an empty object.
-func parseFields(b []byte) (fields, error) {
+func ParseFields(b []byte) (Fields, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
-		return fields{}, nil
+		return Fields{}, nil
 	}
-	var f fields
+	var f Fields
 	if err := json.Unmarshal(b, &f); err != nil || f == nil {
 		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "The request body must be a JSON object.")
 	}
 	return f, nil
 }
 
-func badType(name, want string) error {
+func BadType(name, want string) error {
 	return apperr.InvalidField(name, "must be "+want)
 }
 
@@ -112,7 +112,7 @@ func badType(name, want string) error {
 // absence give "". Numbers are refused, and so are strings with NUL
 // characters (JSON \u0000), which PostgreSQL cannot store: refusing them here
 // keeps both engines alike and such input a 400 rather than a 500.
-func (f fields) str(names ...string) (string, error) {
+func (f Fields) Str(names ...string) (string, error) {
 	for _, n := range names {
 		raw, ok := f[n]
 		if !ok || string(raw) == "null" {
@@ -120,10 +120,10 @@ func (f fields) str(names ...string) (string, error) {
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", badType(n, "a string")
+			return "", BadType(n, "a string")
 		}
 		if strings.IndexByte(s, 0) >= 0 {
-			return "", badType(n, "a string without NUL characters")
+			return "", BadType(n, "a string without NUL characters")
 		}
 		return s, nil
 	}
@@ -132,13 +132,13 @@ func (f fields) str(names ...string) (string, error) {
 
 // key returns a license key field, trimmed of surrounding white space as the
 // example clients do.
-func (f fields) key(names ...string) (string, error) {
-	s, err := f.str(names...)
+func (f Fields) Key(names ...string) (string, error) {
+	s, err := f.Str(names...)
 	return strings.TrimSpace(s), err
 }
 
 // int returns an integer field; a string of digits is accepted too.
-func (f fields) int(name string) (int64, bool, error) {
+func (f Fields) Int(name string) (int64, bool, error) {
 	raw, ok := f[name]
 	if !ok || string(raw) == "null" {
 		return 0, false, nil
@@ -147,24 +147,24 @@ func (f fields) int(name string) (int64, bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&n); err != nil {
-		return 0, false, badType(name, "an integer")
+		return 0, false, BadType(name, "an integer")
 	}
 	v, err := strconv.ParseInt(n.String(), 10, 64)
 	if err != nil {
-		return 0, false, badType(name, "an integer")
+		return 0, false, BadType(name, "an integer")
 	}
 	return v, true, nil
 }
 
 // boolean returns a boolean field.
-func (f fields) boolean(name string) (bool, bool, error) {
+func (f Fields) Bool(name string) (bool, bool, error) {
 	raw, ok := f[name]
 	if !ok || string(raw) == "null" {
 		return false, false, nil
 	}
 	var b bool
 	if err := json.Unmarshal(raw, &b); err != nil {
-		return false, false, badType(name, "true or false")
+		return false, false, BadType(name, "true or false")
 	}
 	return b, true, nil
 }
@@ -177,7 +177,7 @@ func (f fields) boolean(name string) (bool, bool, error) {
 // invalid JSON, not an object, an escape, a wanted value that is not a
 // plain string — it reports false and the caller takes the general path,
 // which decides. Other members' values are skipped whatever they are.
-func scanStrings(b []byte, names []string, out []string) bool {
+func ScanStrings(b []byte, names []string, out []string) bool {
 	if !json.Valid(b) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"net/http"
@@ -86,19 +86,19 @@ func paramName(name string) string {
 // (queryProblem) before next sees it: as JSON on API routes (a plain 400
 // like every refusal before an envelope is verified), and on dashboard pages
 // as the dashboard's own error page when it can show one.
-func (a *API) checkQuery(next http.Handler, ui http.Handler) http.Handler {
+func (e *Edge) CheckQuery(next http.Handler, ui http.Handler) http.Handler {
 	pages, _ := ui.(PageRefuser)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := queryProblem(r)
-		if e == nil {
+		bad := queryProblem(r)
+		if bad == nil {
 			next.ServeHTTP(w, r)
 			return
 		}
 		if pages != nil && (r.URL.Path == "/dashboard" || strings.HasPrefix(r.URL.Path, "/dashboard/")) {
-			noteCode(r.Context(), e.Code)
-			pages.RefusePage(w, r, status(e.Kind), e.Code, e.Message)
+			NoteCode(r.Context(), bad.Code)
+			pages.RefusePage(w, r, Status(bad.Kind), bad.Code, bad.Message)
 			return
 		}
-		a.writeError(w, r, e)
+		e.Error(w, r, bad)
 	})
 }

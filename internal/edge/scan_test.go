@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"testing"
@@ -6,14 +6,14 @@ import (
 
 // generalHeartbeatFields is the general path scanStrings stands in for.
 func generalHeartbeatFields(b []byte) (sid, lk string, err error) {
-	f, err := parseFields(b)
+	f, err := ParseFields(b)
 	if err != nil {
 		return "", "", err
 	}
-	if sid, err = f.str("session_id"); err != nil {
+	if sid, err = f.Str("session_id"); err != nil {
 		return "", "", err
 	}
-	lk, err = f.str("license_key")
+	lk, err = f.Str("license_key")
 	return sid, lk, err
 }
 
@@ -22,7 +22,7 @@ func generalHeartbeatFields(b []byte) (sid, lk string, err error) {
 func scanAgrees(t *testing.T, body []byte) {
 	t.Helper()
 	var in [2]string
-	if !scanStrings(body, heartbeatNames, in[:]) {
+	if !ScanStrings(body, scanNames, in[:]) {
 		return
 	}
 	sid, lk, err := generalHeartbeatFields(body)
@@ -52,7 +52,7 @@ func TestScanStringsAgreesWithFields(t *testing.T) {
 	// The common forms are read by the scan, not left to the general path.
 	for _, b := range []string{`{"session_id":"a","license_key":"K"}`, `{"session_id": "a", "license_key": null, "hwid": "h"}`, `{}`} {
 		var in [2]string
-		if !scanStrings([]byte(b), heartbeatNames, in[:]) {
+		if !ScanStrings([]byte(b), scanNames, in[:]) {
 			t.Errorf("scanStrings(%s) declined", b)
 		}
 	}
@@ -64,3 +64,6 @@ func FuzzScanStrings(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { scanAgrees(t, body) })
 }
+
+// scanNames are the members the heartbeat (its one caller) scans for.
+var scanNames = []string{"session_id", "license_key"}

@@ -1,13 +1,10 @@
-package httpapi
+package edge
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/keyward/keyward/wire"
@@ -21,7 +18,7 @@ type observation struct{ code string }
 type observationKey struct{}
 
 // noteCode records the error code of the request's reply for the metrics.
-func noteCode(ctx context.Context, code string) {
+func NoteCode(ctx context.Context, code string) {
 	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
 		f.obs.code = code
 	} else if o, ok := ctx.Value(observationKey{}).(*observation); ok {
@@ -79,8 +76,8 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // carrying ids never make new series), method, status and error code, and
 // times it per route. Requests refused before the mux (rate limit) have no
 // pattern and are counted as "unmatched".
-func (a *API) instrument(next http.Handler) http.Handler {
-	if a.metrics == nil {
+func (e *Edge) instrument(next http.Handler) http.Handler {
+	if e.metrics == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -97,9 +94,13 @@ func (a *API) instrument(next http.Handler) http.Handler {
 			r = r.WithContext(context.WithValue(r.Context(), observationKey{}, o))
 		}
 		defer func() {
-			route := r.Pattern // set by the mux on this request
-			if route == "" {
-				route = "unmatched"
+			route := "unmatched"
+			if f, ok := r.Context().Value(flightKey{}).(*flight); ok {
+				if p := f.route.Load(); p != nil {
+					route = *p
+				}
+			} else if r.Pattern != "" { // set by the mux on this request
+				route = r.Pattern
 			}
 			status := sw.status
 			if status == 0 {
@@ -110,11 +111,11 @@ func (a *API) instrument(next http.Handler) http.Handler {
 				code = wire.CodeMethodNotAllowed
 			}
 			took := time.Since(start)
-			a.metrics.Request(route, knownMethod(r.Method), status, code, took)
+			e.metrics.Request(route, knownMethod(r.Method), status, code, took)
 			// The access log (--log-level debug): the route pattern, never the
 			// path's query or a body, so no key or secret reaches it.
-			if a.log.Enabled(r.Context(), slog.LevelDebug) {
-				a.log.DebugContext(r.Context(), "request", "method", knownMethod(r.Method), "route", route, "status", status,
+			if e.log.Enabled(r.Context(), slog.LevelDebug) {
+				e.log.DebugContext(r.Context(), "request", "method", knownMethod(r.Method), "route", route, "status", status,
 					"error_code", code, "duration_ms", float64(took.Microseconds())/1000)
 			}
 		}()
@@ -129,33 +130,4 @@ func knownMethod(m string) string {
 		return m
 	}
 	return "other"
-}
-
-// serveMetrics answers /metrics for callers with the metrics token (Bearer,
-// compared in constant time); without a configured token the route does not
-// exist (404, as any unknown path).
-func (a *API) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	if a.cfg.MetricsToken == "" || a.metrics == nil {
-		a.writeError(w, r, errNoEndpoint)
-		return
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	// Hashing both sides first makes the comparison's time independent of
-	// the lengths too.
-	gh, wh := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.cfg.MetricsToken))
-	if !ok || subtle.ConstantTimeCompare(gh[:], wh[:]) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="keyward metrics"`)
-		a.writeError(w, r, errNoMetrics)
-		return
-	}
-	a.metrics.Handler().ServeHTTP(w, r)
-}
-
-// MetricsHandler serves the metrics without a token, for a separate
-// listener (--metrics-addr) that only the monitoring network reaches.
-func (a *API) MetricsHandler() http.Handler {
-	if a.metrics == nil {
-		return http.NotFoundHandler()
-	}
-	return a.metrics.Handler()
 }

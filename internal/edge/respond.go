@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // status is the one mapping from error Kind to HTTP status.
-func status(k apperr.Kind) int {
+func Status(k apperr.Kind) int {
 	switch k {
 	case apperr.Invalid:
 		return http.StatusBadRequest
@@ -53,7 +53,7 @@ func errorBody(e *apperr.Error) map[string]any {
 
 // marshal encodes v as compact JSON without HTML escaping (clients compare
 // strings byte for byte; '<' stays '<').
-func marshal(v any) []byte {
+func Marshal(v any) []byte {
 	var buf jsonBuffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -80,7 +80,7 @@ var (
 
 // writeRaw sends a JSON body with the given status. API replies are never
 // compressed or cached.
-func writeRaw(w http.ResponseWriter, code int, body []byte) {
+func WriteRaw(w http.ResponseWriter, code int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = headerJSON
 	h["Cache-Control"] = headerNoStore
@@ -89,43 +89,42 @@ func writeRaw(w http.ResponseWriter, code int, body []byte) {
 	w.Write(body)
 }
 
-func writeJSON(w http.ResponseWriter, code int, v any) { writeRaw(w, code, marshal(v)) }
+func WriteJSON(w http.ResponseWriter, code int, v any) { WriteRaw(w, code, Marshal(v)) }
 
 // writeError is the one writer of error replies: every refusal that is not
 // sealed into an envelope — a handler's, a middleware's (query check, rate
 // limit, reply signing, body size), an unknown path, a wrong method, a
 // recovered panic — is sent here, with the status status() maps its Kind to
 // and the body errorBody builds. Internal errors are logged in full.
-func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	e := apperr.From(err)
-	if e.Kind == apperr.Internal {
-		a.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+func (e *Edge) Error(w http.ResponseWriter, r *http.Request, err error) {
+	ae := apperr.From(err)
+	if ae.Kind == apperr.Internal {
+		e.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if e.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 	}
-	writeRaw(w, status(e.Kind), errorReply(r.Context(), e))
+	WriteRaw(w, Status(ae.Kind), ErrorReply(r.Context(), ae))
 }
 
 // errorReply notes e's wire code (metrics, access log) and returns its JSON:
 // the body writeError sends, and the inner reply of a refusal that travels
 // sealed in an envelope with HTTP 200.
-func errorReply(ctx context.Context, e *apperr.Error) []byte {
-	noteCode(ctx, wireCode(e))
-	return marshal(errorBody(e))
+func ErrorReply(ctx context.Context, e *apperr.Error) []byte {
+	NoteCode(ctx, wireCode(e))
+	return Marshal(errorBody(e))
 }
 
 // Refusals of the HTTP layer itself.
 var (
-	errNoEndpoint = apperr.New(apperr.NotFound, wire.CodeNotFound, "No such endpoint.")
-	errNoMetrics  = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "A valid metrics token is required.")
+	ErrNoEndpoint = apperr.New(apperr.NotFound, wire.CodeNotFound, "No such endpoint.")
 )
 
 // methodNotAllowed refuses a method the route does not answer, naming the
 // ones it does in Allow.
-func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+func (e *Edge) MethodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
-	a.writeError(w, r, apperr.New(apperr.MethodNotAllowed, wire.CodeMethodNotAllowed, "Method not allowed; use "+allow+"."))
+	e.Error(w, r, apperr.New(apperr.MethodNotAllowed, wire.CodeMethodNotAllowed, "Method not allowed; use "+allow+"."))
 }
 
 // wireCode is the error_code errorBody gives e.
@@ -136,7 +135,7 @@ func wireCode(e *apperr.Error) string {
 	return e.Code
 }
 
-func isInternal(err error) bool {
+func IsInternal(err error) bool {
 	var e *apperr.Error
 	return !errors.As(err, &e) || e.Kind == apperr.Internal
 }

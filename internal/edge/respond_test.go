@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestStatusOfEachKind(t *testing.T) {
 		apperr.MethodNotAllowed: 405,
 		apperr.Kind(99):         500,
 	} {
-		if got := status(kind); got != want {
+		if got := Status(kind); got != want {
 			t.Errorf("status(%d) = %d, want %d", kind, got, want)
 		}
 	}
@@ -48,10 +48,10 @@ func decodeRecorded(t *testing.T, rec *httptest.ResponseRecorder) map[string]any
 // names nothing from inside.
 func TestInternalErrorsTellTheClientNothing(t *testing.T) {
 	var logs bytes.Buffer
-	a := &API{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	ed := &Edge{log: slog.New(slog.NewTextHandler(&logs, nil))}
 	rec := httptest.NewRecorder()
 	cause := errors.New(`pq: relation "license_keys" does not exist at /srv/keyward`)
-	a.writeError(rec, httptest.NewRequest("POST", "/api/auth/login.php", nil), apperr.Wrap(cause, "find key"))
+	ed.Error(rec, httptest.NewRequest("POST", "/api/auth/login.php", nil), apperr.Wrap(cause, "find key"))
 	if rec.Code != 500 {
 		t.Fatalf("status %d, want 500", rec.Code)
 	}
@@ -69,11 +69,11 @@ func TestInternalErrorsTellTheClientNothing(t *testing.T) {
 
 // A client error carries its code, message, extra fields and Retry-After.
 func TestClientErrorsCarryCodeFieldsAndRetryAfter(t *testing.T) {
-	a := &API{log: slog.New(slog.DiscardHandler)}
+	ed := &Edge{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	e := apperr.New(apperr.Forbidden, "DEVICE_LIMIT", "Device limit reached.").With("devices_used", 2).With("max_devices", 2)
 	e.RetryAfter = 30
-	a.writeError(rec, httptest.NewRequest("POST", "/", nil), e)
+	ed.Error(rec, httptest.NewRequest("POST", "/", nil), e)
 	if rec.Code != 403 || rec.Header().Get("Retry-After") != "30" {
 		t.Fatalf("status %d, Retry-After %q; want 403, 30", rec.Code, rec.Header().Get("Retry-After"))
 	}
@@ -88,8 +88,8 @@ func TestClientErrorsCarryCodeFieldsAndRetryAfter(t *testing.T) {
 // logged, not sent.
 func TestPanicsBecomeAGenericJSON500(t *testing.T) {
 	var logs bytes.Buffer
-	a := &API{log: slog.New(slog.NewTextHandler(&logs, nil))}
-	h := a.recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+	ed := &Edge{log: slog.New(slog.NewTextHandler(&logs, nil))}
+	h := ed.Recoverer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		panic("index out of range in secret-handling code")
 	}))
 	rec := httptest.NewRecorder()
@@ -111,7 +111,7 @@ func TestPanicsBecomeAGenericJSON500(t *testing.T) {
 // JSON replies keep '<' and '&' as they are: clients compare strings byte for
 // byte.
 func TestMarshalDoesNotEscapeHTML(t *testing.T) {
-	got := string(marshal(map[string]any{"message": "<b>Tom & Jerry</b>"}))
+	got := string(Marshal(map[string]any{"message": "<b>Tom & Jerry</b>"}))
 	if got != `{"message":"<b>Tom & Jerry</b>"}` {
 		t.Errorf("marshal = %s", got)
 	}

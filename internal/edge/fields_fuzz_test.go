@@ -1,4 +1,4 @@
-package httpapi
+package edge
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func FuzzParseFields(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fs, err := parseFields(body)
+		fs, err := ParseFields(body)
 		fzCheckErr(t, "parseFields", err)
 		trimmed := bytes.TrimSpace(body)
 		isObject := len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(trimmed)
@@ -101,8 +101,8 @@ func FuzzParseFields(f *testing.F) {
 		}
 		// Aliases: the first present name wins.
 		if len(names) > 1 {
-			a, errA := fs.str(names...)
-			b, errB := fs.str(names[0])
+			a, errA := fs.Str(names...)
+			b, errB := fs.Str(names[0])
 			if errB == nil && string(fs[names[0]]) != "null" && (errA != nil || a != b) {
 				t.Fatalf("str(%q...) = %q, %v; str(%q) = %q", names[0], a, errA, names[0], b)
 			}
@@ -112,12 +112,12 @@ func FuzzParseFields(f *testing.F) {
 
 // fzAccessors runs every accessor on field n and checks what each returns
 // against the raw JSON value.
-func fzAccessors(t *testing.T, fs fields, n string) {
+func fzAccessors(t *testing.T, fs Fields, n string) {
 	t.Helper()
 	raw, present := fs[n]
 	isNull := !present || string(raw) == "null"
 
-	s, err := fs.str(n)
+	s, err := fs.Str(n)
 	fzCheckErr(t, "str", err)
 	var want string
 	switch {
@@ -140,13 +140,13 @@ func fzAccessors(t *testing.T, fs fields, n string) {
 		}
 	}
 
-	k, err := fs.key(n)
+	k, err := fs.Key(n)
 	fzCheckErr(t, "key", err)
 	if err == nil && k != strings.TrimSpace(s) {
 		t.Fatalf("key(%q) = %q, want str trimmed %q", n, k, strings.TrimSpace(s))
 	}
 
-	i, ok, err := fs.int(n)
+	i, ok, err := fs.Int(n)
 	fzCheckErr(t, "int", err)
 	if isNull && (ok || err != nil) {
 		t.Fatalf("int of absent/null %q = %d, %v, %v", n, i, ok, err)
@@ -160,7 +160,7 @@ func fzAccessors(t *testing.T, fs fields, n string) {
 		t.Fatalf("int(%q) of %s: neither a value nor an error", n, raw)
 	}
 
-	b, ok, err := fs.boolean(n)
+	b, ok, err := fs.Bool(n)
 	fzCheckErr(t, "boolean", err)
 	if isNull && (ok || err != nil) {
 		t.Fatalf("boolean of absent/null %q = %v, %v, %v", n, b, ok, err)
@@ -183,7 +183,7 @@ func FuzzFieldValue(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		body := []byte(`{"f":` + v + `}`)
-		fs, err := parseFields(body)
+		fs, err := ParseFields(body)
 		fzCheckErr(t, "parseFields", err)
 		if err != nil {
 			if json.Valid(body) {
@@ -198,7 +198,7 @@ func FuzzFieldValue(f *testing.F) {
 		dec.UseNumber()
 		if json.Valid([]byte(v)) && dec.Decode(&n) == nil && !strings.HasPrefix(strings.TrimSpace(v), `"`) {
 			if want, perr := strconv.ParseInt(n.String(), 10, 64); perr == nil {
-				got, ok, err := fs.int("f")
+				got, ok, err := fs.Int("f")
 				if !ok || err != nil || got != want {
 					t.Fatalf("int of %s = %d, %v, %v; want %d", v, got, ok, err, want)
 				}
