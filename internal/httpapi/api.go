@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/edge"
+	"github.com/keyward/keyward/internal/opsapi"
 
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/account"
@@ -69,10 +70,17 @@ type API struct {
 	now      func() time.Time
 	cfg      Config
 	routes   []Route
-	checks   []Check
 	metrics  *metrics.Metrics
 	ui       UI
+	ops      *opsapi.API
 }
+
+// Check is one readiness check of /readyz (opsapi.Check).
+type Check = opsapi.Check
+
+// MetricsHandler serves the metrics without a token, for a separate
+// listener (--metrics-addr) that only the monitoring network reaches.
+func (a *API) MetricsHandler() http.Handler { return a.ops.MetricsHandler() }
 
 // Services are the domain services the API serves.
 type Services struct {
@@ -116,13 +124,14 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	a := &API{lic: sv.License, accounts: sv.Accounts, trials: sv.Trials, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, checks: sv.Checks, metrics: sv.Metrics, ui: sv.UI, db: db, log: log, now: now, cfg: cfg}
+		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, metrics: sv.Metrics, ui: sv.UI, db: db, log: log, now: now, cfg: cfg}
 	a.Edge = edge.New(edge.Options{Log: log, Now: now, Metrics: sv.Metrics, Replays: db, Apps: sv.License, Refusals: refusals{sv.Abuse},
 		Config: edge.Config{TrustProxy: cfg.TrustProxy, ReplayMemory: cfg.ReplayMemory, Rate: cfg.Rate, AdminRate: cfg.AdminRate, HeartbeatRate: cfg.HeartbeatRate},
 		AdminSigned: func(r *http.Request) bool {
 			tok := edge.BearerToken(r)
 			return tok != "" && sv.Admins.Signed(tok)
 		}})
+	a.ops = opsapi.New(a.Edge, log, sv.Checks, sv.Metrics, cfg.MetricsToken)
 	return a
 }
 
@@ -174,13 +183,8 @@ func (a *API) Handler() http.Handler {
 		return edge.Route{Pattern: pattern, Auth: auth, Handler: h}
 	}
 
-	// The API's own OpenAPI description (docs/openapi.yaml): public.
-	mount(direct(get+"/api/openapi.yaml", edge.Public, openAPI))
-
-	// Operations: liveness and readiness probes, public and cheap (ops.go).
-	mount(direct(get+"/healthz", edge.Public, a.healthz))
-	mount(direct(get+"/readyz", edge.Public, a.readyz))
-	mount(direct(get+"/metrics", edge.Public, a.serveMetrics))
+	// Operator routes: probes, metrics, the OpenAPI description (opsapi).
+	mount(a.ops.Routes()...)
 
 	// Client API: app secret. Envelope routes take and give envelopes;
 	// ReplayShared marks side effects whose replay is also checked across

@@ -1,4 +1,4 @@
-package httpapi
+package opsapi
 
 import (
 	"net/http"
