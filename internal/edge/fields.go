@@ -266,3 +266,17 @@ func skipJSONValue(b []byte, i int) int {
 	}
 	return i
 }
+
+// PlainBody reads a public route's JSON body (at most ClientBodyLimit),
+// answering the refusal itself when it cannot.
+func (e *Edge) PlainBody(w http.ResponseWriter, r *http.Request) (Fields, bool) {
+	body, err := ReadBody(w, r, ClientBodyLimit)
+	if err == nil {
+		var f Fields
+		if f, err = ParseFields(body); err == nil {
+			return f, true
+		}
+	}
+	e.Error(w, r, err)
+	return nil, false
+}

@@ -254,7 +254,7 @@ func (c *adminCall) required(name string) (string, error) {
 
 // adminLogin: POST /api/admin/login.php {username, password} → {token}.
 func (a *API) adminLogin(w http.ResponseWriter, r *http.Request) {
-	f, ok := a.plainBody(w, r)
+	f, ok := a.PlainBody(w, r)
 	if !ok {
 		return
 	}

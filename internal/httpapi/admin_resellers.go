@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"strconv"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
@@ -25,24 +24,6 @@ func resellerView(r *reseller.Reseller) wire.Reseller {
 	return wire.Reseller{ID: r.ID, AppID: r.AppID, Name: r.Name, Email: r.Email, TokenHint: r.TokenHint,
 		Balance: r.Balance, Products: products, Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt),
 		UpdatedAt: license.Timestamp(r.UpdatedAt)}
-}
-
-// entryViews are ledger entries as both APIs show them.
-func entryViews(es []reseller.Entry) []wire.LedgerEntry {
-	out := make([]wire.LedgerEntry, len(es))
-	for i, e := range es {
-		out[i] = wire.LedgerEntry{ID: e.ID, ResellerID: e.ResellerID, ResellerName: e.ResellerName, At: license.Timestamp(e.At),
-			Delta: e.Delta, BalanceAfter: e.BalanceAfter, Reason: e.Reason, Detail: e.Detail, Actor: e.Actor}
-	}
-	return out
-}
-
-// cursorOf is the next_cursor of a page: null at the end.
-func cursorOf(next int64) any {
-	if next == 0 {
-		return nil
-	}
-	return strconv.FormatInt(next, 10)
 }
 
 // parseProducts decodes a products list: a JSON array of {id, name,
@@ -100,7 +81,7 @@ func (a *API) getResellers(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := wire.ResellerActivityReply{Success: true, Activity: entryViews(es)}
+	res := wire.ResellerActivityReply{Success: true, Activity: reseller.LedgerEntries(es)}
 	if next != 0 {
 		res.NextCursor = cursorString(next)
 	}

@@ -20,7 +20,7 @@ import (
 // adminTOTP: POST /api/admin/totp.php {step1_token, code} completes a
 // two-factor sign-in with a TOTP code or a recovery code → {token}.
 func (a *API) adminTOTP(w http.ResponseWriter, r *http.Request) {
-	f, ok := a.plainBody(w, r)
+	f, ok := a.PlainBody(w, r)
 	if !ok {
 		return
 	}

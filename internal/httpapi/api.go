@@ -12,6 +12,7 @@ import (
 
 	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/opsapi"
+	"github.com/keyward/keyward/internal/portal"
 
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/account"
@@ -61,18 +62,19 @@ type API struct {
 	updates  *update.Service
 	webhooks *webhook.Service
 	abuse    *abuse.Detector
-	customer *customer.Service
-	reports  *analytics.Service
-	usage    *analytics.Recorder
-	sellers  *reseller.Service
-	db       *store.DB
-	log      *slog.Logger
-	now      func() time.Time
-	cfg      Config
-	routes   []Route
-	metrics  *metrics.Metrics
-	ui       UI
-	ops      *opsapi.API
+
+	reports *analytics.Service
+	usage   *analytics.Recorder
+	sellers *reseller.Service
+	db      *store.DB
+	log     *slog.Logger
+	now     func() time.Time
+	cfg     Config
+	routes  []Route
+	metrics *metrics.Metrics
+	ui      UI
+	ops     *opsapi.API
+	portal  *portal.API
 }
 
 // Check is one readiness check of /readyz (opsapi.Check).
@@ -124,13 +126,14 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 		cfg.MaxArtifact = 4096 << 20
 	}
 	a := &API{lic: sv.License, accounts: sv.Accounts, trials: sv.Trials, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		customer: sv.Customers, sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, metrics: sv.Metrics, ui: sv.UI, db: db, log: log, now: now, cfg: cfg}
+		sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, metrics: sv.Metrics, ui: sv.UI, db: db, log: log, now: now, cfg: cfg}
 	a.Edge = edge.New(edge.Options{Log: log, Now: now, Metrics: sv.Metrics, Replays: db, Apps: sv.License, Refusals: refusals{sv.Abuse},
 		Config: edge.Config{TrustProxy: cfg.TrustProxy, ReplayMemory: cfg.ReplayMemory, Rate: cfg.Rate, AdminRate: cfg.AdminRate, HeartbeatRate: cfg.HeartbeatRate},
 		AdminSigned: func(r *http.Request) bool {
 			tok := edge.BearerToken(r)
 			return tok != "" && sv.Admins.Signed(tok)
 		}})
+	a.portal = portal.New(a.Edge, sv.Customers, sv.Sellers, now)
 	a.ops = opsapi.New(a.Edge, log, sv.Checks, sv.Metrics, cfg.MetricsToken)
 	return a
 }
@@ -214,13 +217,6 @@ func (a *API) Handler() http.Handler {
 	mount(direct(get+"/api/app/pricing.php", edge.Public, a.pricingRoute), direct(post+"/api/app/pricing.php", edge.Public, a.createOrder))
 	mount(direct(post+"/api/app/fulfill.php", edge.Public, a.fulfill))
 
-	// Customer self-service: a customer token from login.php (customer.go).
-	mount(direct(post+"/api/customer/login.php", edge.Public, a.customerLogin))
-	a.customerRoute(mount, "/api/customer/key.php", customerMethods{"GET": a.customerKey})
-	a.customerRoute(mount, "/api/customer/sessions.php", customerMethods{"DELETE": a.customerEndSession, "POST": a.customerEndSession})
-	a.customerRoute(mount, "/api/customer/orders.php", customerMethods{"GET": a.customerOrders})
-	a.customerRoute(mount, "/api/customer/subscriptions.php", customerMethods{"GET": a.customerSubscriptions, "POST": a.customerCancel})
-
 	// Admin API: bearer token.
 	mount(edge.Route{Pattern: post + "/api/admin/login.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminLogin)})
 	// Each method names the least role it needs on the app given by app_id
@@ -266,10 +262,8 @@ func (a *API) Handler() http.Handler {
 	a.bearerRoute(mount, "/api/admin/resellers.php", methods{"GET": manage(a.getResellers), "POST": credentialOn(owner(a.postResellers), "", "create", "rotate_token"),
 		"PUT": owner(a.putReseller), "DELETE": owner(a.deleteReseller)})
 
-	// Reseller API: the reseller's own bearer token (kwr_…).
-	a.resellerRoute(mount, "/api/reseller/me.php", resellerMethods{"GET": a.resellerMe})
-	a.resellerRoute(mount, "/api/reseller/keys.php", resellerMethods{"GET": a.resellerKeys, "POST": a.resellerPostKeys})
-	a.resellerRoute(mount, "/api/reseller/ledger.php", resellerMethods{"GET": a.resellerLedger})
+	// The customer and reseller portal (portal).
+	mount(a.portal.Routes()...)
 
 	// The dashboard: pages that call the admin API above in process, so they
 	// obey exactly its validation, authorization and audit.

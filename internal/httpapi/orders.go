@@ -26,23 +26,10 @@ func orderView(o *commerce.Order) map[string]any {
 		"payment_ref": o.PaymentRef, "license_keys": o.Keys, "created_at": optStamp(&o.CreatedAt), "fulfilled_at": optStamp(o.FulfilledAt)}
 }
 
-// plainBody reads a public route's JSON body.
-func (a *API) plainBody(w http.ResponseWriter, r *http.Request) (edge.Fields, bool) {
-	body, err := edge.ReadBody(w, r, edge.ClientBodyLimit)
-	if err == nil {
-		var f edge.Fields
-		if f, err = edge.ParseFields(body); err == nil {
-			return f, true
-		}
-	}
-	a.Error(w, r, err)
-	return nil, false
-}
-
 // createOrder: POST app/pricing.php {app_id, plan_id, email} (public) → a
 // pending order; event new_order.
 func (a *API) createOrder(w http.ResponseWriter, r *http.Request) {
-	f, ok := a.plainBody(w, r)
+	f, ok := a.PlainBody(w, r)
 	if !ok {
 		return
 	}
@@ -88,7 +75,7 @@ func (a *API) pricingRoute(w http.ResponseWriter, r *http.Request) {
 // fulfill: POST app/fulfill.php {order_id, secret, payment_ref?}
 // (server-to-server) → the fulfilled order with its keys; repeatable.
 func (a *API) fulfill(w http.ResponseWriter, r *http.Request) {
-	f, ok := a.plainBody(w, r)
+	f, ok := a.PlainBody(w, r)
 	if !ok {
 		return
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package portal
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (m customerMethods) list() []string {
 
 // customerRoute registers a bearer customer route, one method pattern per
 // method (a method it does not list gets the edge's 405).
-func (a *API) customerRoute(mount mounter, path string, m customerMethods) {
+func customerRoute(a *API, path string, m customerMethods) []edge.Route {
 	var rs []edge.Route
 	for _, method := range m.list() {
 		h := m[method]
@@ -54,7 +54,7 @@ func (a *API) customerRoute(mount mounter, path string, m customerMethods) {
 				a.Error(w, r, err)
 				return
 			}
-			f, ok := a.plainBody(w, r)
+			f, ok := a.PlainBody(w, r)
 			if !ok {
 				return
 			}
@@ -66,7 +66,7 @@ func (a *API) customerRoute(mount mounter, path string, m customerMethods) {
 			edge.WriteJSON(w, http.StatusOK, res)
 		})})
 	}
-	mount(rs...)
+	return rs
 }
 
 // param reads a string from the query string or, failing that, the body.

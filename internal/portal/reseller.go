@@ -1,4 +1,4 @@
-package httpapi
+package portal
 
 import (
 	"context"
@@ -35,7 +35,7 @@ var errResellerUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauth
 // resellerRoute registers a reseller API path, one method pattern per
 // method: the bearer token is a reseller's (kwr_…), the body a size-limited
 // JSON object.
-func (a *API) resellerRoute(mount mounter, path string, m resellerMethods) {
+func resellerRoute(a *API, path string, m resellerMethods) []edge.Route {
 	var ms []string
 	for k := range m {
 		ms = append(ms, k)
@@ -53,7 +53,7 @@ func (a *API) resellerRoute(mount mounter, path string, m resellerMethods) {
 			edge.WriteJSON(w, http.StatusOK, res)
 		})})
 	}
-	mount(rs...)
+	return rs
 }
 
 func (a *API) serveReseller(w http.ResponseWriter, r *http.Request, h resellerHandler) (map[string]any, error) {
@@ -184,5 +184,13 @@ func (a *API) resellerLedger(ctx context.Context, rc *resellerCall) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "balance": rc.c.Reseller.Balance, "entries": entryViews(es), "next_cursor": cursorOf(next)}, nil
+	return map[string]any{"success": true, "balance": rc.c.Reseller.Balance, "entries": reseller.LedgerEntries(es), "next_cursor": cursorOf(next)}, nil
+}
+
+// cursorOf is the next_cursor of a page: null at the end.
+func cursorOf(next int64) any {
+	if next == 0 {
+		return nil
+	}
+	return strconv.FormatInt(next, 10)
 }
