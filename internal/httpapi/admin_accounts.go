@@ -13,7 +13,7 @@ import (
 
 // accountView is an account as the admin API shows it.
 func accountView(acct *license.Account, now time.Time) map[string]any {
-	u := accountUser(acct, now)
+	u := acct.WireUser(now)
 	v := map[string]any{"id": u.ID, "username": u.Username, "email": u.Email, "status": acct.StatusAt(now),
 		"expires_at": optStamp(acct.ExpiresAt), "days_remaining": u.DaysRemaining, "max_devices": u.MaxDevices,
 		"key_type": u.KeyType, "lifetime": u.Lifetime}
@@ -141,4 +141,12 @@ func (a *API) deleteAccount(ctx context.Context, c *adminCall) (map[string]any, 
 		return nil, err
 	}
 	return map[string]any{"success": true, "message": "Account deleted."}, nil
+}
+
+// optStamp is a wire timestamp, or JSON null for nil.
+func optStamp(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return license.Timestamp(*t)
 }

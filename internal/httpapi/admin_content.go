@@ -438,3 +438,13 @@ func (a *API) deleteFlag(ctx context.Context, c *adminCall) (any, error) {
 	}
 	return wire.MessageReply{Success: true, Message: "Flag deleted."}, nil
 }
+
+func slideView(sl *content.Slide) map[string]any {
+	return map[string]any{"id": sl.ID, "title": sl.Title, "body": sl.Body, "image_url": sl.ImageURL, "link_url": sl.LinkURL,
+		"order": sl.Position, "starts_at": optStamp(sl.StartsAt), "ends_at": optStamp(sl.EndsAt)}
+}
+
+func entryView(e *content.Entry) map[string]any {
+	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,
+		"published_at": optStamp(e.PublishedAt)}
+}

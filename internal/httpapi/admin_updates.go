@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func releaseView(r *update.Release) wire.Release {
 	for i := range r.Artifacts {
 		a := &r.Artifacts[i]
 		arts = append(arts, wire.Artifact{ID: a.ID, OS: a.OS, Arch: a.Arch, FileName: a.FileName, Size: a.Size,
-			SHA256: a.SHA256, DownloadURL: downloadURL(r, a), CreatedAt: license.Timestamp(a.CreatedAt)})
+			SHA256: a.SHA256, DownloadURL: update.DownloadURL(r, a), CreatedAt: license.Timestamp(a.CreatedAt)})
 	}
 	status := "draft"
 	switch {
@@ -122,7 +123,7 @@ func (a *API) explainUpdate(ctx context.Context, c *adminCall, appID string) (ma
 	}
 	res := map[string]any{"success": true, "update_available": d.Release != nil, "reasons": reasons}
 	if d.Release != nil {
-		res["update"] = updateDescriptor(d)
+		res["update"] = update.Descriptor(d)
 	}
 	return res, nil
 }
@@ -343,3 +344,9 @@ func (a *API) uploadArtifact(ctx context.Context, c *adminCall) (any, error) {
 }
 
 var errArtifactTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "The artifact is larger than the configured --max-artifact-mb.")
+
+// isBodyLimit reports whether err comes from a body over its MaxBytesReader.
+func isBodyLimit(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/keyward/keyward/internal/clientapi"
 	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/opsapi"
 	"github.com/keyward/keyward/internal/portal"
@@ -74,6 +75,7 @@ type API struct {
 	metrics *metrics.Metrics
 	ui      UI
 	ops     *opsapi.API
+	client  *clientapi.API
 	portal  *portal.API
 }
 
@@ -133,6 +135,8 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 			tok := edge.BearerToken(r)
 			return tok != "" && sv.Admins.Signed(tok)
 		}})
+	a.client = clientapi.New(a.Edge, clientapi.Services{License: sv.License, Accounts: sv.Accounts, Trials: sv.Trials, Content: sv.Content,
+		Commerce: sv.Commerce, Orders: sv.Orders, Updates: sv.Updates, Abuse: sv.Abuse, Usage: sv.Usage, Metrics: sv.Metrics}, now)
 	a.portal = portal.New(a.Edge, sv.Customers, sv.Sellers, now)
 	a.ops = opsapi.New(a.Edge, log, sv.Checks, sv.Metrics, cfg.MetricsToken)
 	return a
@@ -153,16 +157,6 @@ func (f refusals) BadEnvelope(ctx context.Context, app *license.App, ip string) 
 	f.d.Burst(ctx, app, abuse.EnvelopeFailures, ip)
 }
 
-// liveApp resolves an app named by id on a public route (price list,
-// orders, changelog): NOT_FOUND, or APP_REVOKED while its owner has revoked it.
-func (a *API) liveApp(ctx context.Context, id string) (*license.App, error) {
-	app, err := a.lic.App(ctx, id)
-	if err == nil && app.RevokedAt != nil {
-		return nil, license.ErrAppRevoked
-	}
-	return app, err
-}
-
 // Handler returns the route table wrapped in the common middleware.
 func (a *API) Handler() http.Handler {
 	mux := a.NewMux()
@@ -173,56 +167,18 @@ func (a *API) Handler() http.Handler {
 			a.addRoute(rt)
 		}
 	}
-	const (
-		get, post = "GET ", "POST "
-	)
-	plain := func(pattern string, h edge.ClientHandler) edge.Route {
-		return edge.Route{Pattern: pattern, Auth: edge.AppSecret, Transport: edge.Plain, Client: h}
-	}
-	env := func(pattern string, scope edge.ReplayScope, h edge.ClientHandler) edge.Route {
-		return edge.Route{Pattern: pattern, Auth: edge.AppSecret, Transport: edge.Envelope, Replay: scope, Client: h}
-	}
-	direct := func(pattern string, auth edge.Auth, h http.HandlerFunc) edge.Route {
-		return edge.Route{Pattern: pattern, Auth: auth, Handler: h}
-	}
-
 	// Operator routes: probes, metrics, the OpenAPI description (opsapi).
 	mount(a.ops.Routes()...)
 
-	// Client API: app secret. Envelope routes take and give envelopes;
-	// ReplayShared marks side effects whose replay is also checked across
-	// processes.
-	mount(env(post+"/api/auth/login.php", edge.ReplayShared, a.login))
-	// The heartbeat: its own per-IP bucket; a revoked app's heartbeats are
-	// served, to end their sessions with SESSION_REVOKED.
-	mount(edge.Route{Pattern: post + "/api/auth/heartbeat.php", Auth: edge.AppSecret, Limit: edge.LimitHeartbeat, Transport: edge.Envelope,
-		Replay: edge.ReplayLocal, ServesRevoked: true, Raw: a.heartbeat})
-	mount(env(post+"/api/auth/logout.php", edge.ReplayShared, a.logout))
-	mount(edge.Route{Pattern: post + "/api/auth/check-key.php", Auth: edge.AppSecret, Transport: edge.Mirrored, Replay: edge.ReplayLocal, Client: a.checkKey})
-	mount(plain(post+"/api/update/validate.php", a.validate))
-	mount(env(post+"/api/update/check.php", edge.ReplayLocal, a.updateCheck))
-	mount(direct(get+"/api/update/download.php", edge.AppSecret, a.updateDownload), direct("HEAD /api/update/download.php", edge.AppSecret, a.updateDownload))
-	mount(plain(post+"/api/auth/request-hwid-reset.php", a.requestHWIDReset))
-	mount(plain(post+"/api/customer/reset-hwid.php", a.selfReset))
-	mount(plain(post+"/api/auth/trial.php", a.trial))
-	mount(plain(post+"/api/auth/account-register.php", a.register))
-	mount(plain(post+"/api/auth/account-login.php", a.accountLogin))
-	mount(plain(post+"/api/auth/change-password.php", a.changePassword))
-	mount(plain(post+"/api/auth/account-redeem.php", a.redeem))
-	mount(edge.Route{Pattern: get + "/api/app/info.php", Auth: edge.AppSecret, Transport: edge.SealedGet, Client: a.info})
-	mount(edge.Route{Pattern: get + "/api/app/text.php", Auth: edge.AppSecret, Transport: edge.SealedGet, Client: a.text})
-	mount(env(post+"/api/app/slides.php", edge.ReplayLocal, a.slides))
-	mount(env(post+"/api/app/social-click.php", edge.ReplayShared, a.socialClick))
-	mount(direct(get+"/api/app/changelog.php", edge.Public, a.changelog))
-	mount(direct(get+"/api/app/pricing.php", edge.Public, a.pricingRoute), direct(post+"/api/app/pricing.php", edge.Public, a.createOrder))
-	mount(direct(post+"/api/app/fulfill.php", edge.Public, a.fulfill))
+	// The client API shipped apps call (clientapi).
+	mount(a.client.Routes()...)
 
 	// Admin API: bearer token.
-	mount(edge.Route{Pattern: post + "/api/admin/login.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminLogin)})
+	mount(edge.Route{Pattern: "POST /api/admin/login.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminLogin)})
 	// Each method names the least role it needs on the app given by app_id
 	// (read: viewer and up, support, manage: admin and up, owner); self
 	// routes are about the caller. Handlers ask for more with c.need.
-	mount(edge.Route{Pattern: post + "/api/admin/totp.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminTOTP)})
+	mount(edge.Route{Pattern: "POST /api/admin/totp.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminTOTP)})
 	a.bearerRoute(mount, "/api/admin/logout.php", methods{"POST": self(a.adminLogout)})
 	a.bearerRoute(mount, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": credential(self(a.putProfile))})
 	a.bearerRoute(mount, "/api/admin/signing.php", methods{"GET": self(a.signingKeys)})

@@ -1,4 +1,4 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
@@ -89,11 +89,6 @@ func (a *API) slides(ctx context.Context, c *edge.Call) (any, error) {
 // slideView is a slide as the admin API shows it (with admin fields added
 // by the caller).
 
-func slideView(sl *content.Slide) map[string]any {
-	return map[string]any{"id": sl.ID, "title": sl.Title, "body": sl.Body, "image_url": sl.ImageURL, "link_url": sl.LinkURL,
-		"order": sl.Position, "starts_at": optStamp(sl.StartsAt), "ends_at": optStamp(sl.EndsAt)}
-}
-
 // socialClick: POST app/social-click.php (envelope) {link_id} or {platform}.
 func (a *API) socialClick(ctx context.Context, c *edge.Call) (any, error) {
 	id, _, err := c.F.Int("link_id")
@@ -148,8 +143,3 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 
 // entryView is a changelog entry as the admin API shows it (with admin
 // fields added by the caller).
-
-func entryView(e *content.Entry) map[string]any {
-	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,
-		"published_at": optStamp(e.PublishedAt)}
-}

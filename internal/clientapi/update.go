@@ -1,11 +1,9 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
-	"errors"
 	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/keyward/keyward/internal/edge"
@@ -42,31 +40,7 @@ func (a *API) updateCheck(ctx context.Context, c *edge.Call) (any, error) {
 			Message: "No update available: " + req.Version.String() + " is the latest version for this caller."}, nil
 	}
 	return &wire.UpdateCheckReply{Success: true, UpdateAvailable: true, Message: "Update available.",
-		Update: updateDescriptor(d)}, nil
-}
-
-// updateDescriptor is the update object of a check reply (API reference,
-// "Update descriptor"; SDKs read version, sha256, size and download_url).
-func updateDescriptor(d update.Decision) *wire.UpdateDescriptor {
-	r, art := d.Release, d.Artifact
-	return &wire.UpdateDescriptor{Version: r.Version.String(), Channel: r.Channel, IsMandatory: d.Mandatory,
-		FileSize: art.Size, Size: art.Size, SHA256: art.SHA256, Changelog: r.Changelog,
-		DownloadURL: downloadURL(r, art)}
-}
-
-// downloadURL is the path, relative to the base URL, that downloads art; it
-// names the platform only when the release has several artifacts.
-func downloadURL(r *update.Release, art *update.Artifact) string {
-	q := "v=" + url.QueryEscape(r.Version.String())
-	if len(r.Artifacts) > 1 {
-		if art.OS != "" {
-			q += "&os=" + url.QueryEscape(art.OS)
-		}
-		if art.Arch != "" {
-			q += "&arch=" + url.QueryEscape(art.Arch)
-		}
-	}
-	return "api/update/download.php?" + q
+		Update: update.Descriptor(d)}, nil
 }
 
 // updateDownload: GET update/download.php?v=[&os=&arch=] (app secret)
@@ -109,10 +83,4 @@ func (a *API) updateDownload(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "private, no-cache")
 	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": art.FileName}))
 	http.ServeContent(w, r, "", art.CreatedAt, obj)
-}
-
-// isBodyLimit reports whether err comes from a body over its MaxBytesReader.
-func isBodyLimit(err error) bool {
-	var mbe *http.MaxBytesError
-	return errors.As(err, &mbe)
 }

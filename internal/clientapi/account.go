@@ -1,9 +1,8 @@
-package httpapi
+package clientapi
 
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/keyward/keyward/internal/edge"
 
@@ -13,34 +12,6 @@ import (
 )
 
 // App user account endpoints (plain JSON, sdk-compat §1.8–§1.11).
-
-// optStamp is a wire timestamp, or JSON null for nil.
-func optStamp(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return license.Timestamp(*t)
-}
-
-// accountUser is the user block of register and account-login replies.
-func accountUser(a *license.Account, now time.Time) wire.AccountUser {
-	u := wire.AccountUser{
-		ID:            a.ID,
-		Username:      a.Username,
-		Email:         a.Email,
-		Status:        string(a.StatusAt(now)),
-		ExpiresAt:     wire.AtPtr(a.ExpiresAt),
-		DaysRemaining: a.DaysRemaining(now),
-		MaxDevices:    a.MaxDevices,
-		KeyType:       "days",
-		Lifetime:      a.Lifetime(),
-		LicenseKey:    a.LicenseKey,
-	}
-	if a.Lifetime() {
-		u.KeyType = "lifetime"
-	}
-	return u
-}
 
 // register: auth/account-register.php {username, password, email?, license_key?}.
 func (a *API) register(ctx context.Context, c *edge.Call) (any, error) {
@@ -72,7 +43,7 @@ func (a *API) register(ctx context.Context, c *edge.Call) (any, error) {
 	return &wire.RegisterReply{
 		Success: true,
 		Message: msg,
-		User:    accountUser(acct, a.lic.Now()),
+		User:    acct.WireUser(a.lic.Now()),
 		Key:     wire.Grant{DaysAdded: g.DaysAdded, Lifetime: g.Lifetime},
 	}, nil
 }
@@ -104,7 +75,7 @@ func (a *API) accountLogin(ctx context.Context, c *edge.Call) (any, error) {
 		Message:           "Login successful",
 		SessionID:         res.SessionToken,
 		HeartbeatInterval: c.App.Settings.HeartbeatInterval,
-		User:              wire.AccountLoginUser{AccountUser: accountUser(acct, a.lic.Now()), HWID: req.HWID},
+		User:              wire.AccountLoginUser{AccountUser: acct.WireUser(a.lic.Now()), HWID: req.HWID},
 		Features:          c.App.Features(acct.Features),
 		App:               appBlock(c.App),
 		LicenseKey:        acct.LicenseKey, // absent when the account has none
