@@ -1,5 +1,7 @@
-// Package httpapi is keyward's HTTP surface: the route table, middleware, the
-// envelope transport and the only mapping from apperr kinds to HTTP statuses.
+// Package httpapi assembles keyward's HTTP surfaces: it builds the edge
+// (middleware, transports, the one error writer) and mounts the route
+// tables of the client API, the admin API, the customer/reseller portal, the
+// operator routes and the dashboard on one mux.
 package httpapi
 
 import (
@@ -10,20 +12,20 @@ import (
 	"sort"
 	"time"
 
-	"github.com/keyward/keyward/internal/clientapi"
-	"github.com/keyward/keyward/internal/edge"
-	"github.com/keyward/keyward/internal/opsapi"
-	"github.com/keyward/keyward/internal/portal"
-
 	"github.com/keyward/keyward/internal/abuse"
 	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/adminapi"
 	"github.com/keyward/keyward/internal/analytics"
+	"github.com/keyward/keyward/internal/clientapi"
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/content"
 	"github.com/keyward/keyward/internal/customer"
+	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/metrics"
+	"github.com/keyward/keyward/internal/opsapi"
+	"github.com/keyward/keyward/internal/portal"
 	"github.com/keyward/keyward/internal/ratelimit"
 	"github.com/keyward/keyward/internal/reseller"
 	"github.com/keyward/keyward/internal/store"
@@ -53,30 +55,12 @@ type API struct {
 	// Edge is the shared middleware, transports and error writer; its
 	// SetSigning, InFlight and WaitIdle are the API's.
 	*edge.Edge
-	lic      *license.Service
-	accounts *account.Service
-	trials   *trial.Service
-	admins   *admin.Service
-	content  *content.Service
-	commerce *commerce.Service
-	orders   *commerce.Orders
-	updates  *update.Service
-	webhooks *webhook.Service
-	abuse    *abuse.Detector
-
-	reports *analytics.Service
-	usage   *analytics.Recorder
-	sellers *reseller.Service
-	db      *store.DB
-	log     *slog.Logger
-	now     func() time.Time
-	cfg     Config
-	routes  []Route
-	metrics *metrics.Metrics
-	ui      UI
-	ops     *opsapi.API
-	client  *clientapi.API
-	portal  *portal.API
+	routes []Route
+	ui     UI
+	ops    *opsapi.API
+	client *clientapi.API
+	portal *portal.API
+	admin  *adminapi.API
 }
 
 // Check is one readiness check of /readyz (opsapi.Check).
@@ -127,16 +111,15 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 	if cfg.MaxArtifact <= 0 {
 		cfg.MaxArtifact = 4096 << 20
 	}
-	a := &API{lic: sv.License, accounts: sv.Accounts, trials: sv.Trials, admins: sv.Admins, content: sv.Content, commerce: sv.Commerce, orders: sv.Orders, updates: sv.Updates, webhooks: sv.Webhooks, abuse: sv.Abuse,
-		sellers: sv.Sellers, reports: sv.Analytics, usage: sv.Usage, metrics: sv.Metrics, ui: sv.UI, db: db, log: log, now: now, cfg: cfg}
+	a := &API{ui: sv.UI}
 	a.Edge = edge.New(edge.Options{Log: log, Now: now, Metrics: sv.Metrics, Replays: db, Apps: sv.License, Refusals: refusals{sv.Abuse},
-		Config: edge.Config{TrustProxy: cfg.TrustProxy, ReplayMemory: cfg.ReplayMemory, Rate: cfg.Rate, AdminRate: cfg.AdminRate, HeartbeatRate: cfg.HeartbeatRate},
-		AdminSigned: func(r *http.Request) bool {
-			tok := edge.BearerToken(r)
-			return tok != "" && sv.Admins.Signed(tok)
-		}})
+		Config:      edge.Config{TrustProxy: cfg.TrustProxy, ReplayMemory: cfg.ReplayMemory, Rate: cfg.Rate, AdminRate: cfg.AdminRate, HeartbeatRate: cfg.HeartbeatRate},
+		AdminSigned: func(r *http.Request) bool { return a.admin.Signed(r) }})
 	a.client = clientapi.New(a.Edge, clientapi.Services{License: sv.License, Accounts: sv.Accounts, Trials: sv.Trials, Content: sv.Content,
 		Commerce: sv.Commerce, Orders: sv.Orders, Updates: sv.Updates, Abuse: sv.Abuse, Usage: sv.Usage, Metrics: sv.Metrics}, now)
+	a.admin = adminapi.New(a.Edge, adminapi.Services{License: sv.License, Accounts: sv.Accounts, Trials: sv.Trials, Admins: sv.Admins,
+		Content: sv.Content, Commerce: sv.Commerce, Orders: sv.Orders, Updates: sv.Updates, Webhooks: sv.Webhooks, Abuse: sv.Abuse,
+		Analytics: sv.Analytics, Usage: sv.Usage, Sellers: sv.Sellers}, db, log, now, adminapi.Config{MaxArtifact: cfg.MaxArtifact})
 	a.portal = portal.New(a.Edge, sv.Customers, sv.Sellers, now)
 	a.ops = opsapi.New(a.Edge, log, sv.Checks, sv.Metrics, cfg.MetricsToken)
 	return a
@@ -173,50 +156,8 @@ func (a *API) Handler() http.Handler {
 	// The client API shipped apps call (clientapi).
 	mount(a.client.Routes()...)
 
-	// Admin API: bearer token.
-	mount(edge.Route{Pattern: "POST /api/admin/login.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminLogin)})
-	// Each method names the least role it needs on the app given by app_id
-	// (read: viewer and up, support, manage: admin and up, owner); self
-	// routes are about the caller. Handlers ask for more with c.need.
-	mount(edge.Route{Pattern: "POST /api/admin/totp.php", Limit: edge.LimitAdmin, Handler: http.HandlerFunc(a.adminTOTP)})
-	a.bearerRoute(mount, "/api/admin/logout.php", methods{"POST": self(a.adminLogout)})
-	a.bearerRoute(mount, "/api/admin/profile.php", methods{"GET": self(a.getProfile), "PUT": credential(self(a.putProfile))})
-	a.bearerRoute(mount, "/api/admin/signing.php", methods{"GET": self(a.signingKeys)})
-	a.bearerRoute(mount, "/api/admin/2fa.php", methods{"POST": credential(self(a.twoFactor))})
-	a.bearerRoute(mount, "/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": credential(self(a.mintToken)), "DELETE": self(a.revokeToken)})
-	a.bearerRoute(mount, "/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": credentialWith("password", owner(a.putMember)),
-		"PUT": credentialWith("password", owner(a.putMember)), "DELETE": owner(a.deleteMember)})
-	a.bearerRoute(mount, "/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret"),
-		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})
-	a.bearerRoute(mount, "/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
-		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})
-	a.bearerRoute(mount, "/api/admin/keys-bulk.php", methods{"POST": manage(a.bulkKeys)})
-	a.bearerRoute(mount, "/api/admin/keys-import.php", methods{"POST": csvBody(manage(a.importKeys))})
-	a.bearerRoute(mount, "/api/admin/sessions.php", methods{"GET": read(a.listSessions), "DELETE": optionalApp(support(a.revokeSession))})
-	a.bearerRoute(mount, "/api/admin/hwid-resets.php", methods{"GET": read(a.listResetRequests), "POST": support(a.decideResetRequest)})
-	a.bearerRoute(mount, "/api/admin/audit.php", methods{"GET": self(a.listAudit)})
-	a.bearerRoute(mount, "/api/admin/trials.php", methods{"GET": read(a.listTrials)})
-	a.bearerRoute(mount, "/api/admin/subscriptions.php", methods{"GET": read(a.listSubscriptions), "POST": manage(a.cancelSubscription)})
-	a.bearerRoute(mount, "/api/admin/orders.php", methods{"GET": read(a.listOrders), "POST": credentialOn(manage(a.orderAction), "fulfillment-secret")})
-	a.bearerRoute(mount, "/api/admin/pricing.php", methods{"GET": read(a.listPlans), "POST": manage(a.createPlan), "PUT": manage(a.updatePlan),
-		"DELETE": manage(a.deleter(a.commerce.DeletePlan, "Plan"))})
-	a.bearerRoute(mount, "/api/admin/feature-flags.php", methods{"GET": read(a.listFlags), "PUT": manage(a.putFlag), "DELETE": manage(a.deleteFlag)})
-	a.bearerRoute(mount, "/api/admin/texts.php", methods{"GET": read(a.getTexts), "PUT": manage(a.putText), "DELETE": manage(a.deleteText)})
-	a.bearerRoute(mount, "/api/admin/slides.php", methods{"GET": read(a.listSlides), "POST": manage(a.createSlide), "PUT": manage(a.updateSlide),
-		"DELETE": manage(a.deleter(a.content.DeleteSlide, "Slide"))})
-	a.bearerRoute(mount, "/api/admin/social-links.php", methods{"GET": read(a.listLinks), "POST": manage(a.createLink), "PUT": manage(a.updateLink),
-		"DELETE": manage(a.deleter(a.content.DeleteLink, "Link"))})
-	a.bearerRoute(mount, "/api/admin/changelog.php", methods{"GET": read(a.listEntries), "POST": manage(a.createEntry), "PUT": manage(a.updateEntry),
-		"DELETE": manage(a.deleter(a.content.DeleteEntry, "Entry"))})
-	a.bearerRoute(mount, "/api/admin/updates.php", methods{"GET": read(a.getUpdates), "POST": manage(a.postUpdates), "PUT": manage(a.putUpdates),
-		"DELETE": manage(a.deleter(a.updates.DeleteDraft, "Draft release"))})
-	a.bearerRoute(mount, "/api/admin/webhooks.php", methods{"GET": optionalApp(read(a.getWebhooks)), "POST": credentialOn(optionalApp(manage(a.postWebhooks)), "rotate_secret"),
-		"PUT": optionalApp(manage(a.putWebhook)), "DELETE": optionalApp(manage(a.deleteWebhook))})
-	a.bearerRoute(mount, "/api/admin/analytics.php", methods{"GET": read(a.getAnalytics)})
-	a.bearerRoute(mount, "/api/admin/detections.php", methods{"GET": read(a.listDetections)})
-	a.bearerRoute(mount, "/api/admin/accounts.php", methods{"GET": read(a.getAccounts), "POST": credentialOn(support(a.accountAction), "reset-password"), "DELETE": manage(a.deleteAccount)})
-	a.bearerRoute(mount, "/api/admin/resellers.php", methods{"GET": manage(a.getResellers), "POST": credentialOn(owner(a.postResellers), "", "create", "rotate_token"),
-		"PUT": owner(a.putReseller), "DELETE": owner(a.deleteReseller)})
+	// The admin API: bearer token, a role per route method (adminapi).
+	mount(a.admin.Routes()...)
 
 	// The customer and reseller portal (portal).
 	mount(a.portal.Routes()...)

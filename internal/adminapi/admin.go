@@ -1,4 +1,4 @@
-package httpapi
+package adminapi
 
 import (
 	"context"
@@ -105,17 +105,17 @@ func (m methods) allow() string {
 
 var errUnauthorized = apperr.New(apperr.Unauthenticated, wire.CodeUnauthorized, "Missing or invalid bearer token.")
 
-// bearerRoute registers an admin path, one method pattern per method of m
+// bearerRoute is the routes of an admin path, one method pattern per method of m
 // in alphabetical order (a method it does not list gets the edge's 405),
 // each stating which of its requests are refused to access tokens.
-func (a *API) bearerRoute(mount mounter, path string, m methods) {
+func (a *API) bearerRoute(path string, m methods) []edge.Route {
 	var rs []edge.Route
 	for _, method := range strings.Split(m.allow(), ", ") {
 		o := m[method]
 		rs = append(rs, edge.Route{Pattern: method + " " + path, Auth: edge.AdminBearer, Limit: edge.LimitAdmin, Handler: a.bearer(o),
 			TokenRefused: o.cred.describe(method)})
 	}
-	mount(rs...)
+	return rs
 }
 
 // bearer authenticates the admin, reads the body, checks the caller's role
