@@ -29,7 +29,7 @@ const (
 
 var ErrTooLarge = apperr.New(apperr.Invalid, wire.CodeBodyTooLarge, "Request body is too large.")
 
-// readBody reads at most limit bytes of r's body.
+// ReadBody reads at most limit bytes of r's body.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
@@ -42,7 +42,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return b, nil
 }
 
-// limitedBody is a body under http.MaxBytesReader that is read by code
+// LimitedBody is a body under http.MaxBytesReader that is read by code
 // which turns read errors into its own reports (the key CSV parser): over
 // records that the limit was passed, so the handler answers BODY_TOO_LARGE.
 type LimitedBody struct {
@@ -50,6 +50,7 @@ type LimitedBody struct {
 	Over bool
 }
 
+// Read reads from R, noting a read past the limit in Over.
 func (b *LimitedBody) Read(p []byte) (int, error) {
 	n, err := b.R.Read(p)
 	var mbe *http.MaxBytesError
@@ -65,7 +66,7 @@ type bodyBuffer struct{ b []byte }
 
 var bodyBuffers = sync.Pool{New: func() any { return &bodyBuffer{b: make([]byte, 0, 1024)} }}
 
-// read reads at most limit bytes of r's body into buf, as readBody does;
+// read reads at most limit bytes of r's body into buf, as ReadBody does;
 // the bytes are valid until buf goes back to the pool.
 func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, limit)
@@ -91,7 +92,7 @@ func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64)
 	return b, nil
 }
 
-// parseFields decodes a JSON object; an empty body is an empty object.
+// ParseFields decodes a JSON object; an empty body is an empty object.
 func ParseFields(b []byte) (Fields, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -104,11 +105,12 @@ func ParseFields(b []byte) (Fields, error) {
 	return f, nil
 }
 
+// BadType is the refusal of a field of the wrong type: name must be want.
 func BadType(name, want string) error {
 	return apperr.InvalidField(name, "must be "+want)
 }
 
-// str returns the first of names that is present, as a string. JSON null and
+// Str returns the first of names that is present, as a string. JSON null and
 // absence give "". Numbers are refused, and so are strings with NUL
 // characters (JSON \u0000), which PostgreSQL cannot store: refusing them here
 // keeps both engines alike and such input a 400 rather than a 500.
@@ -130,14 +132,14 @@ func (f Fields) Str(names ...string) (string, error) {
 	return "", nil
 }
 
-// key returns a license key field, trimmed of surrounding white space as the
+// Key returns a license key field, trimmed of surrounding white space as the
 // example clients do.
 func (f Fields) Key(names ...string) (string, error) {
 	s, err := f.Str(names...)
 	return strings.TrimSpace(s), err
 }
 
-// int returns an integer field; a string of digits is accepted too.
+// Int returns an integer field; a string of digits is accepted too.
 func (f Fields) Int(name string) (int64, bool, error) {
 	raw, ok := f[name]
 	if !ok || string(raw) == "null" {
@@ -156,7 +158,7 @@ func (f Fields) Int(name string) (int64, bool, error) {
 	return v, true, nil
 }
 
-// boolean returns a boolean field.
+// Bool returns a boolean field.
 func (f Fields) Bool(name string) (bool, bool, error) {
 	raw, ok := f[name]
 	if !ok || string(raw) == "null" {
@@ -169,9 +171,9 @@ func (f Fields) Bool(name string) (bool, bool, error) {
 	return b, true, nil
 }
 
-// scanStrings reads the string members named by names from a JSON object
+// ScanStrings reads the string members named by names from a JSON object
 // body in one pass, into out (by position in names), giving what
-// parseFields followed by f.str(name) for each would: the last of duplicate
+// ParseFields followed by f.Str(name) for each would: the last of duplicate
 // members wins, null and absence are "". It handles the form clients send
 // (member names and the wanted values without escapes); for anything else —
 // invalid JSON, not an object, an escape, a wanted value that is not a

@@ -104,7 +104,7 @@ func (e *Edge) BeatBudget(appID, sessionToken string) error {
 	return nil
 }
 
-// rateLimited is the 429 refusal, RATE_LIMITED with retry_after in whole
+// RateLimited is the 429 refusal, RATE_LIMITED with retry_after in whole
 // seconds (at least 1).
 func RateLimited(wait time.Duration) error {
 	e := apperr.New(apperr.RateLimited, license.CodeRateLimited, "Rate limit exceeded. Try again later.")

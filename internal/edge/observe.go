@@ -17,7 +17,7 @@ type observation struct{ code string }
 
 type observationKey struct{}
 
-// noteCode records the error code of the request's reply for the metrics.
+// NoteCode records the error code of the request's reply for the metrics.
 func NoteCode(ctx context.Context, code string) {
 	if f, ok := ctx.Value(flightKey{}).(*flight); ok {
 		f.obs.code = code

@@ -82,7 +82,7 @@ func paramName(name string) string {
 	return strconv.QuoteToASCII(name)
 }
 
-// checkQuery refuses a request whose path or query string is not clean text
+// CheckQuery refuses a request whose path or query string is not clean text
 // (queryProblem) before next sees it: as JSON on API routes (a plain 400
 // like every refusal before an envelope is verified), and on dashboard pages
 // as the dashboard's own error page when it can show one.

@@ -11,7 +11,7 @@ import (
 	"github.com/keyward/keyward/wire"
 )
 
-// status is the one mapping from error Kind to HTTP status.
+// Status is the one mapping from error Kind to HTTP status.
 func Status(k apperr.Kind) int {
 	switch k {
 	case apperr.Invalid:
@@ -51,7 +51,7 @@ func errorBody(e *apperr.Error) map[string]any {
 	return body
 }
 
-// marshal encodes v as compact JSON without HTML escaping (clients compare
+// Marshal encodes v as compact JSON without HTML escaping (clients compare
 // strings byte for byte; '<' stays '<').
 func Marshal(v any) []byte {
 	var buf jsonBuffer
@@ -78,7 +78,7 @@ var (
 	headerNoRef   = []string{"no-referrer"}
 )
 
-// writeRaw sends a JSON body with the given status. API replies are never
+// WriteRaw sends a JSON body with the given status. API replies are never
 // compressed or cached.
 func WriteRaw(w http.ResponseWriter, code int, body []byte) {
 	h := w.Header()
@@ -89,9 +89,10 @@ func WriteRaw(w http.ResponseWriter, code int, body []byte) {
 	w.Write(body)
 }
 
+// WriteJSON sends v as JSON with the given status.
 func WriteJSON(w http.ResponseWriter, code int, v any) { WriteRaw(w, code, Marshal(v)) }
 
-// writeError is the one writer of error replies: every refusal that is not
+// Error is the one writer of error replies: every refusal that is not
 // sealed into an envelope — a handler's, a middleware's (query check, rate
 // limit, reply signing, body size), an unknown path, a wrong method, a
 // recovered panic — is sent here, with the status status() maps its Kind to
@@ -107,8 +108,8 @@ func (e *Edge) Error(w http.ResponseWriter, r *http.Request, err error) {
 	WriteRaw(w, Status(ae.Kind), ErrorReply(r.Context(), ae))
 }
 
-// errorReply notes e's wire code (metrics, access log) and returns its JSON:
-// the body writeError sends, and the inner reply of a refusal that travels
+// ErrorReply notes e's wire code (metrics, access log) and returns its JSON:
+// the body Error sends, and the inner reply of a refusal that travels
 // sealed in an envelope with HTTP 200.
 func ErrorReply(ctx context.Context, e *apperr.Error) []byte {
 	NoteCode(ctx, wireCode(e))
@@ -120,7 +121,7 @@ var (
 	ErrNoEndpoint = apperr.New(apperr.NotFound, wire.CodeNotFound, "No such endpoint.")
 )
 
-// methodNotAllowed refuses a method the route does not answer, naming the
+// MethodNotAllowed refuses a method the route does not answer, naming the
 // ones it does in Allow.
 func (e *Edge) MethodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 	w.Header().Set("Allow", allow)
@@ -135,6 +136,8 @@ func wireCode(e *apperr.Error) string {
 	return e.Code
 }
 
+// IsInternal reports whether err is an internal failure (not an apperr, or
+// of Kind Internal): never answered inside an envelope.
 func IsInternal(err error) bool {
 	var e *apperr.Error
 	return !errors.As(err, &e) || e.Kind == apperr.Internal
