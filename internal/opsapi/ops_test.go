@@ -1,4 +1,4 @@
-package httpapi_test
+package opsapi_test
 
 import (
 	"net/http"
