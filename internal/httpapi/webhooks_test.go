@@ -1364,7 +1364,7 @@ func TestWebhookRedeliverFailedByID(t *testing.T) {
 		if r := s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": 999999,
 			"since": since.Format(time.RFC3339)}); r.Status != 404 || r.Body["error_code"] != "NOT_FOUND" {
 			t.Errorf("PRODUCTION BUG: redeliver_failed with an unknown id answers %s, want 404 NOT_FOUND like every other "+
-				"action (and like an unknown app_id here): httpapi.redeliverFailed (internal/httpapi/admin_webhooks.go) and "+
+				"action (and like an unknown app_id here): adminapi.redeliverFailed (internal/adminapi/admin_webhooks.go) and "+
 				"webhook.Service.RedeliverFailed never look the destination up, so a typo silently requeues nothing", r)
 		}
 	})

@@ -304,3 +304,24 @@ func (s *Service) AccountOfSession(ctx context.Context, app *App, token string) 
 	}
 	return *ss.AccountID, nil
 }
+
+// WireUser is the account as the user block of register and account-login
+// replies (and of the admin API's account view).
+func (a *Account) WireUser(now time.Time) wire.AccountUser {
+	u := wire.AccountUser{
+		ID:            a.ID,
+		Username:      a.Username,
+		Email:         a.Email,
+		Status:        string(a.StatusAt(now)),
+		ExpiresAt:     wire.AtPtr(a.ExpiresAt),
+		DaysRemaining: a.DaysRemaining(now),
+		MaxDevices:    a.MaxDevices,
+		KeyType:       "days",
+		Lifetime:      a.Lifetime(),
+		LicenseKey:    a.LicenseKey,
+	}
+	if a.Lifetime() {
+		u.KeyType = "lifetime"
+	}
+	return u
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Statuses of a reseller.
@@ -149,4 +150,14 @@ type Tx interface {
 // Apps finds an app (NOT_FOUND when there is none); *license.Service is one.
 type Apps interface {
 	App(ctx context.Context, id string) (*license.App, error)
+}
+
+// LedgerEntries are ledger entries as the admin and reseller APIs show them.
+func LedgerEntries(es []Entry) []wire.LedgerEntry {
+	out := make([]wire.LedgerEntry, len(es))
+	for i, e := range es {
+		out[i] = wire.LedgerEntry{ID: e.ID, ResellerID: e.ResellerID, ResellerName: e.ResellerName, At: license.Timestamp(e.At),
+			Delta: e.Delta, BalanceAfter: e.BalanceAfter, Reason: e.Reason, Detail: e.Detail, Actor: e.Actor}
+	}
+	return out
 }

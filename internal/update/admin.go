@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/keyward/keyward/internal/apperr"
@@ -452,4 +453,28 @@ func ArtifactFor(r *Release, os, arch string) (*Artifact, error) {
 		return a, nil
 	}
 	return nil, apperr.NotFoundOf("Artifact")
+}
+
+// Descriptor is the update object of a check reply (API reference,
+// "Update descriptor"; SDKs read version, sha256, size and download_url).
+func Descriptor(d Decision) *wire.UpdateDescriptor {
+	r, art := d.Release, d.Artifact
+	return &wire.UpdateDescriptor{Version: r.Version.String(), Channel: r.Channel, IsMandatory: d.Mandatory,
+		FileSize: art.Size, Size: art.Size, SHA256: art.SHA256, Changelog: r.Changelog,
+		DownloadURL: DownloadURL(r, art)}
+}
+
+// DownloadURL is the path, relative to the base URL, that downloads art; it
+// names the platform only when the release has several artifacts.
+func DownloadURL(r *Release, art *Artifact) string {
+	q := "v=" + url.QueryEscape(r.Version.String())
+	if len(r.Artifacts) > 1 {
+		if art.OS != "" {
+			q += "&os=" + url.QueryEscape(art.OS)
+		}
+		if art.Arch != "" {
+			q += "&arch=" + url.QueryEscape(art.Arch)
+		}
+	}
+	return "api/update/download.php?" + q
 }

@@ -1,0 +1,230 @@
+package adminapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/keyward/keyward/internal/admin"
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
+)
+
+func appView(app *license.App, withSecret bool) wire.App {
+	v := wire.App{AppID: app.ID, Name: app.Name, Version: app.Version, Settings: appSettingsView(&app.Settings),
+		CreatedAt: license.Timestamp(app.CreatedAt), UpdatedAt: license.Timestamp(app.UpdatedAt),
+		Revoked: app.RevokedAt != nil, RevokedAt: stampOf(app.RevokedAt)}
+	if withSecret {
+		v.Secret = app.Secret
+	}
+	return v
+}
+
+// appSettingsView is st on the wire (TestAppSettingsViewKeepsEveryField
+// holds the two types to the same fields).
+func appSettingsView(st *license.AppSettings) wire.AppSettings {
+	return wire.AppSettings{
+		HeartbeatInterval: st.HeartbeatInterval, Maintenance: st.Maintenance, MaintenanceMessage: st.MaintenanceMessage,
+		LoginMessage: st.LoginMessage, DownloadURL: st.DownloadURL, SelfResetEnabled: st.SelfResetEnabled,
+		SelfResetCooldownHours: st.SelfResetCooldownHours, KeyPrefix: st.KeyPrefix, ResetAutoApproveDays: st.ResetAutoApproveDays,
+
+		TrialEnabled: st.TrialEnabled, TrialDuration: st.TrialDuration, TrialDurationUnit: st.TrialDurationUnit,
+		TrialMaxDevices: st.TrialMaxDevices, TrialFeatures: st.TrialFeatures, TrialIPLimit: st.TrialIPLimit,
+		TrialIPWindowHours: st.TrialIPWindowHours,
+
+		AccountsEnabled: st.AccountsEnabled, AccountKeyRequired: st.AccountKeyRequired, AccountSignupDays: st.AccountSignupDays,
+		AccountMaxDevices: st.AccountMaxDevices, AccountRedeemMode: st.AccountRedeemMode,
+		AccountTakesKeyDevices: st.AccountTakesKeyDevices, AccountPasswordMinLength: st.AccountPasswordMinLength,
+
+		LeakMaxHWIDs: st.LeakMaxHWIDs, LeakMaxIPs: st.LeakMaxIPs, LeakWindowHours: st.LeakWindowHours, LeakAction: st.LeakAction,
+		SuspiciousInvalidKeys: st.SuspiciousInvalidKeys, SuspiciousEnvelopeFailures: st.SuspiciousEnvelopeFailures,
+		SuspiciousTrials: st.SuspiciousTrials, SuspiciousWindowMinutes: st.SuspiciousWindowMinutes,
+
+		Branding: wire.Branding(st.Branding), FeatureFlags: flagViews(st.FeatureFlags),
+	}
+}
+
+// flagViews are fs on the wire; nil (JSON null) for nil, as the settings'
+// own encoding.
+func flagViews(fs []license.FeatureFlag) []wire.FeatureFlag {
+	if fs == nil {
+		return nil
+	}
+	out := make([]wire.FeatureFlag, len(fs))
+	for i, f := range fs {
+		out[i] = wire.FeatureFlag(f)
+	}
+	return out
+}
+
+// listApps: GET apps.php lists the apps the caller is a member of, each
+// with its role; with ?app_id= returns one. Secrets are shown only on
+// creation and regeneration.
+func (a *API) listApps(ctx context.Context, c *adminCall) (any, error) {
+	if c.appID != "" {
+		app, err := a.lic.App(ctx, c.appID)
+		if err != nil {
+			return nil, err
+		}
+		v := appView(app, false)
+		v.Role = string(c.role)
+		return wire.AppReply{Success: true, App: v}, nil
+	}
+	roles, err := a.admins.Roles(ctx, c.p)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := a.lic.Apps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []wire.App{}
+	for i := range apps {
+		if role, ok := roles[apps[i].ID]; ok {
+			v := appView(&apps[i], false)
+			v.Role = string(role)
+			out = append(out, v)
+		}
+	}
+	return wire.AppListReply{Success: true, Apps: out}, nil
+}
+
+// postApps: POST apps.php creates an app, whose owner the caller becomes;
+// with ?action=regenerate-secret it gives app_id a new secret, with
+// action=revoke or restore (owners) it refuses its clients or lets them back.
+func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
+	action, err := c.param("action")
+	if err != nil {
+		return nil, err
+	}
+	if action != "" && c.appID == "" {
+		return nil, apperr.Missing("app_id")
+	}
+	switch action {
+	case "":
+	case "regenerate-secret":
+		app, err := a.lic.RegenerateSecret(ctx, c.actor, c.appID)
+		if err != nil {
+			return nil, err
+		}
+		return wire.AppReply{Success: true, App: appView(app, true)}, nil
+	case "revoke", "restore":
+		if err := c.need(admin.PermOwner); err != nil {
+			return nil, err
+		}
+		app, err := a.lic.SetRevoked(ctx, c.actor, c.appID, action == "revoke")
+		if err != nil {
+			return nil, err
+		}
+		return wire.AppReply{Success: true, App: appView(app, false)}, nil
+	default:
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action; use regenerate-secret, revoke or restore.")
+	}
+	if c.appID != "" {
+		return nil, apperr.InvalidField("app_id", "a new app gets its id; leave app_id out")
+	}
+	name, err := c.f.Str("name")
+	if err != nil {
+		return nil, err
+	}
+	version, err := c.f.Str("version")
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.CreateApp(ctx, c.actor, name, version)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppReply{Success: true, App: appView(app, true)}, nil
+}
+
+// updateApp: PUT apps.php?app_id= edits name, version and settings. Settings
+// may be sent in a "settings" object or as top-level fields; unknown names and
+// wrong types are refused.
+func (a *API) updateApp(ctx context.Context, c *adminCall) (any, error) {
+	id, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.App(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if v, err := c.f.Str("name"); err != nil {
+		return nil, err
+	} else if _, ok := c.f["name"]; ok {
+		app.Name = v
+	}
+	if v, err := c.f.Str("version"); err != nil {
+		return nil, err
+	} else if _, ok := c.f["version"]; ok {
+		app.Version = v
+	}
+	patch := map[string]json.RawMessage{}
+	if raw, ok := c.f["settings"]; ok {
+		if err := json.Unmarshal(raw, &patch); err != nil {
+			return nil, apperr.InvalidField("settings", "must be an object")
+		}
+		if patch == nil { // "settings": null is no settings object, not a nil map to fill
+			patch = map[string]json.RawMessage{}
+		}
+	}
+	for k, v := range c.f {
+		switch k {
+		case "name", "version", "settings", "app_id":
+		default:
+			patch[k] = v
+		}
+	}
+	if err := applySettings(&app.Settings, patch); err != nil {
+		return nil, err
+	}
+	app, err = a.lic.UpdateApp(ctx, c.actor, app)
+	if err != nil {
+		return nil, err
+	}
+	return wire.AppReply{Success: true, App: appView(app, false)}, nil
+}
+
+// applySettings overlays patch on s, refusing unknown fields and wrong types.
+func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) error {
+	if len(patch) == 0 {
+		return nil
+	}
+	cur, _ := json.Marshal(s)
+	merged := map[string]json.RawMessage{}
+	json.Unmarshal(cur, &merged)
+	for k, v := range patch {
+		if _, known := merged[k]; !known {
+			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown setting: "+k+".")
+		}
+		merged[k] = v
+	}
+	b, _ := json.Marshal(merged)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var next license.AppSettings
+	if err := dec.Decode(&next); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid setting "+te.Field+": wrong type.")
+		}
+		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid settings.")
+	}
+	*s = next
+	return nil
+}
+
+// deleteApp: DELETE apps.php?app_id=.
+func (a *API) deleteApp(ctx context.Context, c *adminCall) (any, error) {
+	id, err := c.required("app_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.lic.DeleteApp(ctx, c.actor, id); err != nil {
+		return nil, err
+	}
+	return wire.MessageReply{Success: true, Message: "App deleted."}, nil
+}

@@ -1,0 +1,69 @@
+package edge
+
+import (
+	"testing"
+)
+
+// generalHeartbeatFields is the general path scanStrings stands in for.
+func generalHeartbeatFields(b []byte) (sid, lk string, err error) {
+	f, err := ParseFields(b)
+	if err != nil {
+		return "", "", err
+	}
+	if sid, err = f.Str("session_id"); err != nil {
+		return "", "", err
+	}
+	lk, err = f.Str("license_key")
+	return sid, lk, err
+}
+
+// scanAgrees fails when scanStrings answers body differently from the
+// general path (it may decline, never disagree).
+func scanAgrees(t *testing.T, body []byte) {
+	t.Helper()
+	var in [2]string
+	if !ScanStrings(body, scanNames, in[:]) {
+		return
+	}
+	sid, lk, err := generalHeartbeatFields(body)
+	if err != nil || sid != in[0] || lk != in[1] {
+		t.Fatalf("scanStrings(%q) = %q %q; general path %q %q %v", body, in[0], in[1], sid, lk, err)
+	}
+}
+
+func TestScanStringsAgreesWithFields(t *testing.T) {
+	bodies := append([]string{
+		`{"session_id":"a","license_key":"K"}`,
+		`{ "license_key" : "K" , "session_id" : "a" , "hwid": "h" }`,
+		`{"session_id":"a","session_id":"b"}`,
+		`{"session_id":"a","session_id":null}`,
+		`{"x":{"session_id":"no","y":[1,"]",{"z":"}"}]},"session_id":"yes","n":-1.5e3,"t":true}`,
+		`{"Session_ID":"a"}`,
+		`{"session_id":"caf\u00e9"}`,
+		`{"session_id":"a\"b"}`,
+		`{"session_id":1}`,
+		`{"session_id":"\u0000"}`,
+		"{\"session_id\":\"\xff\"}",
+		`{"license_key":"  K  "}`,
+	}, fzSeeds...)
+	for _, b := range bodies {
+		scanAgrees(t, []byte(b))
+	}
+	// The common forms are read by the scan, not left to the general path.
+	for _, b := range []string{`{"session_id":"a","license_key":"K"}`, `{"session_id": "a", "license_key": null, "hwid": "h"}`, `{}`} {
+		var in [2]string
+		if !ScanStrings([]byte(b), scanNames, in[:]) {
+			t.Errorf("scanStrings(%s) declined", b)
+		}
+	}
+}
+
+func FuzzScanStrings(f *testing.F) {
+	for _, s := range fzSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { scanAgrees(t, body) })
+}
+
+// scanNames are the members the heartbeat (its one caller) scans for.
+var scanNames = []string{"session_id", "license_key"}

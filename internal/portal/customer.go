@@ -1,0 +1,244 @@
+package portal
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+
+	"github.com/keyward/keyward/internal/edge"
+
+	"github.com/keyward/keyward/internal/apperr"
+	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/internal/customer"
+	"github.com/keyward/keyward/internal/license"
+)
+
+// Customer self-service (/api/customer/*.php but reset-hwid.php): a
+// vendor's customer portal signs the customer in with app_id and a license
+// key or account, never the app secret, and calls the other routes with the
+// customer token as a bearer token. Plain JSON both ways.
+
+// customerCall is one authenticated customer request.
+type customerCall struct {
+	p  *customer.Principal
+	f  edge.Fields
+	q  url.Values
+	ip string
+}
+
+type customerHandler func(ctx context.Context, c *customerCall) (map[string]any, error)
+
+// customerMethods routes one customer path by HTTP method.
+type customerMethods map[string]customerHandler
+
+func (m customerMethods) list() []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// customerRoute registers a bearer customer route, one method pattern per
+// method (a method it does not list gets the edge's 405).
+func customerRoute(a *API, path string, m customerMethods) []edge.Route {
+	var rs []edge.Route
+	for _, method := range m.list() {
+		h := m[method]
+		rs = append(rs, edge.Route{Pattern: method + " " + path, Auth: edge.CustomerToken, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := a.customer.Authenticate(r.Context(), edge.BearerToken(r))
+			if err != nil {
+				a.Error(w, r, err)
+				return
+			}
+			f, ok := a.PlainBody(w, r)
+			if !ok {
+				return
+			}
+			res, err := h(r.Context(), &customerCall{p: p, f: f, q: r.URL.Query(), ip: a.ClientIP(r)})
+			if err != nil {
+				a.Error(w, r, err)
+				return
+			}
+			edge.WriteJSON(w, http.StatusOK, res)
+		})})
+	}
+	return rs
+}
+
+// param reads a string from the query string or, failing that, the body.
+func (c *customerCall) param(name string) (string, error) {
+	if v := c.q.Get(name); v != "" {
+		return v, nil
+	}
+	return c.f.Str(name)
+}
+
+// customerLogin: POST /api/customer/login.php {app_id, license_key} or
+// {app_id, username, password} → {token, expires_at, kind}.
+func (a *API) customerLogin(w http.ResponseWriter, r *http.Request) {
+	body, err := edge.ReadBody(w, r, edge.ClientBodyLimit)
+	if err != nil {
+		a.Error(w, r, err)
+		return
+	}
+	res, err := a.customerSignIn(r, body)
+	if err != nil {
+		a.Error(w, r, err)
+		return
+	}
+	edge.WriteJSON(w, http.StatusOK, res)
+}
+
+func (a *API) customerSignIn(r *http.Request, body []byte) (map[string]any, error) {
+	f, err := edge.ParseFields(body)
+	if err != nil {
+		return nil, err
+	}
+	in := customer.LoginInput{IP: a.ClientIP(r)}
+	if in.AppID, err = f.Key("app_id"); err != nil {
+		return nil, err
+	}
+	if in.LicenseKey, err = f.Key("license_key", "key"); err != nil {
+		return nil, err
+	}
+	if in.Username, err = f.Key("username"); err != nil {
+		return nil, err
+	}
+	if in.Password, err = f.Str("password"); err != nil {
+		return nil, err
+	}
+	tok, err := a.customer.Login(r.Context(), in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "token": tok.Token, "token_type": "Bearer", "kind": tok.Kind,
+		"expires_at": license.Timestamp(tok.ExpiresAt)}, nil
+}
+
+// customerKey: GET key.php → the customer's key or account, devices and
+// live sessions.
+func (a *API) customerKey(ctx context.Context, c *customerCall) (map[string]any, error) {
+	v, err := a.customer.View(ctx, c.p)
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	devices := make([]map[string]any, 0, len(v.Devices))
+	for _, d := range v.Devices {
+		devices = append(devices, map[string]any{"hwid": d.HWID, "first_seen_at": license.Timestamp(d.CreatedAt),
+			"last_seen_at": license.Timestamp(d.LastSeenAt)})
+	}
+	sessions := make([]map[string]any, 0, len(v.Sessions))
+	for _, s := range v.Sessions {
+		sessions = append(sessions, map[string]any{"session_id": s.ID, "hwid": s.HWID, "ip": s.IP,
+			"started_at": license.Timestamp(s.CreatedAt), "last_heartbeat_at": license.Timestamp(s.LastSeenAt)})
+	}
+	res := map[string]any{"success": true, "kind": c.p.Kind, "app_id": c.p.App.ID, "app_name": c.p.App.Name,
+		"devices": devices, "sessions": sessions, "token_expires_at": license.Timestamp(c.p.Expires)}
+	if c.p.Kind == customer.KindKey {
+		k := c.p.Key
+		info := k.Info(now)
+		info["license_key"] = k.LicenseKey
+		info["features"] = c.p.App.Features(k.FeaturesJSON())
+		res["key"] = info
+		return res, nil
+	}
+	acc := c.p.Account
+	var expires *string
+	if acc.ExpiresAt != nil {
+		s := license.Timestamp(*acc.ExpiresAt)
+		expires = &s
+	}
+	res["account"] = map[string]any{"username": acc.Username, "email": acc.Email, "status": acc.StatusAt(now),
+		"lifetime": acc.Lifetime(), "expires_at": expires, "days_remaining": acc.DaysRemaining(now), "max_devices": acc.MaxDevices,
+		"features": c.p.App.Features(acc.FeaturesJSON()), "redeemed_keys": v.Keys, "created_at": license.Timestamp(acc.CreatedAt)}
+	return res, nil
+}
+
+// customerEndSession: DELETE or POST sessions.php {session_id} ends one of
+// the customer's own live sessions.
+func (a *API) customerEndSession(ctx context.Context, c *customerCall) (map[string]any, error) {
+	id, err := c.param("session_id")
+	if err != nil {
+		return nil, err
+	}
+	if err := a.customer.EndSession(ctx, c.p, c.ip, id); err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Session ended."}, nil
+}
+
+// customerOrders: GET orders.php → the customer's orders, newest first.
+func (a *API) customerOrders(ctx context.Context, c *customerCall) (map[string]any, error) {
+	orders, err := a.customer.Orders(ctx, c.p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(orders))
+	for _, o := range orders {
+		var fulfilled *string
+		if o.FulfilledAt != nil {
+			s := license.Timestamp(*o.FulfilledAt)
+			fulfilled = &s
+		}
+		out = append(out, map[string]any{"order_id": o.ID, "plan": o.PlanName, "kind": o.Kind, "status": o.Status,
+			"amount_cents": o.AmountCents, "currency": o.Currency, "license_keys": o.Keys, "subscription_id": o.SubscriptionID,
+			"created_at": license.Timestamp(o.CreatedAt), "fulfilled_at": fulfilled})
+	}
+	return map[string]any{"success": true, "orders": out}, nil
+}
+
+func customerSubView(s *commerce.Subscription) map[string]any {
+	return map[string]any{"id": s.ID, "plan": s.PlanName, "period": s.Period, "period_days": s.PeriodDays,
+		"amount_cents": s.AmountCents, "currency": s.Currency, "license_key": s.LicenseKey, "status": s.Status,
+		"renews_at": license.Timestamp(s.RenewsAt), "created_at": license.Timestamp(s.CreatedAt)}
+}
+
+// customerSubscriptions: GET subscriptions.php → the customer's subscriptions.
+func (a *API) customerSubscriptions(ctx context.Context, c *customerCall) (map[string]any, error) {
+	subs, err := a.customer.Subscriptions(ctx, c.p)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, 0, len(subs))
+	for i := range subs {
+		out = append(out, customerSubView(&subs[i]))
+	}
+	return map[string]any{"success": true, "subscriptions": out}, nil
+}
+
+// customerCancel: POST subscriptions.php {id, action: "cancel"}.
+func (a *API) customerCancel(ctx context.Context, c *customerCall) (map[string]any, error) {
+	action, err := c.param("action")
+	if err != nil {
+		return nil, err
+	}
+	if action != "cancel" {
+		return nil, apperr.InvalidField("action", `must be "cancel"`)
+	}
+	id, ok, err := c.f.Int("id")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if q := c.q.Get("id"); q != "" {
+			if id, err = strconv.ParseInt(q, 10, 64); err != nil {
+				return nil, edge.BadType("id", "an integer")
+			}
+			ok = true
+		}
+	}
+	if !ok {
+		return nil, apperr.Missing("id")
+	}
+	sub, err := a.customer.CancelSubscription(ctx, c.p, c.ip, id)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"success": true, "message": "Subscription cancelled; the license runs to the end of the paid period.",
+		"subscription": customerSubView(sub)}, nil
+}
