@@ -35,3 +35,35 @@ func TestValid(t *testing.T) {
 		t.Errorf("New() = %q, want 32 hex characters", id)
 	}
 }
+
+type otherKey struct{}
+
+// TestWithIsAContextValue checks that the context With returns behaves as
+// context.WithValue would: From finds the innermost id, other values and
+// cancellation come from the parent, and a context without an id has "".
+// It also holds With to one allocation (every request makes one).
+func TestWithIsAContextValue(t *testing.T) {
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), otherKey{}, "other"))
+	ctx := With(parent, "outer")
+	if From(ctx) != "outer" || From(With(ctx, "inner")) != "inner" || From(parent) != "" {
+		t.Errorf("From: %q, %q, %q", From(ctx), From(With(ctx, "inner")), From(parent))
+	}
+	if ctx.Value(otherKey{}) != "other" {
+		t.Errorf("a parent's value is lost: %v", ctx.Value(otherKey{}))
+	}
+	child, stop := context.WithCancel(ctx)
+	defer stop()
+	cancel()
+	<-ctx.Done()
+	<-child.Done()
+	if ctx.Err() != context.Canceled || From(child) != "outer" {
+		t.Errorf("after cancel: Err %v, From(child) %q", ctx.Err(), From(child))
+	}
+	bg := context.Background()
+	if n := testing.AllocsPerRun(100, func() { ctx = With(bg, "abc") }); n != 1 {
+		t.Errorf("With allocates %v times, want 1", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = From(ctx) }); n != 0 {
+		t.Errorf("From allocates %v times, want 0", n)
+	}
+}
