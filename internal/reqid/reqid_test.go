@@ -67,3 +67,37 @@ func TestWithIsAContextValue(t *testing.T) {
 		t.Errorf("From allocates %v times, want 0", n)
 	}
 }
+
+// flightCtx is how another package carries the id in a context type of its
+// own (the edge's in-flight record).
+type flightCtx struct {
+	context.Context
+	id string
+}
+
+func (c *flightCtx) Value(k any) any {
+	if IsKey(k) {
+		return c
+	}
+	return c.Context.Value(k)
+}
+
+func (c *flightCtx) RequestID() string { return c.id }
+
+// TestCarrier checks that From finds an id carried by another package's
+// context type, that an inner With still wins, and that IsKey names only
+// reqid's key.
+func TestCarrier(t *testing.T) {
+	ctx := context.Context(&flightCtx{Context: context.Background(), id: "f-1"})
+	if From(ctx) != "f-1" || From(With(ctx, "inner")) != "inner" {
+		t.Errorf("From: %q, %q", From(ctx), From(With(ctx, "inner")))
+	}
+	if IsKey(otherKey{}) || !IsKey(key{}) {
+		t.Error("IsKey answers for the wrong key")
+	}
+	var buf bytes.Buffer
+	slog.New(NewHandler(slog.NewTextHandler(&buf, nil))).InfoContext(ctx, "hello")
+	if !strings.Contains(buf.String(), "request_id=f-1") {
+		t.Errorf("log line: %s", buf.String())
+	}
+}
