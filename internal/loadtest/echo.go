@@ -69,7 +69,7 @@ func (e *echo) box(secret string) *envelope.Box {
 func (e *echo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf := echoBuffers.Get().(*echoBuffer)
 	defer echoBuffers.Put(buf)
-	body, err := buf.read(http.MaxBytesReader(w, r.Body, 64<<10))
+	body, err := buf.read(w, r)
 	if err != nil {
 		e.fail(w)
 		return
@@ -94,9 +94,10 @@ func (e *echo) fail(w http.ResponseWriter) {
 	w.Write(echoBadRequest)
 }
 
-// read reads all of rd into the buffer; the bytes are valid until the
-// buffer goes back to the pool.
-func (buf *echoBuffer) read(rd io.Reader) ([]byte, error) {
+// read reads r's body (at most 64 KiB) into the buffer; the bytes are
+// valid until the buffer goes back to the pool.
+func (buf *echoBuffer) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, 64<<10)
 	b := buf.b[:0]
 	for {
 		if len(b) == cap(b) {
