@@ -12,13 +12,43 @@ import (
 
 type key struct{}
 
-// With returns ctx carrying id.
-func With(ctx context.Context, id string) context.Context { return context.WithValue(ctx, key{}, id) }
+// With returns ctx carrying id. It costs one allocation (every request
+// makes one): context.WithValue would also box the string.
+func With(ctx context.Context, id string) context.Context { return &idContext{Context: ctx, id: id} }
+
+// Carrier is a value that carries a request id. A context type of another
+// package that keeps more per request (the edge's in-flight record) can
+// carry the id in the same allocation: its Value answers a key for which
+// IsKey is true with a Carrier, and From finds the id there.
+type Carrier interface{ RequestID() string }
+
+// IsKey reports whether k is the context key From looks the id up by.
+func IsKey(k any) bool { return k == key{} }
+
+// idContext is ctx with a request id; Value answers key{} with the
+// idContext itself (a pointer, so no boxing) and asks ctx for anything else.
+type idContext struct {
+	context.Context
+	id string
+}
+
+func (c *idContext) Value(k any) any {
+	if k == (key{}) {
+		return c
+	}
+	return c.Context.Value(k)
+}
+
+func (c *idContext) RequestID() string { return c.id }
+
+func (c *idContext) String() string { return "reqid.With(" + c.id + ")" }
 
 // From returns the id ctx carries, or "".
 func From(ctx context.Context) string {
-	id, _ := ctx.Value(key{}).(string)
-	return id
+	if c, ok := ctx.Value(key{}).(Carrier); ok {
+		return c.RequestID()
+	}
+	return ""
 }
 
 // New returns a fresh id: 16 random bytes in hex.

@@ -183,7 +183,19 @@ func (db *DB) Engine() Engine { return db.engine }
 
 // hotRow runs a hot-path read through a cached prepared statement on the
 // reader pool. q uses ? placeholders.
+//
+// On SQLite a request that is still live reads under a context that cannot
+// be cancelled: the read is one indexed row in this process (microseconds,
+// no network to hang on), and a cancellable context costs each read two
+// watcher goroutines — database/sql's and the driver's — and about ten
+// allocations (issue 21: a heartbeat's allocations). A request already
+// cancelled keeps its context, so it is refused without reading.
+// PostgreSQL reads keep the caller's context: there the context is what
+// bounds a query a broken connection would otherwise hold.
 func (db *DB) hotRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if db.engine == SQLite && ctx.Err() == nil {
+		ctx = context.Background() // database/sql and the driver use a context only to stop on
+	}
 	if st, ok := db.hot.Load(q); ok {
 		return st.(*sql.Stmt).QueryRowContext(ctx, args...)
 	}

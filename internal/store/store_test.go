@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/store/storetest"
@@ -281,6 +283,28 @@ func TestConcurrentFirstMigrations(t *testing.T) {
 				if err := dbs[i].CheckSchema(ctx); err != nil {
 					t.Errorf("CheckSchema #%d: %v", i, err)
 				}
+			}
+		})
+	}
+}
+
+// TestHotReadRespectsCancellation checks the hot read's context rule on
+// every engine: a request already cancelled is refused without a row (on
+// SQLite the live request's read runs under a context that cannot be
+// cancelled, which must not make a dead request read), and a live request
+// reads (here: finds no session, apperr's not-found).
+func TestHotReadRespectsCancellation(t *testing.T) {
+	for _, e := range engines(t) {
+		t.Run(e.name, func(t *testing.T) {
+			ls := openMigrated(t, e.opts(t)).LicenseStore()
+			hash := strings.Repeat("0", 64)
+			if _, err := ls.HeartbeatView(context.Background(), hash); !errors.Is(err, apperr.ErrNotFound) {
+				t.Errorf("live context: err %v, want not found", err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if _, err := ls.HeartbeatView(ctx, hash); !errors.Is(err, context.Canceled) {
+				t.Errorf("cancelled context: err %v, want context.Canceled", err)
 			}
 		})
 	}
