@@ -13,50 +13,13 @@ import (
 )
 
 func appView(app *license.App, withSecret bool) wire.App {
-	v := wire.App{AppID: app.ID, Name: app.Name, Version: app.Version, Settings: appSettingsView(&app.Settings),
+	v := wire.App{AppID: app.ID, Name: app.Name, Version: app.Version, Settings: app.Settings,
 		CreatedAt: license.Timestamp(app.CreatedAt), UpdatedAt: license.Timestamp(app.UpdatedAt),
 		Revoked: app.RevokedAt != nil, RevokedAt: stampOf(app.RevokedAt)}
 	if withSecret {
 		v.Secret = app.Secret
 	}
 	return v
-}
-
-// appSettingsView is st on the wire (TestAppSettingsViewKeepsEveryField
-// holds the two types to the same fields).
-func appSettingsView(st *license.AppSettings) wire.AppSettings {
-	return wire.AppSettings{
-		HeartbeatInterval: st.HeartbeatInterval, Maintenance: st.Maintenance, MaintenanceMessage: st.MaintenanceMessage,
-		LoginMessage: st.LoginMessage, DownloadURL: st.DownloadURL, SelfResetEnabled: st.SelfResetEnabled,
-		SelfResetCooldownHours: st.SelfResetCooldownHours, KeyPrefix: st.KeyPrefix, ResetAutoApproveDays: st.ResetAutoApproveDays,
-
-		TrialEnabled: st.TrialEnabled, TrialDuration: st.TrialDuration, TrialDurationUnit: st.TrialDurationUnit,
-		TrialMaxDevices: st.TrialMaxDevices, TrialFeatures: st.TrialFeatures, TrialIPLimit: st.TrialIPLimit,
-		TrialIPWindowHours: st.TrialIPWindowHours,
-
-		AccountsEnabled: st.AccountsEnabled, AccountKeyRequired: st.AccountKeyRequired, AccountSignupDays: st.AccountSignupDays,
-		AccountMaxDevices: st.AccountMaxDevices, AccountRedeemMode: st.AccountRedeemMode,
-		AccountTakesKeyDevices: st.AccountTakesKeyDevices, AccountPasswordMinLength: st.AccountPasswordMinLength,
-
-		LeakMaxHWIDs: st.LeakMaxHWIDs, LeakMaxIPs: st.LeakMaxIPs, LeakWindowHours: st.LeakWindowHours, LeakAction: st.LeakAction,
-		SuspiciousInvalidKeys: st.SuspiciousInvalidKeys, SuspiciousEnvelopeFailures: st.SuspiciousEnvelopeFailures,
-		SuspiciousTrials: st.SuspiciousTrials, SuspiciousWindowMinutes: st.SuspiciousWindowMinutes,
-
-		Branding: wire.Branding(st.Branding), FeatureFlags: flagViews(st.FeatureFlags),
-	}
-}
-
-// flagViews are fs on the wire; nil (JSON null) for nil, as the settings'
-// own encoding.
-func flagViews(fs []license.FeatureFlag) []wire.FeatureFlag {
-	if fs == nil {
-		return nil
-	}
-	out := make([]wire.FeatureFlag, len(fs))
-	for i, f := range fs {
-		out[i] = wire.FeatureFlag(f)
-	}
-	return out
 }
 
 // listApps: GET apps.php lists the apps the caller is a member of, each

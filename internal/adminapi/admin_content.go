@@ -389,7 +389,7 @@ func (a *API) listFlags(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.FeatureFlagListReply{Success: true, FeatureFlags: flagViews(app.Settings.FeatureFlags)}, nil
+	return wire.FeatureFlagListReply{Success: true, FeatureFlags: app.Settings.FeatureFlags}, nil
 }
 
 // putFlag: PUT feature-flags.php {app_id, name, type, default?, description?}
