@@ -1,8 +1,8 @@
 package clientapi
 
 import (
+	"bytes"
 	"context"
-	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/edge"
@@ -80,24 +80,27 @@ var heartbeatNames = []string{"session_id", "license_key"}
 // pre-encoded bytes. Every refusal is a kill code, enveloped by the
 // transport.
 func (a *API) heartbeat(ctx context.Context, c *edge.Call, plain []byte) ([]byte, error) {
-	var in [2]string
-	if !edge.ScanStrings(plain, heartbeatNames, in[:]) {
+	var in [2][]byte // slices of plain: the members are read without a copy
+	if !edge.ScanBytes(plain, heartbeatNames, in[:]) {
 		f, err := edge.ParseFields(plain)
 		if err != nil {
 			return nil, err
 		}
-		if in[0], err = f.Str("session_id"); err != nil {
+		sid, err := f.Str("session_id")
+		if err != nil {
 			return nil, err
 		}
-		if in[1], err = f.Str("license_key"); err != nil {
+		lk, err := f.Str("license_key")
+		if err != nil {
 			return nil, err
 		}
+		in[0], in[1] = []byte(sid), []byte(lk)
 	}
-	sid, lk := in[0], strings.TrimSpace(in[1])
+	sid, lk := in[0], bytes.TrimSpace(in[1])
 	if err := a.BeatBudget(c.App.ID, sid); err != nil {
 		return nil, err
 	}
-	if err := a.lic.Heartbeat(ctx, c.App, sid, lk); err != nil {
+	if err := a.lic.HeartbeatBytes(ctx, c.App, sid, lk); err != nil {
 		if e := apperr.From(err); e.Kind == apperr.Forbidden { // the session ended: a kill code
 			a.count(c.App, analytics.HeartbeatRefused, e.Code)
 			a.metrics.Kill(e.Code)

@@ -130,13 +130,15 @@ func (e *Edge) requestID(next http.Handler) http.Handler {
 		if !reqid.Valid(id) {
 			id = reqid.New()
 		}
-		w.Header().Set("X-Request-Id", id)
-		// The request is registered as in flight (for shutdown) with the
-		// same context change, so the hot path clones the request once.
-		ctx := reqid.With(r.Context(), id)
-		f, sh := e.track(r.Method, id)
+		// The request is registered as in flight (for shutdown), and its
+		// record is the new context carrying the id: one allocation, and
+		// the hot path clones the request once. The reply header's value
+		// is the record's own one-element slice (cap 1: a Header.Add
+		// copies it).
+		f, sh := e.track(r.Context(), r.Method, id)
 		defer sh.remove(f)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, flightKey{}, f)))
+		w.Header()["X-Request-Id"] = f.id[:]
+		next.ServeHTTP(w, r.WithContext(f))
 	})
 }
 

@@ -179,7 +179,18 @@ func (f Fields) Bool(name string) (bool, bool, error) {
 // invalid JSON, not an object, an escape, a wanted value that is not a
 // plain string — it reports false and the caller takes the general path,
 // which decides. Other members' values are skipped whatever they are.
-func ScanStrings(b []byte, names []string, out []string) bool {
+func ScanStrings(b []byte, names []string, out []string) bool { return scanMembers(b, names, out) }
+
+// ScanBytes is ScanStrings giving each value as a slice of b (nil for null
+// and absence) instead of a new string: the heartbeat reads its two
+// members without allocating. It is not inlined: a caller in another
+// package would see the generic scanMembers, whose escape analysis it
+// does not have, and move its out array to the heap.
+//
+//go:noinline
+func ScanBytes(b []byte, names []string, out [][]byte) bool { return scanMembers(b, names, out) }
+
+func scanMembers[T string | []byte](b []byte, names []string, out []T) bool {
 	if !json.Valid(b) {
 		return false
 	}
@@ -214,9 +225,10 @@ func ScanStrings(b []byte, names []string, out []string) bool {
 		if want >= 0 {
 			switch v := b[i:end]; {
 			case string(v) == "null":
-				out[want] = ""
+				var none T
+				out[want] = none
 			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
-				out[want] = string(v[1 : len(v)-1])
+				out[want] = T(v[1 : len(v)-1])
 			default:
 				return false
 			}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/keyward/keyward/internal/reqid"
 )
 
 // InFlight is a request being served: what a forced stop names when it
@@ -18,20 +20,42 @@ type InFlight struct {
 }
 
 // flight is one request in flights; route is set once the mux has chosen
-// the handler (by routed).
+// the handler (by routed). It is also the request's context: the one
+// allocation carries the record (flightKey{}) and the request id (reqid's
+// key, as a reqid.Carrier), and id is the X-Request-Id reply header's value.
 type flight struct {
-	method, id string
-	since      time.Time
-	route      atomic.Pointer[string]
+	context.Context
+	method string
+	id     [1]string
+	since  time.Time
+	route  atomic.Pointer[string]
 	// The request's own goroutine also keeps here, so one context value
 	// and one request clone serve every middleware: the client address the
 	// limiter found (clientIP) and what instrument observes.
 	ip  string
 	obs observation
 	sw  statusWriter
+	// call is the envelope transport's Call for this request (newCall),
+	// handed out at most once: a second use gets its own.
+	call     Call
+	callUsed bool
 }
 
 type flightKey struct{}
+
+// Value answers flightKey{} and reqid's key with f itself (a pointer: no
+// boxing) and asks the parent for anything else.
+func (f *flight) Value(k any) any {
+	if k == (flightKey{}) || reqid.IsKey(k) {
+		return f
+	}
+	return f.Context.Value(k)
+}
+
+// RequestID makes f a reqid.Carrier.
+func (f *flight) RequestID() string { return f.id[0] }
+
+func (f *flight) String() string { return "edge.flight(" + f.id[0] + ")" }
 
 // flightShards is how many locks the in-flight registry is split over, so
 // concurrent requests (every heartbeat passes here) rarely share one.
@@ -54,9 +78,10 @@ type flightShard struct {
 }
 
 // track registers a request in e.flights until its shard's remove is
-// called; requestID calls it, so the id is the one the reply carries.
-func (e *Edge) track(method, id string) (*flight, *flightShard) {
-	f := &flight{method: knownMethod(method), id: id, since: time.Now()}
+// called; requestID calls it, so the id is the one the reply carries. The
+// flight is a context over parent.
+func (e *Edge) track(parent context.Context, method, id string) (*flight, *flightShard) {
+	f := &flight{Context: parent, method: knownMethod(method), id: [1]string{id}, since: time.Now()}
 	sh := &e.flights.shards[e.flights.next.Add(1)%flightShards]
 	sh.mu.Lock()
 	if sh.m == nil {
@@ -100,7 +125,7 @@ func (e *Edge) InFlight() []InFlight {
 		sh := &e.flights.shards[i]
 		sh.mu.Lock()
 		for f := range sh.m {
-			in := InFlight{Method: f.method, RequestID: f.id, Since: f.since}
+			in := InFlight{Method: f.method, RequestID: f.id[0], Since: f.since}
 			if p := f.route.Load(); p != nil {
 				in.Route = *p
 			}

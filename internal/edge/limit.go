@@ -94,11 +94,11 @@ func limitKey(ip string) string {
 
 // BeatBudget takes one heartbeat from the session's budget (none without a
 // heartbeat rate).
-func (e *Edge) BeatBudget(appID, sessionToken string) error {
+func (e *Edge) BeatBudget(appID string, sessionToken []byte) error {
 	if !e.limits.session.Enabled() {
 		return nil
 	}
-	if ok, wait := e.limits.session.Allow(appID + "/" + sessionToken); !ok {
+	if ok, wait := e.limits.session.Allow(appID + "/" + string(sessionToken)); !ok {
 		return RateLimited(wait)
 	}
 	return nil

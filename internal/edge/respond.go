@@ -78,13 +78,32 @@ var (
 	headerNoRef   = []string{"no-referrer"}
 )
 
+// contentLengths are the decimal forms of 0 to len-1, one array the
+// Content-Length header values of small replies are sliced from (cap 1, so
+// a Header.Add copies): no strconv string and no []string per reply.
+var contentLengths = func() (t [4096]string) {
+	for i := range t {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+// setContentLength sets h's Content-Length to n.
+func setContentLength(h http.Header, n int) {
+	if n >= 0 && n < len(contentLengths) {
+		h["Content-Length"] = contentLengths[n : n+1 : n+1]
+		return
+	}
+	h["Content-Length"] = []string{strconv.Itoa(n)}
+}
+
 // WriteRaw sends a JSON body with the given status. API replies are never
 // compressed or cached.
 func WriteRaw(w http.ResponseWriter, code int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = headerJSON
 	h["Cache-Control"] = headerNoStore
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+	setContentLength(h, len(body))
 	w.WriteHeader(code)
 	w.Write(body)
 }

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -28,6 +29,19 @@ func scanAgrees(t *testing.T, body []byte) {
 	sid, lk, err := generalHeartbeatFields(body)
 	if err != nil || sid != in[0] || lk != in[1] {
 		t.Fatalf("scanStrings(%q) = %q %q; general path %q %q %v", body, in[0], in[1], sid, lk, err)
+	}
+	// ScanBytes is the same scan, giving slices of body.
+	var raw [2][]byte
+	if !ScanBytes(body, scanNames, raw[:]) || string(raw[0]) != in[0] || string(raw[1]) != in[1] {
+		t.Fatalf("ScanBytes(%q) = %q %q; ScanStrings %q %q", body, raw[0], raw[1], in[0], in[1])
+	}
+}
+
+func TestScanBytesAllocatesNothing(t *testing.T) {
+	body := []byte(`{"session_id":"` + strings.Repeat("a", 64) + `","license_key":"K","hwid":"h"}`)
+	var raw [2][]byte
+	if n := testing.AllocsPerRun(100, func() { ScanBytes(body, scanNames, raw[:]) }); n != 0 {
+		t.Errorf("ScanBytes allocates %v times", n)
 	}
 }
 

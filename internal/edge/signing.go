@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"io"
 	"net/http"
-	"strconv"
 
 	"github.com/keyward/keyward/internal/signing"
 )
@@ -25,11 +24,24 @@ const (
 	signedReplyLimit = 8 << 20
 )
 
+// nonceKey is signing.NonceHeader in canonical form: r.Header is indexed
+// with it, since Header.Get would canonicalise "X-PWF-Nonce" (a new string)
+// on every request.
+var nonceKey = http.CanonicalHeaderKey(signing.NonceHeader)
+
+// headerValue is h.Get(key) for a key already in canonical form.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
 // signReplies wraps next with reply signing by the signer's active key.
 func (e *Edge) signReplies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys := e.signer.Load()
-		nonce := r.Header.Get(signing.NonceHeader)
+		nonce := headerValue(r.Header, nonceKey)
 		if keys == nil || keys.Active == nil || !signing.ValidNonce(nonce) {
 			next.ServeHTTP(w, r)
 			return
@@ -60,7 +72,7 @@ func (e *Edge) signReplies(next http.Handler) http.Handler {
 		}
 		w.Header().Del("Content-Encoding")
 		if r.Method != http.MethodHead { // a HEAD keeps the GET's length
-			w.Header().Set("Content-Length", strconv.Itoa(rec.buf.Len()))
+			setContentLength(w.Header(), rec.buf.Len())
 		}
 		w.WriteHeader(rec.status)
 		w.Write(rec.buf.Bytes())

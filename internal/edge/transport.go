@@ -241,7 +241,7 @@ func (e *Edge) runOnce(ctx context.Context, r *http.Request, app *license.App, p
 	var err error
 	if o.Raw != nil {
 		ip := e.ClientIP(r)
-		reply, err = o.Raw(ctx, &Call{App: app, R: r, IP: ip}, plain)
+		reply, err = o.Raw(ctx, newCall(r, Call{App: app, R: r, IP: ip}), plain)
 		e.observeRefusal(ctx, app, ip, err)
 	} else {
 		var f Fields
@@ -249,7 +249,7 @@ func (e *Edge) runOnce(ctx context.Context, r *http.Request, app *license.App, p
 		if err == nil {
 			var res any
 			ip := e.ClientIP(r)
-			res, err = h(ctx, &Call{App: app, F: f, R: r, IP: ip})
+			res, err = h(ctx, newCall(r, Call{App: app, F: f, R: r, IP: ip}))
 			if err == nil {
 				reply = Marshal(res)
 			}
@@ -271,6 +271,19 @@ func (e *Edge) runOnce(ctx context.Context, r *http.Request, app *license.App, p
 		}
 	}
 	return reply, nil
+}
+
+// newCall returns c on the heap: in the request's in-flight record, which
+// already is, the first time, else a new one. Handlers are called through a
+// func value, so a &Call{} literal would escape on every request.
+func newCall(r *http.Request, c Call) *Call {
+	if f, ok := r.Context().Value(flightKey{}).(*flight); ok && !f.callUsed {
+		f.callUsed, f.call = true, c
+		return &f.call
+	}
+	p := new(Call) // not &c: that would move c to the heap on every call
+	*p = c
+	return p
 }
 
 // awaitShared waits briefly for another process to finish the same envelope.

@@ -62,7 +62,9 @@ func NewService(store Store, now func() time.Time, random io.Reader, cfg Config)
 func (s *Service) Now() time.Time { return s.now().UTC() }
 
 // HashToken returns the stored form of a session token or app secret.
-func HashToken(token string) string {
+func HashToken(token string) string { return hashToken(token) }
+
+func hashToken[T string | []byte](token T) string {
 	var buf [64]byte // tokens and secrets are 64 characters: hashed without a copy on the heap
 	h := sha256.Sum256(append(buf[:0], token...))
 	var out [2 * sha256.Size]byte
@@ -188,11 +190,21 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 // SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,
 // BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's key.
 func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey string) error {
-	if token == "" {
+	return heartbeat(ctx, s, app, token, licenseKey)
+}
+
+// HeartbeatBytes is Heartbeat with the token and key as bytes (slices of
+// the request body, read without a string copy).
+func (s *Service) HeartbeatBytes(ctx context.Context, app *App, token, licenseKey []byte) error {
+	return heartbeat(ctx, s, app, token, licenseKey)
+}
+
+func heartbeat[T string | []byte](ctx context.Context, s *Service, app *App, token, licenseKey T) error {
+	if len(token) == 0 {
 		return apperr.Missing("session_id")
 	}
 	now := s.Now()
-	v, err := s.store.HeartbeatView(ctx, HashToken(token))
+	v, err := s.store.HeartbeatView(ctx, hashToken(token))
 	if errors.Is(err, apperr.ErrNotFound) {
 		return errSessionGone
 	} else if err != nil {
@@ -207,11 +219,11 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 	}
 	// Account sessions carry no key string: a license_key sent with them is
 	// not compared (it may name any key the account redeemed).
-	if licenseKey != "" && v.KeyString != "" && licenseKey != v.KeyString {
+	if len(licenseKey) != 0 && v.KeyString != "" && !sameBytes(licenseKey, v.KeyString) {
 		if sess.KeyID == nil {
 			return errMismatch
 		}
-		if alias, err := s.store.IsKeyAlias(ctx, app.ID, licenseKey, *sess.KeyID); err != nil {
+		if alias, err := s.store.IsKeyAlias(ctx, app.ID, string(licenseKey), *sess.KeyID); err != nil {
 			return err
 		} else if !alias {
 			return errMismatch
@@ -241,6 +253,20 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey str
 		s.touches.touch(sess.ID, now)
 	}
 	return nil
+}
+
+// sameBytes reports whether a holds the bytes of b, without converting a
+// (in generic code string(a) == b may copy a).
+func sameBytes[T string | []byte](a T, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // touchResolution is how fresh a session's stored last-seen time may be for a
