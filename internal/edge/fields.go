@@ -60,15 +60,23 @@ func (b *LimitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyBuffer is a reusable request body buffer for the envelope routes,
-// whose bodies are read, opened and dropped within the request.
-type bodyBuffer struct{ b []byte }
+// BodyBuffer is a reusable request body buffer for the envelope routes
+// (and the load tool's echo, which must read bodies the same way), whose
+// bodies are read, opened and dropped within the request. Take one with
+// GetBodyBuffer and give it back with PutBodyBuffer.
+type BodyBuffer struct{ b []byte }
 
-var bodyBuffers = sync.Pool{New: func() any { return &bodyBuffer{b: make([]byte, 0, 1024)} }}
+var bodyBuffers = sync.Pool{New: func() any { return &BodyBuffer{b: make([]byte, 0, 1024)} }}
 
-// read reads at most limit bytes of r's body into buf, as ReadBody does;
+// GetBodyBuffer takes a buffer from the pool.
+func GetBodyBuffer() *BodyBuffer { return bodyBuffers.Get().(*BodyBuffer) }
+
+// PutBodyBuffer gives buf back; the bytes it read are invalid from then on.
+func PutBodyBuffer(buf *BodyBuffer) { bodyBuffers.Put(buf) }
+
+// Read reads at most limit bytes of r's body into buf, as ReadBody does;
 // the bytes are valid until buf goes back to the pool.
-func (buf *bodyBuffer) read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+func (buf *BodyBuffer) Read(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	rd := http.MaxBytesReader(w, r.Body, limit)
 	b := buf.b[:0]
 	for {

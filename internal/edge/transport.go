@@ -87,9 +87,9 @@ func (e *Edge) envelopeRoute(o Route) http.Handler {
 		if !ok {
 			return
 		}
-		buf := bodyBuffers.Get().(*bodyBuffer)
-		defer bodyBuffers.Put(buf)
-		body, err := buf.read(w, r, ClientBodyLimit)
+		buf := GetBodyBuffer()
+		defer PutBodyBuffer(buf)
+		body, err := buf.Read(w, r, ClientBodyLimit)
 		if err != nil {
 			e.Error(w, r, err)
 			return

@@ -2,11 +2,11 @@ package loadtest
 
 import (
 	"crypto/sha256"
-	"io"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/envelope"
 )
 
@@ -41,10 +41,7 @@ const maxEchoBoxes = 64
 var (
 	echoBadRequest = []byte(`{"success":false}`)
 	echoJSON       = []string{"application/json"}
-	echoBuffers    = sync.Pool{New: func() any { return &echoBuffer{b: make([]byte, 0, 1024)} }}
 )
-
-type echoBuffer struct{ b []byte }
 
 // box returns the Box for secret, building it on first use.
 func (e *echo) box(secret string) *envelope.Box {
@@ -67,9 +64,9 @@ func (e *echo) box(secret string) *envelope.Box {
 }
 
 func (e *echo) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	buf := echoBuffers.Get().(*echoBuffer)
-	defer echoBuffers.Put(buf)
-	body, err := buf.read(w, r)
+	buf := edge.GetBodyBuffer() // the heartbeat's own body reader
+	defer edge.PutBodyBuffer(buf)
+	body, err := buf.Read(w, r, 64<<10)
 	if err != nil {
 		e.fail(w)
 		return
@@ -92,26 +89,4 @@ func (e *echo) fail(w http.ResponseWriter) {
 	w.Header()["Content-Type"] = echoJSON
 	w.WriteHeader(http.StatusBadRequest)
 	w.Write(echoBadRequest)
-}
-
-// read reads r's body (at most 64 KiB) into the buffer; the bytes are
-// valid until the buffer goes back to the pool.
-func (buf *echoBuffer) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, 64<<10)
-	b := buf.b[:0]
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := rd.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	buf.b = b
-	return b, nil
 }
