@@ -91,8 +91,7 @@ func (d *Dashboard) login2FA(w http.ResponseWriter, r *http.Request) {
 	err := d.call(r, "", "POST", "/api/admin/totp.php", nil, wire.TOTPRequest{Step1Token: step1, Code: r.PostFormValue("code")}, &out)
 	if err != nil {
 		data.Error = signInError(err)
-		var ae *APIError
-		if errors.As(err, &ae) && ae.Code == "INVALID_TOKEN" {
+		if stepExpired(err) {
 			d.setCookie(w, r, step1Cookie, "", -1)
 			d.showLogin(w, r, http.StatusUnauthorized, "login", data)
 			return
@@ -120,12 +119,20 @@ func signInError(err error) string {
 	case http.StatusTooManyRequests:
 		return "Too many failed attempts; wait a few minutes and try again."
 	case http.StatusUnauthorized:
-		if ae.Code == "INVALID_TOKEN" {
+		if stepExpired(err) {
 			return "The sign-in took too long; enter your password again."
 		}
 		return "Wrong username, password or code."
 	}
 	return ae.Message
+}
+
+// stepExpired reports whether totp.php refused the first step's token
+// itself (expired, or made before a password change): 401 UNAUTHORIZED, where
+// a wrong code is 401 INVALID_CODE.
+func stepExpired(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusUnauthorized && ae.Code == wire.CodeUnauthorized
 }
 
 func statusOf(err error) int {

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
@@ -110,6 +111,25 @@ func TestSignInWithTwoFactor(t *testing.T) {
 	p = s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}})
 	if p.Status != 200 || p.URL != "/dashboard/" {
 		t.Fatalf("right code: %d at %s: %q", p.Status, p.URL, p.Text())
+	}
+}
+
+// A code sent after the first step's token expired (5 minutes) sends the
+// owner back to the password, saying why, instead of refusing code after
+// code.
+func TestSignInTwoFactorStepExpires(t *testing.T) {
+	s := newSite(t)
+	secret := enableTOTP(t, s)
+	s.get("/dashboard/login")
+	s.post("/dashboard/login", url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}})
+	s.Clock.Advance(6 * time.Minute)
+	p := s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}})
+	if p.Status != http.StatusUnauthorized || !p.Has("The sign-in took too long; enter your password again.") ||
+		p.Has("Code from your authenticator app") {
+		t.Fatalf("code after the step expired: %d %q", p.Status, p.Text())
+	}
+	if s.get("/dashboard/").URL != "/dashboard/login" {
+		t.Fatal("an expired first step opened the dashboard")
 	}
 }
 
