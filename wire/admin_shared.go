@@ -1,8 +1,9 @@
 package wire
 
-// The admin API's pricing, orders and subscriptions replies
-// (/api/admin/pricing.php, orders.php, subscriptions.php). Their records
-// are the client routes' [Plan], [Order] and [PublicSubscription] with the
+// The admin API's pricing, orders, subscriptions, slides and changelog
+// replies (/api/admin/pricing.php, orders.php, subscriptions.php,
+// slides.php, changelog.php). Their records are the client routes' [Plan],
+// [Order], [PublicSubscription], [Slide] and [ChangelogEntry] with the
 // admin's fields added.
 
 // AdminPlan is a plan or level as the admin API shows it: the public
@@ -67,4 +68,47 @@ type SubscriptionListReply struct {
 type SubscriptionReply struct {
 	Success      bool         `json:"success"`
 	Subscription Subscription `json:"subscription"`
+}
+
+// AdminSlide is a slide as the admin API shows it (slides.php): the client's
+// [Slide] plus whether it is on and when it was made and last changed.
+type AdminSlide struct {
+	Slide
+	Active    bool   `json:"active"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// SlideListReply is the reply of GET slides.php.
+type SlideListReply struct {
+	Success bool         `json:"success"`
+	Slides  []AdminSlide `json:"slides"`
+}
+
+// SlideReply is one slide after a change (POST, PUT slides.php).
+type SlideReply struct {
+	Success bool       `json:"success"`
+	Slide   AdminSlide `json:"slide"`
+}
+
+// AdminChangelogEntry is a changelog entry as the admin API shows it
+// (changelog.php): the client's [ChangelogEntry] (PublishedAt null for a
+// draft) plus whether it is published and when it was made and changed.
+type AdminChangelogEntry struct {
+	ChangelogEntry
+	Published bool   `json:"published"`
+	CreatedAt string `json:"created_at"`
+	UpdatedAt string `json:"updated_at"`
+}
+
+// ChangelogEntryListReply is the reply of GET changelog.php (admin).
+type ChangelogEntryListReply struct {
+	Success bool                  `json:"success"`
+	Entries []AdminChangelogEntry `json:"entries"`
+}
+
+// ChangelogEntryReply is one entry after a change (POST, PUT changelog.php).
+type ChangelogEntryReply struct {
+	Success bool                `json:"success"`
+	Entry   AdminChangelogEntry `json:"entry"`
 }
