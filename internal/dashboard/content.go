@@ -514,9 +514,7 @@ func (d *Dashboard) renderOrders(c *Ctx, secret string) {
 	} else if !slices.Contains(orderLimits, limit) {
 		limit, msg = orderLimits[0], "Show: choose 100, 500 or 1000 orders; the newest 100 are shown."
 	}
-	var out struct {
-		Orders []map[string]any `json:"orders"`
-	}
+	var out wire.OrderListReply
 	if err := c.Call("GET", "/api/admin/orders.php", c.AppQuery("limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -547,27 +545,23 @@ func (d *Dashboard) contentOrderSecret(c *Ctx) {
 	if !c.Confirm("Make a new fulfilment secret?", "Your payment integration must use the new secret: the current one stops working.") {
 		return
 	}
-	var out struct {
-		Secret string `json:"fulfillment_secret"`
-	}
+	var out wire.FulfillmentSecretReply
 	if err := c.Call("POST", "/api/admin/orders.php", c.AppQuery("action", "fulfillment-secret"), map[string]any{"app_id": c.AppID}, &out); err != nil {
 		c.Done(c.AppPath("content/orders"), "", err)
 		return
 	}
-	d.renderOrders(c, out.Secret)
+	d.renderOrders(c, out.FulfillmentSecret)
 }
 
 // ---- subscriptions
 
 func (d *Dashboard) contentSubscriptions(c *Ctx) {
-	var out struct {
-		Subs []map[string]any `json:"subscriptions"`
-	}
+	var out wire.SubscriptionListReply
 	if err := c.Call("GET", "/api/admin/subscriptions.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.contentRender("subscriptions", "Subscriptions", map[string]any{"Subs": out.Subs})
+	c.contentRender("subscriptions", "Subscriptions", map[string]any{"Subs": out.Subscriptions})
 }
 
 func (d *Dashboard) contentSubscriptionCancel(c *Ctx) {

@@ -261,10 +261,7 @@ func (d *Dashboard) accountDelete(c *Ctx) {
 
 func (d *Dashboard) trialsList(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Trials []map[string]any `json:"trials"`
-		Next   any              `json:"next_cursor"`
-	}
+	var out wire.TrialListReply
 	p := &listPage{Filter: map[string]string{}}
 	if err := c.Call("GET", "/api/admin/trials.php", c.AppQuery("cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -273,7 +270,7 @@ func (d *Dashboard) trialsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Trials
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	st := c.App.Settings
 	p.Extra = map[string]any{"Enabled": st.TrialEnabled, "Duration": st.TrialDuration, "Unit": st.TrialDurationUnit}
 	c.Render("trials", Page{Title: "Trials", Nav: "trials", Data: p})
