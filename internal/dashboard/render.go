@@ -152,7 +152,8 @@ var funcs = template.FuncMap{
 
 // str shows any JSON value as text ("" for nil).
 func str(v any) string {
-	switch t := deref(v).(type) {
+	v = deref(v)
+	switch t := v.(type) {
 	case nil:
 		return ""
 	case string:
