@@ -52,6 +52,22 @@ func TestPresence(t *testing.T) {
 		{"redeem", wire.RedeemReply{}, []string{`"license_key":""`, `"expires_at":null`}, nil},
 		{"no subscription", wire.SubscriptionCheckReply{Success: true}, []string{`"subscription":null`, `"active":false`}, nil},
 		{"trial", wire.TrialReply{TrialKey: "T", LicenseKey: "T"}, []string{`"trial_key":"T"`, `"license_key":"T"`, `"hwid":""`}, nil},
+		{"customer key sign-in", wire.CustomerKeyReply{Key: &wire.CustomerKey{}},
+			[]string{`"key":{`, `"activated_at":null`, `"days_remaining":null`}, []string{`"account"`}},
+		{"customer account sign-in", wire.CustomerKeyReply{Account: &wire.CustomerAccount{}},
+			[]string{`"account":{`, `"redeemed_keys":null`, `"expires_at":null`}, []string{`"key"`}},
+		{"customer order", wire.CustomerOrder{}, []string{`"subscription_id":null`, `"fulfilled_at":null`, `"license_keys":null`}, nil},
+		{"reseller last page", wire.ResellerLedgerReply{Entries: []wire.LedgerEntry{}}, []string{`"next_cursor":null`, `"entries":[]`}, nil},
+		{"reseller without products", wire.ResellerMeReply{}, []string{`"products":null`, `"app":{"id":"","name":""}`}, nil},
+		{"admin plan", wire.AdminPlan{Active: true, Order: 2}, []string{`"active":true`, `"order":2`, `"price_cents":0`, `"features":null`}, []string{`"Plan"`}},
+		{"admin subscription", wire.Subscription{LicenseKey: "K"},
+			[]string{`"license_key":"K"`, `"email":""`, `"renewal_order_id":null`, `"cancel_at_period_end":false`}, nil},
+		{"admin slide", wire.AdminSlide{}, []string{`"starts_at":null`, `"active":false`, `"created_at":""`}, []string{`"Slide"`}},
+		{"admin changelog draft", wire.AdminChangelogEntry{}, []string{`"published_at":null`, `"published":false`}, nil},
+		{"admin account", wire.AdminAccount{}, []string{`"license_key":""`, `"last_login_at":null`, `"features":null`}, nil},
+		{"account action", wire.AccountReply{}, nil, []string{`"temporary_password"`}},
+		{"trial of a deleted key", wire.Trial{}, []string{`"license_key":null`, `"status":null`, `"expires_at":null`}, nil},
+		{"accounts last page", wire.AccountListReply{}, []string{`"next_cursor":null`}, nil},
 	} {
 		got := encode(t, tc.v)
 		for _, s := range tc.has {

@@ -2,32 +2,36 @@ package adminapi
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/account"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // accountView is an account as the admin API shows it.
-func accountView(acct *license.Account, now time.Time) map[string]any {
+func accountView(acct *license.Account, now time.Time) wire.AdminAccount {
 	u := acct.WireUser(now)
-	v := map[string]any{"id": u.ID, "username": u.Username, "email": u.Email, "status": acct.StatusAt(now),
-		"expires_at": optStamp(acct.ExpiresAt), "days_remaining": u.DaysRemaining, "max_devices": u.MaxDevices,
-		"key_type": u.KeyType, "lifetime": u.Lifetime}
-	v["license_key"] = acct.LicenseKey
-	v["features"] = acct.FeaturesJSON()
-	v["password_reset_required"] = acct.PasswordResetRequired
-	v["last_login_at"] = optStamp(acct.LastLoginAt)
-	v["created_at"] = license.Timestamp(acct.CreatedAt)
-	return v
+	return wire.AdminAccount{ID: u.ID, Username: u.Username, Email: u.Email, Status: string(acct.StatusAt(now)),
+		ExpiresAt: stampOf(acct.ExpiresAt), DaysRemaining: u.DaysRemaining, MaxDevices: u.MaxDevices,
+		KeyType: u.KeyType, Lifetime: u.Lifetime, LicenseKey: acct.LicenseKey, Features: acct.FeaturesJSON(),
+		PasswordResetRequired: acct.PasswordResetRequired, LastLoginAt: stampOf(acct.LastLoginAt),
+		CreatedAt: license.Timestamp(acct.CreatedAt)}
+}
+
+// pageCursor is the next_cursor of a page: null (nil) at the end.
+func pageCursor(next int64) *string {
+	if next <= 0 {
+		return nil
+	}
+	return cursorString(next)
 }
 
 // getAccounts: GET accounts.php?app_id=[&q=&cursor=&limit=] lists accounts;
 // with username= returns one with devices, sessions and redeemed keys.
-func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) getAccounts(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -41,19 +45,13 @@ func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, er
 		if err != nil {
 			return nil, err
 		}
-		v := accountView(&d.Account, now)
-		devices := make([]map[string]any, len(d.Devices))
-		for i, dv := range d.Devices {
-			devices[i] = map[string]any{"hwid": dv.HWID, "first_seen_at": license.Timestamp(dv.CreatedAt),
-				"last_seen_at": license.Timestamp(dv.LastSeenAt)}
-		}
-		keys := make([]map[string]any, len(d.Redemptions))
+		keys := make([]wire.RedeemedKey, len(d.Redemptions))
 		for i, r := range d.Redemptions {
-			keys[i] = map[string]any{"license_key": r.LicenseKey, "days_added": r.DaysAdded, "lifetime": r.Lifetime,
-				"redeemed_at": license.Timestamp(r.CreatedAt)}
+			keys[i] = wire.RedeemedKey{LicenseKey: r.LicenseKey, DaysAdded: r.DaysAdded, Lifetime: r.Lifetime,
+				RedeemedAt: license.Timestamp(r.CreatedAt)}
 		}
-		v["devices"], v["sessions"], v["redeemed_keys"] = devices, sessionViews(d.Sessions), keys
-		return map[string]any{"success": true, "account": v}, nil
+		return wire.AccountDetailReply{Success: true, Account: wire.AdminAccountDetail{AdminAccount: accountView(&d.Account, now),
+			Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions), RedeemedKeys: keys}}, nil
 	}
 	after, err := queryInt(c, "cursor")
 	if err != nil {
@@ -71,20 +69,16 @@ func (a *API) getAccounts(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(as))
+	out := make([]wire.AdminAccount, len(as))
 	for i := range as {
 		out[i] = accountView(&as[i], now)
 	}
-	res := map[string]any{"success": true, "accounts": out, "next_cursor": nil}
-	if next > 0 {
-		res["next_cursor"] = strconv.FormatInt(next, 10)
-	}
-	return res, nil
+	return wire.AccountListReply{Success: true, Accounts: out, NextCursor: pageCursor(next)}, nil
 }
 
 // accountAction: POST accounts.php?app_id=&action= {username, reason?,
 // expires_at? | lifetime?}.
-func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) accountAction(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -120,15 +114,11 @@ func (a *API) accountAction(ctx context.Context, c *adminCall) (map[string]any, 
 	if err != nil {
 		return nil, err
 	}
-	res := map[string]any{"success": true, "account": accountView(acct, a.lic.Now())}
-	if temp != "" {
-		res["temporary_password"] = temp
-	}
-	return res, nil
+	return wire.AccountReply{Success: true, Account: accountView(acct, a.lic.Now()), TemporaryPassword: temp}, nil
 }
 
 // deleteAccount: DELETE accounts.php {app_id, username}.
-func (a *API) deleteAccount(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) deleteAccount(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -140,7 +130,7 @@ func (a *API) deleteAccount(ctx context.Context, c *adminCall) (map[string]any, 
 	if err := a.accounts.DeleteAccount(ctx, c.actor, appID, username); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Account deleted."}, nil
+	return wire.MessageReply{Success: true, Message: "Account deleted."}, nil
 }
 
 // optStamp is a wire timestamp, or JSON null for nil.

@@ -172,13 +172,6 @@ func (a *API) deleteText(ctx context.Context, c *adminCall) (any, error) {
 
 // ---- slides.php
 
-func adminSlideView(sl *content.Slide) map[string]any {
-	v := slideView(sl)
-	v["active"] = sl.Active
-	v["created_at"], v["updated_at"] = optStamp(&sl.CreatedAt), optStamp(&sl.UpdatedAt)
-	return v
-}
-
 // slideFields applies the slide fields present in the body to sl.
 func slideFields(f edge.Fields, sl *content.Slide) error {
 	for name, dst := range map[string]*string{"title": &sl.Title, "body": &sl.Body, "image_url": &sl.ImageURL, "link_url": &sl.LinkURL} {
@@ -204,7 +197,7 @@ func slideFields(f edge.Fields, sl *content.Slide) error {
 	return nil
 }
 
-func (a *API) listSlides(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listSlides(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -213,14 +206,14 @@ func (a *API) listSlides(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(ss))
+	out := make([]wire.AdminSlide, len(ss))
 	for i := range ss {
-		out[i] = adminSlideView(&ss[i])
+		out[i] = ss[i].AdminWire()
 	}
-	return map[string]any{"success": true, "slides": out}, nil
+	return wire.SlideListReply{Success: true, Slides: out}, nil
 }
 
-func (a *API) createSlide(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createSlide(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -232,10 +225,10 @@ func (a *API) createSlide(ctx context.Context, c *adminCall) (map[string]any, er
 	if err := a.content.CreateSlide(ctx, c.actor, sl); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "slide": adminSlideView(sl)}, nil
+	return wire.SlideReply{Success: true, Slide: sl.AdminWire()}, nil
 }
 
-func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateSlide(ctx context.Context, c *adminCall) (any, error) {
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
@@ -244,7 +237,7 @@ func (a *API) updateSlide(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "slide": adminSlideView(sl)}, nil
+	return wire.SlideReply{Success: true, Slide: sl.AdminWire()}, nil
 }
 
 // ---- social-links.php
@@ -308,13 +301,6 @@ func (a *API) updateLink(ctx context.Context, c *adminCall) (any, error) {
 
 // ---- changelog.php (admin)
 
-func adminEntryView(e *content.Entry) map[string]any {
-	v := entryView(e)
-	v["published"] = e.PublishedAt != nil
-	v["created_at"], v["updated_at"] = optStamp(&e.CreatedAt), optStamp(&e.UpdatedAt)
-	return v
-}
-
 func entryFields(f edge.Fields, e *content.Entry) error {
 	for name, dst := range map[string]*string{"version": &e.Version, "title": &e.Title, "body": &e.Body, "category": &e.Category} {
 		if err := setStr(f, name, dst); err != nil {
@@ -324,7 +310,7 @@ func entryFields(f edge.Fields, e *content.Entry) error {
 	return nil
 }
 
-func (a *API) listEntries(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listEntries(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -333,14 +319,14 @@ func (a *API) listEntries(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(es))
+	out := make([]wire.AdminChangelogEntry, len(es))
 	for i := range es {
-		out[i] = adminEntryView(&es[i])
+		out[i] = es[i].AdminWire()
 	}
-	return map[string]any{"success": true, "entries": out}, nil
+	return wire.ChangelogEntryListReply{Success: true, Entries: out}, nil
 }
 
-func (a *API) createEntry(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createEntry(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -356,10 +342,10 @@ func (a *API) createEntry(ctx context.Context, c *adminCall) (map[string]any, er
 	if err := a.content.CreateEntry(ctx, c.actor, e, publish); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "entry": adminEntryView(e)}, nil
+	return wire.ChangelogEntryReply{Success: true, Entry: e.AdminWire()}, nil
 }
 
-func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updateEntry(ctx context.Context, c *adminCall) (any, error) {
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
@@ -374,7 +360,7 @@ func (a *API) updateEntry(ctx context.Context, c *adminCall) (map[string]any, er
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "entry": adminEntryView(e)}, nil
+	return wire.ChangelogEntryReply{Success: true, Entry: e.AdminWire()}, nil
 }
 
 // ---- feature-flags.php
@@ -437,14 +423,4 @@ func (a *API) deleteFlag(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	return wire.MessageReply{Success: true, Message: "Flag deleted."}, nil
-}
-
-func slideView(sl *content.Slide) map[string]any {
-	return map[string]any{"id": sl.ID, "title": sl.Title, "body": sl.Body, "image_url": sl.ImageURL, "link_url": sl.LinkURL,
-		"order": sl.Position, "starts_at": optStamp(sl.StartsAt), "ends_at": optStamp(sl.EndsAt)}
-}
-
-func entryView(e *content.Entry) map[string]any {
-	return map[string]any{"id": e.ID, "version": e.Version, "title": e.Title, "body": e.Body, "category": e.Category,
-		"published_at": optStamp(e.PublishedAt)}
 }

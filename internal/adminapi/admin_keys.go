@@ -291,20 +291,9 @@ func (a *API) deleteKey(ctx context.Context, c *adminCall) (any, error) {
 }
 
 // keyView is k as the admin API shows it at now.
-func keyView(k *license.Key, now time.Time) wire.Key {
-	return wire.Key{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type), Duration: k.Duration,
-		ActivatedAt: stampOf(k.ActivatedAt), ExpiresAt: stampOf(k.ExpiresAt), DaysRemaining: k.DaysRemaining(now),
-		MaxDevices: k.MaxDevices, Note: k.Note, Features: k.FeaturesJSON(), CreatedAt: license.Timestamp(k.CreatedAt),
-		LastSelfResetAt: stampOf(k.LastSelfResetAt)}
-}
+func keyView(k *license.Key, now time.Time) wire.Key { return k.AdminView(now) }
 
-func keyViews(keys []license.Key, now time.Time) []wire.Key {
-	out := make([]wire.Key, len(keys))
-	for i := range keys {
-		out[i] = keyView(&keys[i], now)
-	}
-	return out
-}
+func keyViews(keys []license.Key, now time.Time) []wire.Key { return license.AdminViews(keys, now) }
 
 func deviceViews(ds []license.Device) []wire.Device {
 	out := make([]wire.Device, len(ds))

@@ -5,17 +5,11 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/commerce"
+	"github.com/keyward/keyward/wire"
 )
 
-// orderView is an order as the admin API shows it (publicOrder's fields).
-func orderView(o *commerce.Order) map[string]any {
-	return map[string]any{"order_id": o.ID, "status": o.Status, "plan_id": o.PlanID, "plan": o.PlanName, "type": o.Kind,
-		"amount": float64(o.AmountCents) / 100, "amount_cents": o.AmountCents, "currency": o.Currency, "email": o.Email,
-		"payment_ref": o.PaymentRef, "license_keys": o.Keys, "created_at": optStamp(&o.CreatedAt), "fulfilled_at": optStamp(o.FulfilledAt)}
-}
-
 // listOrders: GET orders.php?app_id=[&limit=].
-func (a *API) listOrders(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listOrders(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -28,17 +22,17 @@ func (a *API) listOrders(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(os))
+	out := make([]wire.Order, len(os))
 	for i := range os {
-		out[i] = orderView(&os[i])
+		out[i] = os[i].Wire()
 	}
-	return map[string]any{"success": true, "orders": out}, nil
+	return &wire.OrderListReply{Success: true, Orders: out}, nil
 }
 
 // orderAction: POST orders.php?action=approve|refund {app_id, order_id,
 // payment_ref?, reason?}; action=fulfillment-secret {app_id} makes a new
 // fulfilment secret, shown once.
-func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) orderAction(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -49,7 +43,7 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "fulfillment_secret": secret}, nil
+		return &wire.FulfillmentSecretReply{Success: true, FulfillmentSecret: secret}, nil
 	}
 	id, err := c.required("order_id")
 	if err != nil {
@@ -77,22 +71,11 @@ func (a *API) orderAction(ctx context.Context, c *adminCall) (map[string]any, er
 	default:
 		return nil, apperr.InvalidField("action", "must be approve, refund or fulfillment-secret")
 	}
-	return map[string]any{"success": true, "order": orderView(o)}, nil
-}
-
-func subscriptionView(s *commerce.Subscription) map[string]any {
-	v := map[string]any{"id": s.ID, "plan_id": s.PlanID, "level": s.PlanName, "interval": s.Period, "period_days": s.PeriodDays,
-		"amount": float64(s.AmountCents) / 100, "amount_cents": s.AmountCents, "currency": s.Currency, "license_key": s.LicenseKey,
-		"email": s.Email, "status": s.Status, "renews_at": optStamp(&s.RenewsAt), "cancel_at_period_end": s.Status == commerce.SubCancelled,
-		"renewal_order_id": nil, "created_at": optStamp(&s.CreatedAt)}
-	if s.RenewalOrderID != "" {
-		v["renewal_order_id"] = s.RenewalOrderID
-	}
-	return v
+	return &wire.AdminOrderReply{Success: true, Order: o.Wire()}, nil
 }
 
 // listSubscriptions: GET subscriptions.php?app_id=, newest first.
-func (a *API) listSubscriptions(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listSubscriptions(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -101,15 +84,15 @@ func (a *API) listSubscriptions(ctx context.Context, c *adminCall) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, len(subs))
+	out := make([]wire.Subscription, len(subs))
 	for i := range subs {
-		out[i] = subscriptionView(&subs[i])
+		out[i] = subs[i].Wire()
 	}
-	return map[string]any{"success": true, "subscriptions": out}, nil
+	return &wire.SubscriptionListReply{Success: true, Subscriptions: out}, nil
 }
 
 // cancelSubscription: POST subscriptions.php?action=cancel {app_id, id}.
-func (a *API) cancelSubscription(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) cancelSubscription(ctx context.Context, c *adminCall) (any, error) {
 	if c.q.Get("action") != "cancel" {
 		return nil, apperr.InvalidField("action", "must be cancel")
 	}
@@ -121,5 +104,5 @@ func (a *API) cancelSubscription(ctx context.Context, c *adminCall) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "subscription": subscriptionView(sub)}, nil
+	return &wire.SubscriptionReply{Success: true, Subscription: sub.Wire()}, nil
 }

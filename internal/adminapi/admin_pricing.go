@@ -10,15 +10,8 @@ import (
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
-
-// planView is a plan or level as the admin API shows it (publicPlan's
-// fields); price is in currency units, price_cents exact.
-func planView(p *commerce.Plan) map[string]any {
-	return map[string]any{"id": p.ID, "type": p.Kind, "name": p.Name, "description": p.Description,
-		"price": float64(p.PriceCents) / 100, "price_cents": p.PriceCents, "currency": p.Currency, "interval": p.Period,
-		"key_type": p.KeyType, "duration": p.Duration, "max_devices": p.MaxDevices, "features": p.Features}
-}
 
 // priceField reads price (a decimal with at most two places) or
 // price_cents (an integer) into cents.
@@ -81,7 +74,7 @@ func planFields(f edge.Fields, p *commerce.Plan) error {
 	return nil
 }
 
-func (a *API) listPlans(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listPlans(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -90,25 +83,19 @@ func (a *API) listPlans(ctx context.Context, c *adminCall) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	levels, plans := []map[string]any{}, []map[string]any{}
+	levels, plans := []wire.AdminPlan{}, []wire.AdminPlan{}
 	for i := range ps {
-		v := adminPlanView(&ps[i])
+		v := ps[i].AdminWire()
 		if ps[i].Kind == commerce.KindLevel {
 			levels = append(levels, v)
 		} else {
 			plans = append(plans, v)
 		}
 	}
-	return map[string]any{"success": true, "levels": levels, "plans": plans}, nil
+	return &wire.PlanListReply{Success: true, Levels: levels, Plans: plans}, nil
 }
 
-func adminPlanView(p *commerce.Plan) map[string]any {
-	v := planView(p)
-	v["active"], v["order"] = p.Active, p.Position
-	return v
-}
-
-func (a *API) createPlan(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) createPlan(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := a.existingApp(ctx, c)
 	if err != nil {
 		return nil, err
@@ -123,10 +110,10 @@ func (a *API) createPlan(ctx context.Context, c *adminCall) (map[string]any, err
 	if err := a.commerce.CreatePlan(ctx, c.actor, p); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "plan": adminPlanView(p)}, nil
+	return &wire.PlanReply{Success: true, Plan: p.AdminWire()}, nil
 }
 
-func (a *API) updatePlan(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) updatePlan(ctx context.Context, c *adminCall) (any, error) {
 	appID, id, err := a.appRecord(ctx, c)
 	if err != nil {
 		return nil, err
@@ -135,5 +122,5 @@ func (a *API) updatePlan(ctx context.Context, c *adminCall) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "plan": adminPlanView(p)}, nil
+	return &wire.PlanReply{Success: true, Plan: p.AdminWire()}, nil
 }

@@ -13,16 +13,8 @@ import (
 
 // resellerView is a reseller as the admin API shows it (never its token).
 func resellerView(r *reseller.Reseller) wire.Reseller {
-	var products []wire.ResellerProduct // null when the reseller has none, as before
-	if r.Products != nil {
-		products = make([]wire.ResellerProduct, len(r.Products))
-		for i, p := range r.Products {
-			products[i] = wire.ResellerProduct{ID: p.ID, Name: p.Name, KeyType: string(p.KeyType), Duration: p.Duration,
-				MaxDevices: p.MaxDevices, Price: p.Price}
-		}
-	}
 	return wire.Reseller{ID: r.ID, AppID: r.AppID, Name: r.Name, Email: r.Email, TokenHint: r.TokenHint,
-		Balance: r.Balance, Products: products, Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt),
+		Balance: r.Balance, Products: reseller.Products(r.Products), Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt),
 		UpdatedAt: license.Timestamp(r.UpdatedAt)}
 }
 

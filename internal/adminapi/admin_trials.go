@@ -2,13 +2,13 @@ package adminapi
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // listTrials: GET trials.php?app_id=[&cursor=&limit=], newest first.
-func (a *API) listTrials(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) listTrials(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
 		return nil, err
@@ -29,23 +29,16 @@ func (a *API) listTrials(ctx context.Context, c *adminCall) (map[string]any, err
 		return nil, err
 	}
 	now := a.lic.Now()
-	out := make([]map[string]any, len(ts))
+	out := make([]wire.Trial, len(ts))
 	for i, t := range ts {
-		// license_key, status and expires_at are null once the key was deleted.
-		var lk, status, expires any
+		out[i] = wire.Trial{ID: t.ID, HWID: t.HWID, IP: t.IP, CreatedAt: license.Timestamp(t.CreatedAt),
+			ExpiresAt: stampOf(t.ExpiresAt)}
+		// license_key and status are null once the key was deleted.
 		if t.KeyID != nil {
 			k := license.Key{Status: t.Status, ExpiresAt: t.ExpiresAt}
-			lk, status = t.LicenseKey, k.StatusAt(now)
+			lk, status := t.LicenseKey, string(k.StatusAt(now))
+			out[i].LicenseKey, out[i].Status = &lk, &status
 		}
-		if t.ExpiresAt != nil {
-			expires = license.Timestamp(*t.ExpiresAt)
-		}
-		out[i] = map[string]any{"id": t.ID, "hwid": t.HWID, "ip": t.IP, "created_at": license.Timestamp(t.CreatedAt),
-			"license_key": lk, "status": status, "expires_at": expires}
 	}
-	res := map[string]any{"success": true, "trials": out, "next_cursor": nil}
-	if next > 0 {
-		res["next_cursor"] = strconv.FormatInt(next, 10)
-	}
-	return res, nil
+	return wire.TrialListReply{Success: true, Trials: out, NextCursor: pageCursor(next)}, nil
 }

@@ -79,15 +79,10 @@ func (a *API) slides(ctx context.Context, c *edge.Call) (any, error) {
 	}
 	out := make([]wire.Slide, len(ss))
 	for i := range ss {
-		sl := &ss[i]
-		out[i] = wire.Slide{ID: sl.ID, Title: sl.Title, Body: sl.Body, ImageURL: sl.ImageURL, LinkURL: sl.LinkURL,
-			Order: sl.Position, StartsAt: wire.AtPtr(sl.StartsAt), EndsAt: wire.AtPtr(sl.EndsAt)}
+		out[i] = ss[i].Wire()
 	}
 	return &wire.SlidesReply{Success: true, Slides: out}, nil
 }
-
-// slideView is a slide as the admin API shows it (with admin fields added
-// by the caller).
 
 // socialClick: POST app/social-click.php (envelope) {link_id} or {platform}.
 func (a *API) socialClick(ctx context.Context, c *edge.Call) (any, error) {
@@ -134,12 +129,7 @@ func (a *API) changelog(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]wire.ChangelogEntry, len(es))
 	for i := range es {
-		e := &es[i]
-		out[i] = wire.ChangelogEntry{ID: e.ID, Version: e.Version, Title: e.Title, Body: e.Body, Category: e.Category,
-			PublishedAt: wire.AtPtr(e.PublishedAt)}
+		out[i] = es[i].Wire()
 	}
 	edge.WriteJSON(w, http.StatusOK, &wire.ChangelogReply{Success: true, Entries: out})
 }
-
-// entryView is a changelog entry as the admin API shows it (with admin
-// fields added by the caller).

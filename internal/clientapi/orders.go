@@ -12,11 +12,7 @@ import (
 )
 
 // publicOrder is an order as its buyer sees it.
-func publicOrder(o *commerce.Order) wire.Order {
-	return wire.Order{OrderID: o.ID, Status: o.Status, PlanID: o.PlanID, Plan: o.PlanName, Type: o.Kind,
-		Amount: float64(o.AmountCents) / 100, AmountCents: o.AmountCents, Currency: o.Currency, Email: o.Email,
-		PaymentRef: o.PaymentRef, LicenseKeys: o.Keys, CreatedAt: wire.At(o.CreatedAt), FulfilledAt: wire.AtPtr(o.FulfilledAt)}
-}
+func publicOrder(o *commerce.Order) wire.Order { return o.Wire() }
 
 // createOrder: POST app/pricing.php {app_id, plan_id, email} (public) → a
 // pending order; event new_order.
@@ -143,12 +139,6 @@ func (a *API) subscriptionCheck(w http.ResponseWriter, r *http.Request) {
 // publicSubscription is a subscription as the public check shows it: no
 // key, no e-mail.
 func publicSubscription(s *commerce.Subscription) *wire.PublicSubscription {
-	v := &wire.PublicSubscription{ID: s.ID, PlanID: s.PlanID, Level: s.PlanName, Interval: s.Period, PeriodDays: s.PeriodDays,
-		Amount: float64(s.AmountCents) / 100, AmountCents: s.AmountCents, Currency: s.Currency, Status: s.Status,
-		RenewsAt: wire.At(s.RenewsAt), CancelAtPeriodEnd: s.Status == commerce.SubCancelled, CreatedAt: wire.At(s.CreatedAt)}
-	if s.RenewalOrderID != "" {
-		id := s.RenewalOrderID
-		v.RenewalOrderID = &id
-	}
-	return v
+	v := s.Public()
+	return &v
 }

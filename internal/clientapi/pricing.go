@@ -12,11 +12,7 @@ import (
 )
 
 // publicPlan is a plan or level as the public price list shows it.
-func publicPlan(p *commerce.Plan) wire.Plan {
-	return wire.Plan{ID: p.ID, Type: p.Kind, Name: p.Name, Description: p.Description,
-		Price: float64(p.PriceCents) / 100, PriceCents: p.PriceCents, Currency: p.Currency, Interval: p.Period,
-		KeyType: string(p.KeyType), Duration: p.Duration, MaxDevices: p.MaxDevices, Features: p.Features}
-}
+func publicPlan(p *commerce.Plan) wire.Plan { return p.Wire() }
 
 // pricing: GET app/pricing.php?app_id=[&type=levels|plans] (public, plain):
 // the active subscription levels and plans, in the owner's order.

@@ -308,3 +308,10 @@ func (o *Orders) List(ctx context.Context, appID string, limit int) ([]Order, er
 	}
 	return o.store.Orders(ctx, appID, limit)
 }
+
+// Wire is the order as the client and admin routes show it.
+func (o *Order) Wire() wire.Order {
+	return wire.Order{OrderID: o.ID, Status: o.Status, PlanID: o.PlanID, Plan: o.PlanName, Type: o.Kind,
+		Amount: float64(o.AmountCents) / 100, AmountCents: o.AmountCents, Currency: o.Currency, Email: o.Email,
+		PaymentRef: o.PaymentRef, LicenseKeys: o.Keys, CreatedAt: wire.At(o.CreatedAt), FulfilledAt: wire.AtPtr(o.FulfilledAt)}
+}

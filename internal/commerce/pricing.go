@@ -17,6 +17,7 @@ import (
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Plan kinds.
@@ -216,4 +217,16 @@ func (s *Service) DeletePlan(ctx context.Context, actor audit.Actor, appID strin
 		}
 		return tx.AddAudit(ctx, audit.Entry{At: now, Actor: actor, Action: "pricing.delete", AppID: appID, Details: map[string]any{"id": id}})
 	})
+}
+
+// Wire is the plan as the public price list shows it.
+func (p *Plan) Wire() wire.Plan {
+	return wire.Plan{ID: p.ID, Type: p.Kind, Name: p.Name, Description: p.Description,
+		Price: float64(p.PriceCents) / 100, PriceCents: p.PriceCents, Currency: p.Currency, Interval: p.Period,
+		KeyType: string(p.KeyType), Duration: p.Duration, MaxDevices: p.MaxDevices, Features: p.Features}
+}
+
+// AdminWire is the plan as the admin API shows it.
+func (p *Plan) AdminWire() wire.AdminPlan {
+	return wire.AdminPlan{Plan: p.Wire(), Active: p.Active, Order: p.Position}
 }

@@ -196,3 +196,21 @@ func (o *Orders) SubscriptionOf(ctx context.Context, appID, licenseKey string) (
 	}
 	return s, err
 }
+
+// Public is the subscription as the public check shows it (no key, no
+// e-mail).
+func (s *Subscription) Public() wire.PublicSubscription {
+	v := wire.PublicSubscription{ID: s.ID, PlanID: s.PlanID, Level: s.PlanName, Interval: s.Period, PeriodDays: s.PeriodDays,
+		Amount: float64(s.AmountCents) / 100, AmountCents: s.AmountCents, Currency: s.Currency, Status: s.Status,
+		RenewsAt: wire.At(s.RenewsAt), CancelAtPeriodEnd: s.Status == SubCancelled, CreatedAt: wire.At(s.CreatedAt)}
+	if s.RenewalOrderID != "" {
+		id := s.RenewalOrderID
+		v.RenewalOrderID = &id
+	}
+	return v
+}
+
+// Wire is the subscription as the admin API shows it.
+func (s *Subscription) Wire() wire.Subscription {
+	return wire.Subscription{PublicSubscription: s.Public(), LicenseKey: s.LicenseKey, Email: s.Email}
+}

@@ -17,6 +17,8 @@ import (
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/journal"
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Slide is an announcement shown in the app. It is shown while Active and
@@ -494,4 +496,27 @@ func part(parts []string, i int) int {
 		}
 	}
 	return n
+}
+
+// Wire is the slide as the client routes show it.
+func (s *Slide) Wire() wire.Slide {
+	return wire.Slide{ID: s.ID, Title: s.Title, Body: s.Body, ImageURL: s.ImageURL, LinkURL: s.LinkURL,
+		Order: s.Position, StartsAt: wire.AtPtr(s.StartsAt), EndsAt: wire.AtPtr(s.EndsAt)}
+}
+
+// AdminWire is the slide as the admin API shows it.
+func (s *Slide) AdminWire() wire.AdminSlide {
+	return wire.AdminSlide{Slide: s.Wire(), Active: s.Active, CreatedAt: license.Timestamp(s.CreatedAt), UpdatedAt: license.Timestamp(s.UpdatedAt)}
+}
+
+// Wire is the changelog entry as the client routes show it.
+func (e *Entry) Wire() wire.ChangelogEntry {
+	return wire.ChangelogEntry{ID: e.ID, Version: e.Version, Title: e.Title, Body: e.Body, Category: e.Category,
+		PublishedAt: wire.AtPtr(e.PublishedAt)}
+}
+
+// AdminWire is the changelog entry as the admin API shows it.
+func (e *Entry) AdminWire() wire.AdminChangelogEntry {
+	return wire.AdminChangelogEntry{ChangelogEntry: e.Wire(), Published: e.PublishedAt != nil,
+		CreatedAt: license.Timestamp(e.CreatedAt), UpdatedAt: license.Timestamp(e.UpdatedAt)}
 }

@@ -112,12 +112,11 @@ func formTime(c *Ctx, name, label string) (string, error) {
 }
 
 // inputTime shows an API time in a datetime-local field (UTC).
-func inputTime(v any) string {
-	s, _ := v.(string)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC().Format("2006-01-02T15:04")
+func inputTime(t *time.Time) string {
+	if t == nil {
+		return ""
 	}
-	return s
+	return t.UTC().Format("2006-01-02T15:04")
 }
 
 // contentDeleter is the confirmed DELETE of an app record addressed by {id}.
@@ -214,20 +213,26 @@ func (d *Dashboard) contentTextDelete(c *Ctx) {
 
 // ---- slides
 
+// slideRow is a slide as the slides page shows it: whether its links are
+// web links, and its window as datetime-local input values.
+type slideRow struct {
+	wire.AdminSlide
+	ImageOK, LinkOK        bool
+	StartsInput, EndsInput string
+}
+
 func (d *Dashboard) contentSlides(c *Ctx) {
-	var out struct {
-		Slides []map[string]any `json:"slides"`
-	}
+	var out wire.SlideListReply
 	if err := c.Call("GET", "/api/admin/slides.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	for _, s := range out.Slides {
-		s["image_ok"] = webLink(str(s["image_url"]))
-		s["link_ok"] = webLink(str(s["link_url"]))
-		s["starts_input"], s["ends_input"] = inputTime(s["starts_at"]), inputTime(s["ends_at"])
+	rows := make([]slideRow, len(out.Slides))
+	for i, s := range out.Slides {
+		rows[i] = slideRow{AdminSlide: s, ImageOK: webLink(s.ImageURL), LinkOK: webLink(s.LinkURL),
+			StartsInput: inputTime(s.StartsAt), EndsInput: inputTime(s.EndsAt)}
 	}
-	c.contentRender("slides", "Slides", map[string]any{"Slides": out.Slides})
+	c.contentRender("slides", "Slides", map[string]any{"Slides": rows})
 }
 
 func (d *Dashboard) contentSlideSave(c *Ctx) {
@@ -362,16 +367,14 @@ func (d *Dashboard) contentLinkSave(c *Ctx) {
 var changelogCategories = []string{"new", "improved", "fixed", "removed", "security", "deprecated"}
 
 func (d *Dashboard) contentChangelog(c *Ctx) {
-	var out struct {
-		Entries []map[string]any `json:"entries"`
-	}
+	var out wire.ChangelogEntryListReply
 	if err := c.Call("GET", "/api/admin/changelog.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
 	drafts := 0
 	for _, e := range out.Entries {
-		if e["published"] != true {
+		if !e.Published {
 			drafts++
 		}
 	}
@@ -416,32 +419,38 @@ func (d *Dashboard) contentEntryPublish(publish bool) func(*Ctx) {
 
 // ---- pricing
 
+// planRow is a price as the pricing page shows it: its price with two
+// decimals and its features as compact JSON ("{}" when none).
+type planRow struct {
+	wire.AdminPlan
+	PriceText, FeaturesText string
+}
+
 func (d *Dashboard) contentPricing(c *Ctx) {
-	var out struct {
-		Levels []map[string]any `json:"levels"`
-		Plans  []map[string]any `json:"plans"`
-	}
+	var out wire.PlanListReply
 	if err := c.Call("GET", "/api/admin/pricing.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	for _, list := range [][]map[string]any{out.Levels, out.Plans} {
-		for _, p := range list {
+	rows := func(ps []wire.AdminPlan) []planRow {
+		out := make([]planRow, len(ps))
+		for i, p := range ps {
 			f := "{}"
-			if raw, ok := p["features"]; ok && raw != nil {
-				if b, err := json.Marshal(raw); err == nil {
+			var v any
+			if json.Unmarshal(p.Features, &v) == nil && v != nil {
+				if b, err := json.Marshal(v); err == nil {
 					f = string(b)
 				}
 			}
-			p["features_text"] = f
-			p["price_text"] = strconv.FormatFloat(num(p["price"]), 'f', 2, 64)
+			out[i] = planRow{AdminPlan: p, FeaturesText: f, PriceText: strconv.FormatFloat(p.Price, 'f', 2, 64)}
 		}
+		return out
 	}
 	type group struct {
 		Kind, Title string
-		Items       []map[string]any
+		Items       []planRow
 	}
-	c.contentRender("pricing", "Pricing", map[string]any{"Groups": []group{{"levels", "Subscription levels", out.Levels}, {"plans", "Plans", out.Plans}}})
+	c.contentRender("pricing", "Pricing", map[string]any{"Groups": []group{{"levels", "Subscription levels", rows(out.Levels)}, {"plans", "Plans", rows(out.Plans)}}})
 }
 
 func (d *Dashboard) contentPlanSave(c *Ctx) {
@@ -514,9 +523,7 @@ func (d *Dashboard) renderOrders(c *Ctx, secret string) {
 	} else if !slices.Contains(orderLimits, limit) {
 		limit, msg = orderLimits[0], "Show: choose 100, 500 or 1000 orders; the newest 100 are shown."
 	}
-	var out struct {
-		Orders []map[string]any `json:"orders"`
-	}
+	var out wire.OrderListReply
 	if err := c.Call("GET", "/api/admin/orders.php", c.AppQuery("limit", limit), nil, &out); err != nil {
 		c.Fail(err)
 		return
@@ -547,27 +554,23 @@ func (d *Dashboard) contentOrderSecret(c *Ctx) {
 	if !c.Confirm("Make a new fulfilment secret?", "Your payment integration must use the new secret: the current one stops working.") {
 		return
 	}
-	var out struct {
-		Secret string `json:"fulfillment_secret"`
-	}
+	var out wire.FulfillmentSecretReply
 	if err := c.Call("POST", "/api/admin/orders.php", c.AppQuery("action", "fulfillment-secret"), map[string]any{"app_id": c.AppID}, &out); err != nil {
 		c.Done(c.AppPath("content/orders"), "", err)
 		return
 	}
-	d.renderOrders(c, out.Secret)
+	d.renderOrders(c, out.FulfillmentSecret)
 }
 
 // ---- subscriptions
 
 func (d *Dashboard) contentSubscriptions(c *Ctx) {
-	var out struct {
-		Subs []map[string]any `json:"subscriptions"`
-	}
+	var out wire.SubscriptionListReply
 	if err := c.Call("GET", "/api/admin/subscriptions.php", c.AppQuery(), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.contentRender("subscriptions", "Subscriptions", map[string]any{"Subs": out.Subs})
+	c.contentRender("subscriptions", "Subscriptions", map[string]any{"Subs": out.Subscriptions})
 }
 
 func (d *Dashboard) contentSubscriptionCancel(c *Ctx) {

@@ -79,6 +79,11 @@ var funcs = template.FuncMap{
 		switch t := deref(v).(type) {
 		case nil:
 			return "—"
+		case time.Time:
+			if t.IsZero() {
+				return "—"
+			}
+			return t.UTC().Format("2006-01-02 15:04 UTC")
 		case float64:
 			if t == 0 {
 				return "—"
@@ -147,7 +152,8 @@ var funcs = template.FuncMap{
 
 // str shows any JSON value as text ("" for nil).
 func str(v any) string {
-	switch t := deref(v).(type) {
+	v = deref(v)
+	switch t := v.(type) {
 	case nil:
 		return ""
 	case string:
@@ -180,6 +186,11 @@ func deref(v any) any {
 		}
 		return *t
 	case *int64:
+		if t == nil {
+			return nil
+		}
+		return *t
+	case *time.Time:
 		if t == nil {
 			return nil
 		}

@@ -149,10 +149,7 @@ func (d *Dashboard) resetDecide(c *Ctx) {
 func (d *Dashboard) accountsList(c *Ctx) {
 	q := strings.TrimSpace(c.R.FormValue("q"))
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Accounts []map[string]any `json:"accounts"`
-		Next     any              `json:"next_cursor"`
-	}
+	var out wire.AccountListReply
 	p := &listPage{Filter: map[string]string{"q": q}}
 	if err := c.Call("GET", "/api/admin/accounts.php", c.AppQuery("q", q, "cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -161,19 +158,17 @@ func (d *Dashboard) accountsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Accounts
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	c.Render("accounts", Page{Title: "Accounts", Nav: "accounts", Data: p})
 }
 
 func (d *Dashboard) accountShow(c *Ctx) {
-	var out struct {
-		Account map[string]any `json:"account"`
-	}
+	var out wire.AccountDetailReply
 	if err := c.Call("GET", "/api/admin/accounts.php", c.AppQuery("username", c.R.PathValue("username")), nil, &out); err != nil {
 		c.Fail(err)
 		return
 	}
-	c.Render("accounts_one", Page{Title: "Account " + str(out.Account["username"]), Nav: "accounts", Data: out.Account})
+	c.Render("accounts_one", Page{Title: "Account " + out.Account.Username, Nav: "accounts", Data: out.Account})
 }
 
 // accountActions are the actions accounts.php offers, with what the
@@ -230,16 +225,13 @@ func (d *Dashboard) accountAction(c *Ctx) {
 	if a.Confirm != "" && !c.Confirm(strings.ToUpper(action[:1])+strings.ReplaceAll(action[1:], "-", " ")+" "+username+"?", a.Confirm) {
 		return
 	}
-	var out struct {
-		Account  map[string]any `json:"account"`
-		Password string         `json:"temporary_password"`
-	}
+	var out wire.AccountReply
 	err := c.Call("POST", "/api/admin/accounts.php", c.AppQuery("action", action), body, &out)
 	if err != nil || action != "reset-password" {
 		c.Done(back, a.Done, err)
 		return
 	}
-	c.Render("accounts_password", Page{Title: "Temporary password", Nav: "accounts", Data: map[string]any{"Account": out.Account, "Password": out.Password}})
+	c.Render("accounts_password", Page{Title: "Temporary password", Nav: "accounts", Data: map[string]any{"Account": out.Account, "Password": out.TemporaryPassword}})
 }
 
 func (d *Dashboard) accountDelete(c *Ctx) {
@@ -261,10 +253,7 @@ func (d *Dashboard) accountDelete(c *Ctx) {
 
 func (d *Dashboard) trialsList(c *Ctx) {
 	cursor := c.R.FormValue("cursor")
-	var out struct {
-		Trials []map[string]any `json:"trials"`
-		Next   any              `json:"next_cursor"`
-	}
+	var out wire.TrialListReply
 	p := &listPage{Filter: map[string]string{}}
 	if err := c.Call("GET", "/api/admin/trials.php", c.AppQuery("cursor", cursor), nil, &out); err != nil {
 		if !refusedFilter(err, p) {
@@ -273,7 +262,7 @@ func (d *Dashboard) trialsList(c *Ctx) {
 		}
 	}
 	p.Rows = out.Trials
-	p.pageQueries(out.Next, cursor)
+	p.pageQueries(out.NextCursor, cursor)
 	st := c.App.Settings
 	p.Extra = map[string]any{"Enabled": st.TrialEnabled, "Duration": st.TrialDuration, "Unit": st.TrialDurationUnit}
 	c.Render("trials", Page{Title: "Trials", Nav: "trials", Data: p})

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/event"
+	"github.com/keyward/keyward/wire"
 )
 
 // keyAlphabet is Crockford's base32: upper case, no I, L, O or U, so a key read
@@ -98,16 +99,22 @@ func (k *Key) Info(now time.Time) map[string]any {
 	}
 }
 
-// AdminView returns the key as the admin API shows it: KeyInfo plus the key
-// string, note, features and creation time.
-func (k *Key) AdminView(now time.Time) map[string]any {
-	v := k.Info(now)
-	v["license_key"] = k.LicenseKey
-	v["note"] = k.Note
-	v["features"] = k.FeaturesJSON()
-	v["created_at"] = Timestamp(k.CreatedAt)
-	v["last_self_reset_at"] = OptTimestamp(k.LastSelfResetAt)
-	return v
+// AdminView returns the key as the admin and reseller APIs show it:
+// KeyInfo plus the key string, note, features and creation time.
+func (k *Key) AdminView(now time.Time) wire.Key {
+	return wire.Key{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type), Duration: k.Duration,
+		ActivatedAt: OptTimestamp(k.ActivatedAt), ExpiresAt: OptTimestamp(k.ExpiresAt), DaysRemaining: k.DaysRemaining(now),
+		MaxDevices: k.MaxDevices, Note: k.Note, Features: k.FeaturesJSON(), CreatedAt: Timestamp(k.CreatedAt),
+		LastSelfResetAt: OptTimestamp(k.LastSelfResetAt)}
+}
+
+// AdminViews are keys as the admin and reseller APIs show them at now.
+func AdminViews(keys []Key, now time.Time) []wire.Key {
+	out := make([]wire.Key, len(keys))
+	for i := range keys {
+		out[i] = keys[i].AdminView(now)
+	}
+	return out
 }
 
 // FeaturesJSON returns the key's feature map as raw JSON, {} when unset.

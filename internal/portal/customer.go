@@ -13,6 +13,7 @@ import (
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/wire"
 )
 
 // Customer self-service (/api/customer/*.php but reset-hwid.php): a
@@ -28,7 +29,7 @@ type customerCall struct {
 	ip string
 }
 
-type customerHandler func(ctx context.Context, c *customerCall) (map[string]any, error)
+type customerHandler func(ctx context.Context, c *customerCall) (any, error)
 
 // customerMethods routes one customer path by HTTP method.
 type customerMethods map[string]customerHandler
@@ -93,7 +94,7 @@ func (a *API) customerLogin(w http.ResponseWriter, r *http.Request) {
 	edge.WriteJSON(w, http.StatusOK, res)
 }
 
-func (a *API) customerSignIn(r *http.Request, body []byte) (map[string]any, error) {
+func (a *API) customerSignIn(r *http.Request, body []byte) (*wire.CustomerLoginReply, error) {
 	f, err := edge.ParseFields(body)
 	if err != nil {
 		return nil, err
@@ -115,53 +116,48 @@ func (a *API) customerSignIn(r *http.Request, body []byte) (map[string]any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "token": tok.Token, "token_type": "Bearer", "kind": tok.Kind,
-		"expires_at": license.Timestamp(tok.ExpiresAt)}, nil
+	return &wire.CustomerLoginReply{Success: true, Token: tok.Token, TokenType: "Bearer", Kind: tok.Kind,
+		ExpiresAt: license.Timestamp(tok.ExpiresAt)}, nil
 }
 
 // customerKey: GET key.php → the customer's key or account, devices and
 // live sessions.
-func (a *API) customerKey(ctx context.Context, c *customerCall) (map[string]any, error) {
+func (a *API) customerKey(ctx context.Context, c *customerCall) (any, error) {
 	v, err := a.customer.View(ctx, c.p)
 	if err != nil {
 		return nil, err
 	}
 	now := a.now()
-	devices := make([]map[string]any, 0, len(v.Devices))
+	devices := make([]wire.Device, 0, len(v.Devices))
 	for _, d := range v.Devices {
-		devices = append(devices, map[string]any{"hwid": d.HWID, "first_seen_at": license.Timestamp(d.CreatedAt),
-			"last_seen_at": license.Timestamp(d.LastSeenAt)})
+		devices = append(devices, wire.Device{HWID: d.HWID, FirstSeenAt: license.Timestamp(d.CreatedAt),
+			LastSeenAt: license.Timestamp(d.LastSeenAt)})
 	}
-	sessions := make([]map[string]any, 0, len(v.Sessions))
+	sessions := make([]wire.CustomerSession, 0, len(v.Sessions))
 	for _, s := range v.Sessions {
-		sessions = append(sessions, map[string]any{"session_id": s.ID, "hwid": s.HWID, "ip": s.IP,
-			"started_at": license.Timestamp(s.CreatedAt), "last_heartbeat_at": license.Timestamp(s.LastSeenAt)})
+		sessions = append(sessions, wire.CustomerSession{SessionID: s.ID, HWID: s.HWID, IP: s.IP,
+			StartedAt: license.Timestamp(s.CreatedAt), LastHeartbeatAt: license.Timestamp(s.LastSeenAt)})
 	}
-	res := map[string]any{"success": true, "kind": c.p.Kind, "app_id": c.p.App.ID, "app_name": c.p.App.Name,
-		"devices": devices, "sessions": sessions, "token_expires_at": license.Timestamp(c.p.Expires)}
+	res := &wire.CustomerKeyReply{Success: true, Kind: c.p.Kind, AppID: c.p.App.ID, AppName: c.p.App.Name,
+		Devices: devices, Sessions: sessions, TokenExpiresAt: license.Timestamp(c.p.Expires)}
 	if c.p.Kind == customer.KindKey {
 		k := c.p.Key
-		info := k.Info(now)
-		info["license_key"] = k.LicenseKey
-		info["features"] = c.p.App.Features(k.FeaturesJSON())
-		res["key"] = info
+		res.Key = &wire.CustomerKey{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type),
+			Duration: k.Duration, ActivatedAt: license.OptTimestamp(k.ActivatedAt), ExpiresAt: license.OptTimestamp(k.ExpiresAt),
+			DaysRemaining: k.DaysRemaining(now), MaxDevices: k.MaxDevices, Features: c.p.App.Features(k.FeaturesJSON())}
 		return res, nil
 	}
 	acc := c.p.Account
-	var expires *string
-	if acc.ExpiresAt != nil {
-		s := license.Timestamp(*acc.ExpiresAt)
-		expires = &s
-	}
-	res["account"] = map[string]any{"username": acc.Username, "email": acc.Email, "status": acc.StatusAt(now),
-		"lifetime": acc.Lifetime(), "expires_at": expires, "days_remaining": acc.DaysRemaining(now), "max_devices": acc.MaxDevices,
-		"features": c.p.App.Features(acc.FeaturesJSON()), "redeemed_keys": v.Keys, "created_at": license.Timestamp(acc.CreatedAt)}
+	res.Account = &wire.CustomerAccount{Username: acc.Username, Email: acc.Email, Status: string(acc.StatusAt(now)),
+		Lifetime: acc.Lifetime(), ExpiresAt: license.OptTimestamp(acc.ExpiresAt), DaysRemaining: acc.DaysRemaining(now),
+		MaxDevices: acc.MaxDevices, Features: c.p.App.Features(acc.FeaturesJSON()), RedeemedKeys: v.Keys,
+		CreatedAt: license.Timestamp(acc.CreatedAt)}
 	return res, nil
 }
 
 // customerEndSession: DELETE or POST sessions.php {session_id} ends one of
 // the customer's own live sessions.
-func (a *API) customerEndSession(ctx context.Context, c *customerCall) (map[string]any, error) {
+func (a *API) customerEndSession(ctx context.Context, c *customerCall) (any, error) {
 	id, err := c.param("session_id")
 	if err != nil {
 		return nil, err
@@ -169,50 +165,45 @@ func (a *API) customerEndSession(ctx context.Context, c *customerCall) (map[stri
 	if err := a.customer.EndSession(ctx, c.p, c.ip, id); err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Session ended."}, nil
+	return &wire.MessageReply{Success: true, Message: "Session ended."}, nil
 }
 
 // customerOrders: GET orders.php → the customer's orders, newest first.
-func (a *API) customerOrders(ctx context.Context, c *customerCall) (map[string]any, error) {
+func (a *API) customerOrders(ctx context.Context, c *customerCall) (any, error) {
 	orders, err := a.customer.Orders(ctx, c.p)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, 0, len(orders))
+	out := make([]wire.CustomerOrder, 0, len(orders))
 	for _, o := range orders {
-		var fulfilled *string
-		if o.FulfilledAt != nil {
-			s := license.Timestamp(*o.FulfilledAt)
-			fulfilled = &s
-		}
-		out = append(out, map[string]any{"order_id": o.ID, "plan": o.PlanName, "kind": o.Kind, "status": o.Status,
-			"amount_cents": o.AmountCents, "currency": o.Currency, "license_keys": o.Keys, "subscription_id": o.SubscriptionID,
-			"created_at": license.Timestamp(o.CreatedAt), "fulfilled_at": fulfilled})
+		out = append(out, wire.CustomerOrder{OrderID: o.ID, Plan: o.PlanName, Kind: o.Kind, Status: o.Status,
+			AmountCents: o.AmountCents, Currency: o.Currency, LicenseKeys: o.Keys, SubscriptionID: o.SubscriptionID,
+			CreatedAt: license.Timestamp(o.CreatedAt), FulfilledAt: license.OptTimestamp(o.FulfilledAt)})
 	}
-	return map[string]any{"success": true, "orders": out}, nil
+	return &wire.CustomerOrdersReply{Success: true, Orders: out}, nil
 }
 
-func customerSubView(s *commerce.Subscription) map[string]any {
-	return map[string]any{"id": s.ID, "plan": s.PlanName, "period": s.Period, "period_days": s.PeriodDays,
-		"amount_cents": s.AmountCents, "currency": s.Currency, "license_key": s.LicenseKey, "status": s.Status,
-		"renews_at": license.Timestamp(s.RenewsAt), "created_at": license.Timestamp(s.CreatedAt)}
+func customerSubView(s *commerce.Subscription) wire.CustomerSubscription {
+	return wire.CustomerSubscription{ID: s.ID, Plan: s.PlanName, Period: s.Period, PeriodDays: s.PeriodDays,
+		AmountCents: s.AmountCents, Currency: s.Currency, LicenseKey: s.LicenseKey, Status: s.Status,
+		RenewsAt: license.Timestamp(s.RenewsAt), CreatedAt: license.Timestamp(s.CreatedAt)}
 }
 
 // customerSubscriptions: GET subscriptions.php → the customer's subscriptions.
-func (a *API) customerSubscriptions(ctx context.Context, c *customerCall) (map[string]any, error) {
+func (a *API) customerSubscriptions(ctx context.Context, c *customerCall) (any, error) {
 	subs, err := a.customer.Subscriptions(ctx, c.p)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]map[string]any, 0, len(subs))
+	out := make([]wire.CustomerSubscription, 0, len(subs))
 	for i := range subs {
 		out = append(out, customerSubView(&subs[i]))
 	}
-	return map[string]any{"success": true, "subscriptions": out}, nil
+	return &wire.CustomerSubscriptionsReply{Success: true, Subscriptions: out}, nil
 }
 
 // customerCancel: POST subscriptions.php {id, action: "cancel"}.
-func (a *API) customerCancel(ctx context.Context, c *customerCall) (map[string]any, error) {
+func (a *API) customerCancel(ctx context.Context, c *customerCall) (any, error) {
 	action, err := c.param("action")
 	if err != nil {
 		return nil, err
@@ -239,6 +230,6 @@ func (a *API) customerCancel(ctx context.Context, c *customerCall) (map[string]a
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "message": "Subscription cancelled; the license runs to the end of the paid period.",
-		"subscription": customerSubView(sub)}, nil
+	return &wire.CustomerCancelReply{Success: true, Message: "Subscription cancelled; the license runs to the end of the paid period.",
+		Subscription: customerSubView(sub)}, nil
 }

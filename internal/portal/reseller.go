@@ -25,7 +25,7 @@ type resellerCall struct {
 }
 
 // resellerHandler answers a reseller request.
-type resellerHandler func(ctx context.Context, rc *resellerCall) (map[string]any, error)
+type resellerHandler func(ctx context.Context, rc *resellerCall) (any, error)
 
 // resellerMethods routes one reseller path by HTTP method.
 type resellerMethods map[string]resellerHandler
@@ -56,7 +56,7 @@ func resellerRoute(a *API, path string, m resellerMethods) []edge.Route {
 	return rs
 }
 
-func (a *API) serveReseller(w http.ResponseWriter, r *http.Request, h resellerHandler) (map[string]any, error) {
+func (a *API) serveReseller(w http.ResponseWriter, r *http.Request, h resellerHandler) (any, error) {
 	tok := edge.BearerToken(r)
 	if tok == "" {
 		return nil, errResellerUnauthorized
@@ -92,17 +92,17 @@ func (rc *resellerCall) page() (int64, int, error) {
 }
 
 // resellerMe: GET me.php → the reseller (name, balance, products) and its app.
-func (a *API) resellerMe(ctx context.Context, rc *resellerCall) (map[string]any, error) {
+func (a *API) resellerMe(ctx context.Context, rc *resellerCall) (any, error) {
 	r := rc.c.Reseller
-	return map[string]any{"success": true,
-		"reseller": map[string]any{"id": r.ID, "name": r.Name, "email": r.Email, "status": r.Status, "balance": r.Balance,
-			"products": r.Products, "token_hint": r.TokenHint, "created_at": license.Timestamp(r.CreatedAt)},
-		"app": map[string]any{"id": rc.c.App.ID, "name": rc.c.App.Name}}, nil
+	return &wire.ResellerMeReply{Success: true,
+		Reseller: wire.ResellerSelf{ID: r.ID, Name: r.Name, Email: r.Email, Status: r.Status, Balance: r.Balance,
+			Products: reseller.Products(r.Products), TokenHint: r.TokenHint, CreatedAt: license.Timestamp(r.CreatedAt)},
+		App: wire.ResellerApp{ID: rc.c.App.ID, Name: rc.c.App.Name}}, nil
 }
 
 // resellerKeys: GET keys.php[?status=&cursor=&limit=] → the reseller's own
 // keys, oldest first.
-func (a *API) resellerKeys(ctx context.Context, rc *resellerCall) (map[string]any, error) {
+func (a *API) resellerKeys(ctx context.Context, rc *resellerCall) (any, error) {
 	after, limit, err := rc.page()
 	if err != nil {
 		return nil, err
@@ -111,18 +111,13 @@ func (a *API) resellerKeys(ctx context.Context, rc *resellerCall) (map[string]an
 	if err != nil {
 		return nil, err
 	}
-	now := a.sellers.Now()
-	out := make([]map[string]any, len(keys))
-	for i := range keys {
-		out[i] = keys[i].AdminView(now)
-	}
-	return map[string]any{"success": true, "keys": out, "next_cursor": cursorOf(next)}, nil
+	return &wire.KeyListReply{Success: true, Keys: license.AdminViews(keys, a.sellers.Now()), NextCursor: cursorOf(next)}, nil
 }
 
 // resellerPostKeys: POST keys.php {product, count} generates keys and pays
 // for them; ?action=ban (or body action) {license_key, reason?} bans one of
 // the reseller's own keys.
-func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (map[string]any, error) {
+func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (any, error) {
 	action := rc.q.Get("action")
 	if action == "" {
 		var err error
@@ -150,11 +145,7 @@ func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		out := make([]map[string]any, len(g.Keys))
-		for i := range g.Keys {
-			out[i] = g.Keys[i].AdminView(now)
-		}
-		return map[string]any{"success": true, "keys": out, "charged": g.Charged, "balance": g.Balance}, nil
+		return &wire.ResellerGenerateReply{Success: true, Keys: license.AdminViews(g.Keys, now), Charged: g.Charged, Balance: g.Balance}, nil
 	case "ban":
 		lk, err := rc.f.Key("license_key")
 		if err != nil {
@@ -168,14 +159,14 @@ func (a *API) resellerPostKeys(ctx context.Context, rc *resellerCall) (map[strin
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"success": true, "key": k.AdminView(now)}, nil
+		return &wire.KeyReply{Success: true, Key: k.AdminView(now)}, nil
 	}
 	return nil, apperr.InvalidField("action", "use ban, or none to generate")
 }
 
 // resellerLedger: GET ledger.php[?cursor=&limit=] → the balance and its
 // history, newest first.
-func (a *API) resellerLedger(ctx context.Context, rc *resellerCall) (map[string]any, error) {
+func (a *API) resellerLedger(ctx context.Context, rc *resellerCall) (any, error) {
 	before, limit, err := rc.page()
 	if err != nil {
 		return nil, err
@@ -184,13 +175,14 @@ func (a *API) resellerLedger(ctx context.Context, rc *resellerCall) (map[string]
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "balance": rc.c.Reseller.Balance, "entries": reseller.LedgerEntries(es), "next_cursor": cursorOf(next)}, nil
+	return &wire.ResellerLedgerReply{Success: true, Balance: rc.c.Reseller.Balance, Entries: reseller.LedgerEntries(es), NextCursor: cursorOf(next)}, nil
 }
 
 // cursorOf is the next_cursor of a page: null at the end.
-func cursorOf(next int64) any {
+func cursorOf(next int64) *string {
 	if next == 0 {
 		return nil
 	}
-	return strconv.FormatInt(next, 10)
+	s := strconv.FormatInt(next, 10)
+	return &s
 }

@@ -152,6 +152,20 @@ type Apps interface {
 	App(ctx context.Context, id string) (*license.App, error)
 }
 
+// Products are ps as the admin and reseller APIs show them: null when
+// there are none (nil), as before.
+func Products(ps []Product) []wire.ResellerProduct {
+	if ps == nil {
+		return nil
+	}
+	out := make([]wire.ResellerProduct, len(ps))
+	for i, p := range ps {
+		out[i] = wire.ResellerProduct{ID: p.ID, Name: p.Name, KeyType: string(p.KeyType), Duration: p.Duration,
+			MaxDevices: p.MaxDevices, Price: p.Price}
+	}
+	return out
+}
+
 // LedgerEntries are ledger entries as the admin and reseller APIs show them.
 func LedgerEntries(es []Entry) []wire.LedgerEntry {
 	out := make([]wire.LedgerEntry, len(es))
