@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -503,22 +505,79 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 	return &r.v, nil
 }
 
-// TouchSessions writes heartbeat times in one transaction. Ended sessions are
-// left alone, and a time never moves backwards.
+// touchChunk is how many sessions one TouchSessions statement writes: 1 000
+// parameters, well under SQLite's 32 766 and PostgreSQL's 65 535.
+const touchChunk = 500
+
+// TouchSessions writes heartbeat times in one transaction, one UPDATE … FROM
+// (VALUES …) statement per touchChunk sessions. Ended sessions are left
+// alone, a time never moves backwards, and unknown ids are ignored. The ids
+// go in sorted order so that concurrent flushes from several processes lock
+// rows in the same order on PostgreSQL.
 func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
+	if len(seen) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, s.db.rebind(`UPDATE sessions SET last_seen_at = ? WHERE id = ? AND ended_at IS NULL AND last_seen_at < ?`))
-		if err != nil {
-			return translate(err)
-		}
-		defer stmt.Close()
-		for id, t := range seen {
-			if _, err := stmt.ExecContext(ctx, ms(t), id, ms(t)); err != nil {
+		var full string // the statement of a whole chunk, built once
+		args := make([]any, 0, 2*min(len(ids), touchChunk))
+		for len(ids) > 0 {
+			chunk := ids[:min(len(ids), touchChunk)]
+			ids = ids[len(chunk):]
+			args = args[:0]
+			for _, id := range chunk {
+				args = append(args, id, ms(seen[id]))
+			}
+			q := full
+			if len(chunk) < touchChunk || q == "" {
+				q = s.db.touchQuery(len(chunk))
+				if len(chunk) == touchChunk {
+					full = q
+				}
+			}
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return translate(err)
 			}
 		}
 		return nil
 	})
+}
+
+// touchQuery is the UPDATE of n sessions' last-seen times, its arguments
+// being id and milliseconds of each in turn. VALUES names its columns column1,
+// column2 on both engines; PostgreSQL types them from the casts on the first
+// row (otherwise the times would be text).
+func (db *DB) touchQuery(n int) string {
+	var b strings.Builder
+	b.Grow(160 + n*16)
+	b.WriteString(`UPDATE sessions SET last_seen_at = v.column2 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if db.engine == Postgres {
+			b.WriteString("($")
+			b.WriteString(strconv.Itoa(2*i + 1))
+			if i == 0 {
+				b.WriteString("::text")
+			}
+			b.WriteString(",$")
+			b.WriteString(strconv.Itoa(2*i + 2))
+			if i == 0 {
+				b.WriteString("::bigint")
+			}
+			b.WriteByte(')')
+		} else {
+			b.WriteString("(?,?)")
+		}
+	}
+	b.WriteString(`) AS v WHERE sessions.id = v.column1 AND sessions.ended_at IS NULL AND sessions.last_seen_at < v.column2`)
+	return b.String()
 }
 
 func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error) {

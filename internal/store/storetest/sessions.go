@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -311,6 +312,48 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 	if got := seen(s1); !got.Equal(stored(later)) {
 		t.Errorf("an older touch moved last seen back to %v (was %v)", got, stored(later))
 	}
+
+	// A batch of several statements (the store writes 500 sessions a
+	// statement), each session with its own time so a mixed-up pairing of
+	// ids and times shows, with ended sessions, sessions already seen later
+	// than the touch, and unknown ids spread through every chunk.
+	const n = 1234
+	var batch []*license.Session
+	for i := range n {
+		s := newSession(fmt.Sprintf("b-%04d", i), "app", k, t0)
+		if i%7 == 3 {
+			s.LastSeenAt = t0.Add(time.Hour) // seen later than the touch
+		}
+		batch = append(batch, s)
+	}
+	addSessions(t, db, batch...)
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
+		for i := 5; i < n; i += 11 {
+			if err := tx.EndSession(ctx, batch[i].ID, license.CodeSessionRevoked, t0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	touch := map[string]time.Time{}
+	for i, s := range batch {
+		touch[s.ID] = t0.Add(10*time.Second + time.Duration(i)*time.Millisecond)
+		if i%50 == 0 {
+			touch[s.ID+"-missing"] = t0.Add(time.Hour)
+		}
+	}
+	if err := ls.TouchSessions(ctx, touch); err != nil {
+		t.Fatalf("TouchSessions(%d sessions): %v", len(touch), err)
+	}
+	var bd diffs
+	for i, s := range batch {
+		want := touch[s.ID]
+		if i%11 == 5 || i%7 == 3 { // ended, or already seen later
+			want = s.LastSeenAt
+		}
+		bd.time(s.ID, seen(s), want)
+	}
+	bd.report(t, "last seen after a multi-statement TouchSessions")
 }
 
 func testReapSessions(t *testing.T, db *store.DB) {
