@@ -100,7 +100,7 @@ func (a *API) heartbeat(ctx context.Context, c *edge.Call, plain []byte) ([]byte
 	if err := a.BeatBudget(c.App.ID, sid); err != nil {
 		return nil, err
 	}
-	if err := a.lic.HeartbeatBytes(ctx, c.App, sid, lk); err != nil {
+	if err := a.lic.Heartbeat(ctx, c.App, sid, lk); err != nil {
 		if e := apperr.From(err); e.Kind == apperr.Forbidden { // the session ended: a kill code
 			a.count(c.App, analytics.HeartbeatRefused, e.Code)
 			a.metrics.Kill(e.Code)

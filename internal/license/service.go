@@ -188,18 +188,10 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 
 // Heartbeat keeps a session alive, or ends it and returns the kill code:
 // SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,
-// BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's key.
-func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey string) error {
-	return heartbeat(ctx, s, app, token, licenseKey)
-}
-
-// HeartbeatBytes is Heartbeat with the token and key as bytes (slices of
-// the request body, read without a string copy).
-func (s *Service) HeartbeatBytes(ctx context.Context, app *App, token, licenseKey []byte) error {
-	return heartbeat(ctx, s, app, token, licenseKey)
-}
-
-func heartbeat[T string | []byte](ctx context.Context, s *Service, app *App, token, licenseKey T) error {
+// BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's
+// key. The token and key are bytes: slices of the request body, read without
+// a string copy on the hot path.
+func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey []byte) error {
 	if len(token) == 0 {
 		return apperr.Missing("session_id")
 	}
@@ -219,7 +211,7 @@ func heartbeat[T string | []byte](ctx context.Context, s *Service, app *App, tok
 	}
 	// Account sessions carry no key string: a license_key sent with them is
 	// not compared (it may name any key the account redeemed).
-	if len(licenseKey) != 0 && v.KeyString != "" && !sameBytes(licenseKey, v.KeyString) {
+	if len(licenseKey) != 0 && v.KeyString != "" && string(licenseKey) != v.KeyString {
 		if sess.KeyID == nil {
 			return errMismatch
 		}
@@ -253,20 +245,6 @@ func heartbeat[T string | []byte](ctx context.Context, s *Service, app *App, tok
 		s.touches.touch(sess.ID, now)
 	}
 	return nil
-}
-
-// sameBytes reports whether a holds the bytes of b, without converting a
-// (in generic code string(a) == b may copy a).
-func sameBytes[T string | []byte](a T, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(b); i++ {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // touchResolution is how fresh a session's stored last-seen time may be for a
