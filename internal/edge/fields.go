@@ -179,26 +179,20 @@ func (f Fields) Bool(name string) (bool, bool, error) {
 	return b, true, nil
 }
 
-// ScanStrings reads the string members named by names from a JSON object
-// body in one pass, into out (by position in names), giving what
-// ParseFields followed by f.Str(name) for each would: the last of duplicate
-// members wins, null and absence are "". It handles the form clients send
-// (member names and the wanted values without escapes); for anything else —
-// invalid JSON, not an object, an escape, a wanted value that is not a
-// plain string — it reports false and the caller takes the general path,
-// which decides. Other members' values are skipped whatever they are.
-func ScanStrings(b []byte, names []string, out []string) bool { return scanMembers(b, names, out) }
-
-// ScanBytes is ScanStrings giving each value as a slice of b (nil for null
-// and absence) instead of a new string: the heartbeat reads its two
-// members without allocating. It is not inlined: a caller in another
-// package would see the generic scanMembers, whose escape analysis it
-// does not have, and move its out array to the heap.
+// ScanBytes reads the string members named by names from a JSON object
+// body in one pass, into out (by position in names) as slices of b, giving
+// what ParseFields followed by f.Str(name) for each would (nil for null and
+// absence, which Str reads as ""): the last of duplicate members wins. It
+// handles the form clients send (member names and the wanted values without
+// escapes); for anything else — invalid JSON, not an object, an escape, a
+// wanted value that is not a plain string — it reports false and the caller
+// takes the general path, which decides. Other members' values are skipped
+// whatever they are. The heartbeat reads its two members with it without
+// allocating. It is not inlined: inlined into a caller in another package,
+// the caller's out array moved to the heap.
 //
 //go:noinline
-func ScanBytes(b []byte, names []string, out [][]byte) bool { return scanMembers(b, names, out) }
-
-func scanMembers[T string | []byte](b []byte, names []string, out []T) bool {
+func ScanBytes(b []byte, names []string, out [][]byte) bool {
 	if !json.Valid(b) {
 		return false
 	}
@@ -233,10 +227,9 @@ func scanMembers[T string | []byte](b []byte, names []string, out []T) bool {
 		if want >= 0 {
 			switch v := b[i:end]; {
 			case string(v) == "null":
-				var none T
-				out[want] = none
+				out[want] = nil
 			case v[0] == '"' && bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v):
-				out[want] = T(v[1 : len(v)-1])
+				out[want] = v[1 : len(v)-1]
 			default:
 				return false
 			}

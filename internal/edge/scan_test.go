@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// generalHeartbeatFields is the general path scanStrings stands in for.
+// generalHeartbeatFields is the general path ScanBytes stands in for.
 func generalHeartbeatFields(b []byte) (sid, lk string, err error) {
 	f, err := ParseFields(b)
 	if err != nil {
@@ -18,22 +18,17 @@ func generalHeartbeatFields(b []byte) (sid, lk string, err error) {
 	return sid, lk, err
 }
 
-// scanAgrees fails when scanStrings answers body differently from the
+// scanAgrees fails when ScanBytes answers body differently from the
 // general path (it may decline, never disagree).
 func scanAgrees(t *testing.T, body []byte) {
 	t.Helper()
-	var in [2]string
-	if !ScanStrings(body, scanNames, in[:]) {
+	var raw [2][]byte
+	if !ScanBytes(body, scanNames, raw[:]) {
 		return
 	}
 	sid, lk, err := generalHeartbeatFields(body)
-	if err != nil || sid != in[0] || lk != in[1] {
-		t.Fatalf("scanStrings(%q) = %q %q; general path %q %q %v", body, in[0], in[1], sid, lk, err)
-	}
-	// ScanBytes is the same scan, giving slices of body.
-	var raw [2][]byte
-	if !ScanBytes(body, scanNames, raw[:]) || string(raw[0]) != in[0] || string(raw[1]) != in[1] {
-		t.Fatalf("ScanBytes(%q) = %q %q; ScanStrings %q %q", body, raw[0], raw[1], in[0], in[1])
+	if err != nil || sid != string(raw[0]) || lk != string(raw[1]) {
+		t.Fatalf("ScanBytes(%q) = %q %q; general path %q %q %v", body, raw[0], raw[1], sid, lk, err)
 	}
 }
 
@@ -45,7 +40,7 @@ func TestScanBytesAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestScanStringsAgreesWithFields(t *testing.T) {
+func TestScanBytesAgreesWithFields(t *testing.T) {
 	bodies := append([]string{
 		`{"session_id":"a","license_key":"K"}`,
 		`{ "license_key" : "K" , "session_id" : "a" , "hwid": "h" }`,
@@ -65,14 +60,14 @@ func TestScanStringsAgreesWithFields(t *testing.T) {
 	}
 	// The common forms are read by the scan, not left to the general path.
 	for _, b := range []string{`{"session_id":"a","license_key":"K"}`, `{"session_id": "a", "license_key": null, "hwid": "h"}`, `{}`} {
-		var in [2]string
-		if !ScanStrings([]byte(b), scanNames, in[:]) {
-			t.Errorf("scanStrings(%s) declined", b)
+		var raw [2][]byte
+		if !ScanBytes([]byte(b), scanNames, raw[:]) {
+			t.Errorf("ScanBytes(%s) declined", b)
 		}
 	}
 }
 
-func FuzzScanStrings(f *testing.F) {
+func FuzzScanBytes(f *testing.F) {
 	for _, s := range fzSeeds {
 		f.Add([]byte(s))
 	}
