@@ -74,12 +74,6 @@ func newReplayCache(max int) *replayCache {
 
 const bucketSeconds = 10
 
-func keyOf(mac []byte) replayKey {
-	var k replayKey
-	copy(k[:], mac)
-	return k
-}
-
 func (c *replayCache) shard(key *replayKey) *replayShard {
 	if len(c.shards) == 1 {
 		return &c.shards[0]

@@ -9,6 +9,13 @@ import (
 
 var replayT0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
+// keyOf is the cache key of a (short, made-up) MAC.
+func keyOf(mac []byte) replayKey {
+	var k replayKey
+	copy(k[:], mac)
+	return k
+}
+
 func macN(n byte) replayKey { return keyOf([]byte{n, 1, 2, 3}) }
 
 func TestReplayCacheAnswersARepeatWithTheFirstReply(t *testing.T) {
