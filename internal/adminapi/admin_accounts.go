@@ -15,9 +15,9 @@ import (
 func accountView(acct *license.Account, now time.Time) wire.AdminAccount {
 	u := acct.WireUser(now)
 	return wire.AdminAccount{ID: u.ID, Username: u.Username, Email: u.Email, Status: string(acct.StatusAt(now)),
-		ExpiresAt: stampOf(acct.ExpiresAt), DaysRemaining: u.DaysRemaining, MaxDevices: u.MaxDevices,
+		ExpiresAt: license.OptTimestamp(acct.ExpiresAt), DaysRemaining: u.DaysRemaining, MaxDevices: u.MaxDevices,
 		KeyType: u.KeyType, Lifetime: u.Lifetime, LicenseKey: acct.LicenseKey, Features: acct.FeaturesJSON(),
-		PasswordResetRequired: acct.PasswordResetRequired, LastLoginAt: stampOf(acct.LastLoginAt),
+		PasswordResetRequired: acct.PasswordResetRequired, LastLoginAt: license.OptTimestamp(acct.LastLoginAt),
 		CreatedAt: license.Timestamp(acct.CreatedAt)}
 }
 

@@ -15,7 +15,7 @@ import (
 func appView(app *license.App, withSecret bool) wire.App {
 	v := wire.App{AppID: app.ID, Name: app.Name, Version: app.Version, Settings: app.Settings,
 		CreatedAt: license.Timestamp(app.CreatedAt), UpdatedAt: license.Timestamp(app.UpdatedAt),
-		Revoked: app.RevokedAt != nil, RevokedAt: stampOf(app.RevokedAt)}
+		Revoked: app.RevokedAt != nil, RevokedAt: license.OptTimestamp(app.RevokedAt)}
 	if withSecret {
 		v.Secret = app.Secret
 	}

@@ -44,7 +44,7 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := wire.KeyDetail{Key: keyView(&d.Key, now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions)}
+		v := wire.KeyDetail{Key: d.Key.AdminView(now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions)}
 		return wire.KeyDetailReply{Success: true, Key: v}, nil
 	}
 	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),
@@ -61,7 +61,7 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := wire.KeyListReply{Success: true, Keys: keyViews(keys, now)}
+	res := wire.KeyListReply{Success: true, Keys: license.AdminViews(keys, now)}
 	if next != 0 {
 		res.NextCursor = cursorString(next)
 	}
@@ -178,7 +178,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
+		return wire.KeyReply{Success: true, Key: k.AdminView(a.lic.Now())}, nil
 	}
 	if err := c.need(admin.PermManage); err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.KeysReply{Success: true, Keys: keyViews(keys, a.lic.Now())}, nil
+	return wire.KeysReply{Success: true, Keys: license.AdminViews(keys, a.lic.Now())}, nil
 }
 
 // keyTerms reads key_type, duration_value and max_devices (absent: 0, the
@@ -237,7 +237,7 @@ func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) 
 	if err != nil {
 		return nil, err
 	}
-	return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
+	return wire.KeyReply{Success: true, Key: k.AdminView(a.lic.Now())}, nil
 }
 
 // updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?}.
@@ -271,7 +271,7 @@ func (a *API) updateKey(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wire.KeyReply{Success: true, Key: keyView(k, a.lic.Now())}, nil
+	return wire.KeyReply{Success: true, Key: k.AdminView(a.lic.Now())}, nil
 }
 
 // deleteKey: DELETE keys.php {app_id, license_key}.
@@ -290,26 +290,13 @@ func (a *API) deleteKey(ctx context.Context, c *adminCall) (any, error) {
 	return wire.MessageReply{Success: true, Message: "Key deleted."}, nil
 }
 
-// keyView is k as the admin API shows it at now.
-func keyView(k *license.Key, now time.Time) wire.Key { return k.AdminView(now) }
-
-func keyViews(keys []license.Key, now time.Time) []wire.Key { return license.AdminViews(keys, now) }
-
+// deviceViews are a key's devices as the admin API shows them.
 func deviceViews(ds []license.Device) []wire.Device {
 	out := make([]wire.Device, len(ds))
 	for i, dv := range ds {
 		out[i] = wire.Device{HWID: dv.HWID, FirstSeenAt: license.Timestamp(dv.CreatedAt), LastSeenAt: license.Timestamp(dv.LastSeenAt)}
 	}
 	return out
-}
-
-// stampOf is a wire timestamp, or nil (JSON null) for nil.
-func stampOf(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	s := license.Timestamp(*t)
-	return &s
 }
 
 // cursorString is a page cursor as the wire's next_cursor string.

@@ -10,7 +10,7 @@ import (
 
 func resetRequestView(r *license.ResetRequest) wire.ResetRequest {
 	return wire.ResetRequest{ID: r.ID, LicenseKey: r.LicenseKey, Username: r.Username, HWID: r.HWID, Reason: r.Reason,
-		Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt), DecidedAt: stampOf(r.DecidedAt), DecidedBy: r.DecidedBy}
+		Status: r.Status, CreatedAt: license.Timestamp(r.CreatedAt), DecidedAt: license.OptTimestamp(r.DecidedAt), DecidedBy: r.DecidedBy}
 }
 
 // listResetRequests: GET hwid-resets.php?app_id=[&status=pending|approved|

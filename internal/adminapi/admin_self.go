@@ -163,7 +163,7 @@ func (a *API) twoFactor(ctx context.Context, c *adminCall) (any, error) {
 
 func tokenView(t *admin.Token) wire.AccessToken {
 	return wire.AccessToken{ID: t.ID, Name: t.Name, Hint: t.Hint, CreatedAt: license.Timestamp(t.CreatedAt),
-		LastUsedAt: stampOf(t.LastUsedAt), RevokedAt: stampOf(t.RevokedAt)}
+		LastUsedAt: license.OptTimestamp(t.LastUsedAt), RevokedAt: license.OptTimestamp(t.RevokedAt)}
 }
 
 // listTokens: GET tokens.php → the caller's personal access tokens.

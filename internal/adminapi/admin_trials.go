@@ -32,7 +32,7 @@ func (a *API) listTrials(ctx context.Context, c *adminCall) (any, error) {
 	out := make([]wire.Trial, len(ts))
 	for i, t := range ts {
 		out[i] = wire.Trial{ID: t.ID, HWID: t.HWID, IP: t.IP, CreatedAt: license.Timestamp(t.CreatedAt),
-			ExpiresAt: stampOf(t.ExpiresAt)}
+			ExpiresAt: license.OptTimestamp(t.ExpiresAt)}
 		// license_key and status are null once the key was deleted.
 		if t.KeyID != nil {
 			k := license.Key{Status: t.Status, ExpiresAt: t.ExpiresAt}

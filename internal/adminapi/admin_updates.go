@@ -42,7 +42,7 @@ func releaseView(r *update.Release) wire.Release {
 	return wire.Release{ID: r.ID, Version: r.Version.String(), Channel: r.Channel, Changelog: r.Changelog,
 		IsMandatory: r.Mandatory, MinVersion: minVersion, Rollout: r.Rollout, RolloutPercent: float64(r.Rollout) / 100,
 		Status: status, Published: r.Published, Halted: r.Halted, Yanked: r.Yanked, Artifacts: arts,
-		PublishedAt: stampOf(r.PublishedAt), CreatedAt: license.Timestamp(r.CreatedAt), UpdatedAt: license.Timestamp(r.UpdatedAt)}
+		PublishedAt: license.OptTimestamp(r.PublishedAt), CreatedAt: license.Timestamp(r.CreatedAt), UpdatedAt: license.Timestamp(r.UpdatedAt)}
 }
 
 func releaseReply(r *update.Release, msg string) wire.ReleaseReply {

@@ -24,7 +24,7 @@ func webhookView(d *webhook.Destination, withSecret bool) wire.Webhook {
 		events = []string{}
 	}
 	v := wire.Webhook{ID: d.ID, AppID: nullStr(d.AppID), URL: d.URL, Events: events, Description: d.Description,
-		Enabled: d.Enabled, Paused: d.PausedAt != nil, PausedAt: stampOf(d.PausedAt), Failures: d.Failures,
+		Enabled: d.Enabled, Paused: d.PausedAt != nil, PausedAt: license.OptTimestamp(d.PausedAt), Failures: d.Failures,
 		CreatedAt: license.Timestamp(d.CreatedAt), UpdatedAt: license.Timestamp(d.UpdatedAt)}
 	if withSecret {
 		v.Secret = d.Secret
@@ -44,7 +44,7 @@ func deliveryView(d *webhook.Delivery) wire.Delivery {
 	v := wire.Delivery{ID: d.ID, WebhookID: d.DestinationID, Event: d.Event, AppID: nullStr(d.AppID), Status: d.Status,
 		Attempts: d.Attempts, CreatedAt: license.Timestamp(d.CreatedAt), UpdatedAt: license.Timestamp(d.UpdatedAt)}
 	if d.Status == webhook.Pending {
-		v.NextAttemptAt = stampOf(&d.NextAttemptAt)
+		v.NextAttemptAt = license.OptTimestamp(&d.NextAttemptAt)
 	}
 	return v
 }
