@@ -8,8 +8,8 @@ import "encoding/json"
 // field is JSON null when unset, and a field tagged omitempty is absent
 // where its doc says so.
 //
-// Not typed yet (still maps in internal/adminapi): keys-import.php's
-// report; updates.php action=explain and action=stats; signing.php.
+// Not typed yet (still a map in internal/adminapi): keys-import.php's
+// report.
 // The customer portal's and reseller API's replies are in portal.go.
 
 // MessageReply is the reply of an admin action that reports only a message

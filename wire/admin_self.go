@@ -101,3 +101,21 @@ type MemberReply struct {
 	Success bool   `json:"success"`
 	Member  Member `json:"member"`
 }
+
+// SigningKey is a public key replies are signed with (GET signing.php):
+// SPKISHA256 is what a client pins; Active marks the key signing now
+// (others are announced for a rotation).
+type SigningKey struct {
+	ID         string `json:"id"`
+	SPKISHA256 string `json:"spki_sha256"`
+	PublicKey  string `json:"public_key"`
+	Active     bool   `json:"active"`
+}
+
+// SigningKeysReply is the reply of GET signing.php; Signing is false when
+// replies are not signed (no key directory).
+type SigningKeysReply struct {
+	Success bool         `json:"success"`
+	Signing bool         `json:"signing"`
+	Keys    []SigningKey `json:"keys"`
+}

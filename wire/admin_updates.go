@@ -73,3 +73,40 @@ type ArtifactReply struct {
 	Artifact StoredArtifact `json:"artifact"`
 	Release  Release        `json:"release"`
 }
+
+// UpdateReason is why one release was or was not offered (GET
+// updates.php?action=explain): Outcome is "offered" or the gate that
+// stopped it.
+type UpdateReason struct {
+	Version string `json:"version"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail"`
+}
+
+// UpdateExplainReply is the reply of GET updates.php?action=explain: what a
+// device sending the given check would be offered (Update, absent when
+// nothing) and why, release by release.
+type UpdateExplainReply struct {
+	Success         bool              `json:"success"`
+	UpdateAvailable bool              `json:"update_available"`
+	Update          *UpdateDescriptor `json:"update,omitempty"`
+	Reasons         []UpdateReason    `json:"reasons"`
+}
+
+// UpdateVersionStat is, for one version, how many devices were last
+// offered it and how many run it.
+type UpdateVersionStat struct {
+	Version string `json:"version"`
+	Offered int64  `json:"offered"`
+	Running int64  `json:"running"`
+}
+
+// UpdateStatsReply is the reply of GET updates.php?action=stats: distinct
+// devices that checked since Since, and per version what they were offered
+// and run.
+type UpdateStatsReply struct {
+	Success  bool                `json:"success"`
+	Since    *string             `json:"since"`
+	Devices  int64               `json:"devices"`
+	Versions []UpdateVersionStat `json:"versions"`
+}

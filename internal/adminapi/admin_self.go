@@ -208,14 +208,13 @@ func (a *API) revokeToken(ctx context.Context, c *adminCall) (any, error) {
 // signingKeys: GET signing.php → the public keys replies are signed with:
 // the active one and any announced for a rotation, each with the SPKI
 // SHA-256 a client pins.
-func (a *API) signingKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
+func (a *API) signingKeys(ctx context.Context, c *adminCall) (*wire.SigningKeysReply, error) {
 	set := a.Signing()
-	keys := []map[string]any{}
+	res := &wire.SigningKeysReply{Success: true, Signing: set != nil, Keys: []wire.SigningKey{}}
 	if set != nil {
 		for _, k := range set.Keys {
-			keys = append(keys, map[string]any{"id": k.ID, "spki_sha256": k.SPKISHA256, "public_key": string(k.PublicPEM),
-				"active": k == set.Active})
+			res.Keys = append(res.Keys, wire.SigningKey{ID: k.ID, SPKISHA256: k.SPKISHA256, PublicKey: string(k.PublicPEM), Active: k == set.Active})
 		}
 	}
-	return map[string]any{"success": true, "signing": set != nil, "keys": keys}, nil
+	return res, nil
 }

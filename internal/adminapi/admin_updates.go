@@ -94,7 +94,7 @@ func (a *API) getUpdates(ctx context.Context, c *adminCall) (any, error) {
 // explainUpdate answers "why did (or didn't) this caller get that version?"
 // for a request given in the query or body: v, channel, os, arch, hwid,
 // license_key. Nothing is recorded.
-func (a *API) explainUpdate(ctx context.Context, c *adminCall, appID string) (map[string]any, error) {
+func (a *API) explainUpdate(ctx context.Context, c *adminCall, appID string) (*wire.UpdateExplainReply, error) {
 	var raw update.RawRequest
 	for _, p := range []struct {
 		dst  *string
@@ -117,20 +117,19 @@ func (a *API) explainUpdate(ctx context.Context, c *adminCall, appID string) (ma
 	if err != nil {
 		return nil, err
 	}
-	reasons := make([]map[string]any, 0, len(d.Reasons))
+	res := &wire.UpdateExplainReply{Success: true, UpdateAvailable: d.Release != nil, Reasons: make([]wire.UpdateReason, 0, len(d.Reasons))}
 	for _, why := range d.Reasons {
-		reasons = append(reasons, map[string]any{"version": why.Version, "outcome": string(why.Outcome), "detail": why.Detail})
+		res.Reasons = append(res.Reasons, wire.UpdateReason{Version: why.Version, Outcome: string(why.Outcome), Detail: why.Detail})
 	}
-	res := map[string]any{"success": true, "update_available": d.Release != nil, "reasons": reasons}
 	if d.Release != nil {
-		res["update"] = update.Descriptor(d)
+		res.Update = update.Descriptor(d)
 	}
 	return res, nil
 }
 
 // updateStats: distinct devices that checked in the last `days` (default 30)
 // and, per version, how many were last offered it and how many run it.
-func (a *API) updateStats(ctx context.Context, c *adminCall, appID string) (map[string]any, error) {
+func (a *API) updateStats(ctx context.Context, c *adminCall, appID string) (*wire.UpdateStatsReply, error) {
 	days, err := queryInt(c, "days")
 	if err != nil {
 		return nil, err
@@ -142,11 +141,12 @@ func (a *API) updateStats(ctx context.Context, c *adminCall, appID string) (map[
 	if err != nil {
 		return nil, err
 	}
-	versions := make([]map[string]any, 0, len(st.ByVer))
+	res := &wire.UpdateStatsReply{Success: true, Since: license.OptTimestamp(&st.Since), Devices: st.Devices,
+		Versions: make([]wire.UpdateVersionStat, 0, len(st.ByVer))}
 	for _, v := range st.ByVer {
-		versions = append(versions, map[string]any{"version": v.Version, "offered": v.Offered, "running": v.Running})
+		res.Versions = append(res.Versions, wire.UpdateVersionStat{Version: v.Version, Offered: v.Offered, Running: v.Running})
 	}
-	return map[string]any{"success": true, "since": optStamp(&st.Since), "devices": st.Devices, "versions": versions}, nil
+	return res, nil
 }
 
 // postUpdates: POST updates.php creates a release, or with action= one of

@@ -188,7 +188,7 @@ func (d *Dashboard) updatesExplain(c *Ctx) {
 	}
 	data := map[string]any{"Form": form, "Channels": updateChannels, "OSes": updateOSes, "Arches": updateArches}
 	if q.Has("v") {
-		var out map[string]any
+		var out wire.UpdateExplainReply
 		err := c.Call("GET", updatesAPI, c.AppQuery("action", "explain", "v", form["v"], "channel", form["channel"], "os", form["os"],
 			"arch", form["arch"], "hwid", form["hwid"], "license_key", form["license_key"]), nil, &out)
 		if err != nil {

@@ -40,6 +40,9 @@ var adminWireSchemas = []struct {
 	{"LedgerEntry", []any{wire.LedgerEntry{}}, false},
 	{"ResellerProduct", []any{wire.ResellerProduct{}}, true},
 	{"AdminLink", []any{wire.AdminSocialLink{}}, false},
+	{"ExplainReply", []any{wire.UpdateExplainReply{}}, false},
+	{"StatsReply", []any{wire.UpdateStatsReply{}}, false},
+	{"SigningKeysReply", []any{wire.SigningKeysReply{}}, false},
 }
 
 // The admin records documented in docs/openapi.yaml have exactly the
