@@ -53,7 +53,10 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, username
 		return nil, apperr.Wrap(err, "hash password")
 	}
 	u.PasswordHash = string(hash)
-	u.TokenGen++
+	// Two generations on, not one: a password change of the admin racing
+	// this reset (read before it, written after or before) moves the
+	// generation on by one, so a token it mints never carries this one.
+	u.TokenGen += 2
 	res := &ResetResult{User: u}
 	var codes []string // nil: recovery codes unchanged
 	if disable2FA {
@@ -65,6 +68,15 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, username
 		map[string]any{"sessions_ended": true, "two_factor_disabled": res.TwoFactorDisabled})
 	if err := s.store.UpdateAdmin(ctx, u, codes, e); err != nil {
 		return nil, err
+	}
+	// A change of the account written between the read above and the
+	// update (a password change, an e-mail change writing back the old
+	// hash) would be lost or undo the reset; the account read back says.
+	if now, err := s.store.AdminByID(ctx, u.ID); err != nil {
+		return nil, err
+	} else if now.TokenGen != u.TokenGen || now.PasswordHash != u.PasswordHash {
+		return nil, apperr.New(apperr.Conflict, wire.CodeConflict,
+			fmt.Sprintf("The account of %q changed while its password was being reset; run the command again.", u.Username))
 	}
 	if toks, err := s.store.Tokens(ctx, u.ID); err == nil {
 		for _, t := range toks {
