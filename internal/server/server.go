@@ -481,7 +481,11 @@ func (s *Server) Start(ctx context.Context) error {
 		httpAddr = ":80"
 	}
 	if tlsCfg != nil && httpAddr != "" {
-		if pl, err = listen(httpAddr, "--http-addr"); err != nil {
+		flag := "--http-addr"
+		if s.cfg.HTTPAddr == "" {
+			flag = "--http-addr, :80 by default with --acme-domain"
+		}
+		if pl, err = listen(httpAddr, flag); err != nil {
 			return err
 		}
 	}
