@@ -159,12 +159,18 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, p
 	return u, err
 }
 
+// ValidateNew applies the username and password policies to a new admin,
+// so that a caller can refuse bad ones before doing anything else.
+func ValidateNew(username, password string) error {
+	if !usernameRE.MatchString(username) {
+		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field username: 3 to 64 letters, digits or _ . @ -.")
+	}
+	return ValidatePassword(password)
+}
+
 // newUser checks a new admin's username and password and hashes the latter.
 func (s *Service) newUser(username, password string) (*User, error) {
-	if !usernameRE.MatchString(username) {
-		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid field username: 3 to 64 letters, digits or _ . @ -.")
-	}
-	if err := ValidatePassword(password); err != nil {
+	if err := ValidateNew(username, password); err != nil {
 		return nil, err
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), s.cfg.BcryptCost)

@@ -1,5 +1,5 @@
-// Package cli is keyward's command line: serve, migrate, admin create,
-// loadtest and version. Run parses arguments and returns an exit code, so
+// Package cli is keyward's command line: serve, migrate, admin create and
+// reset-password, loadtest, version and the other subcommands. Run parses arguments and returns an exit code, so
 // tests drive the real commands.
 package cli
 
@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -144,7 +146,8 @@ func (c *migrateCmd) Run(e *env) error {
 }
 
 type adminCmd struct {
-	Create adminCreateCmd `cmd:"" help:"Create an admin user."`
+	Create        adminCreateCmd        `cmd:"" help:"Create an admin user."`
+	ResetPassword adminResetPasswordCmd `cmd:"" name:"reset-password" help:"Set a new password for an admin who lost theirs, ending every sign-in of that admin."`
 }
 
 type adminCreateCmd struct {
@@ -171,6 +174,56 @@ func (c *adminCreateCmd) Run(e *env) error {
 	}
 	fmt.Fprintf(e.stdout, "created admin %q\n", c.Username)
 	return nil
+}
+
+// adminResetPasswordCmd is the way back in for an operator who lost the
+// only admin password: it needs the database (and its secret key file),
+// not a sign-in.
+type adminResetPasswordCmd struct {
+	config.Database `embed:""`
+	Username        string `name:"username" required:"" env:"KEYWARD_RESET_ADMIN_USERNAME" help:"Username of the admin whose password is reset."`
+	Password        string `name:"password" env:"KEYWARD_RESET_ADMIN_PASSWORD" help:"New password (8-72 bytes); generated and printed once when empty. Prefer the environment variable to keep it out of the shell history."`
+	Disable2FA      bool   `name:"disable-2fa" env:"KEYWARD_RESET_ADMIN_DISABLE_2FA" help:"Also turn two-factor sign-in off (removes the TOTP secret and the recovery codes), for a lost authenticator."`
+	BcryptCost      int    `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost."`
+}
+
+func (c *adminResetPasswordCmd) Run(e *env) error {
+	if c.DatabaseURL == "" {
+		// A mistyped --data would otherwise create an empty database
+		// (and a key file) there and report no such admin.
+		if _, err := os.Stat(filepath.Join(c.Data, store.DBFile)); err != nil {
+			return fmt.Errorf("no keyward database in --data %s (%s): give the data directory the server uses, or --database-url", c.Data, store.DBFile)
+		}
+	}
+	cfg := config.Config{Database: c.Database}
+	srv, err := openServices(e.ctx, cfg, c.BcryptCost)
+	if err != nil {
+		return err
+	}
+	defer srv.DB.Close()
+	pass, generated := c.Password, c.Password == ""
+	if generated {
+		pass = server.GeneratePassword()
+	}
+	res, err := srv.Admins.ResetPassword(e.ctx, audit.Actor{Kind: "cli", Name: "keyward admin reset-password"}, c.Username, pass, c.Disable2FA)
+	if res == nil {
+		return err
+	}
+	// The password is reset (err may still report the lockout not cleared).
+	if generated {
+		fmt.Fprintf(e.stdout, "generated password: %s\nThis password is shown only once.\n", pass)
+	}
+	fmt.Fprintf(e.stdout, "reset the password of admin %q; every sign-in made before is ended\n", c.Username)
+	switch {
+	case res.TwoFactorDisabled:
+		fmt.Fprintln(e.stdout, "two-factor sign-in turned off and its recovery codes removed; turn it on again from the profile page")
+	case res.User.TOTPSecret != "":
+		fmt.Fprintln(e.stdout, "two-factor sign-in stays on (--disable-2fa turns it off for a lost authenticator)")
+	}
+	if res.ActiveTokens > 0 {
+		fmt.Fprintf(e.stdout, "%d personal access token(s) of this admin still work; revoke any that may be exposed from the profile page\n", res.ActiveTokens)
+	}
+	return err
 }
 
 type versionCmd struct{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/lockout"
 	"github.com/keyward/keyward/internal/seal"
 	"github.com/keyward/keyward/internal/store"
 )
@@ -40,7 +41,10 @@ func openServices(ctx context.Context, cfg config.Config, bcryptCost int) (*serv
 		db.Close()
 		return nil, err
 	}
-	admins, err := admin.New(ctx, db.AdminStore(), time.Now, admin.Config{BcryptCost: bcryptCost})
+	// The guard is only cleared here (a password reset ends the username's
+	// lockout); one-shot commands count no sign-ins.
+	admins, err := admin.New(ctx, db.AdminStore(), time.Now, admin.Config{BcryptCost: bcryptCost,
+		Guard: lockout.New(db.LockoutStore(), time.Now)})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -269,6 +269,17 @@ func (g *Guard) Trip(ctx context.Context, s Subject) (bool, error) {
 	return tripped, err
 }
 
+// Clear forgets s's failures and ends its lock, as when an operator resets
+// the credential they were counted against: the failures of the old one
+// say nothing about the new one. It holds across processes like every
+// counter.
+func (g *Guard) Clear(ctx context.Context, s Subject) error {
+	if g == nil || s.ID == "" {
+		return nil
+	}
+	return g.store.UpdateCounter(ctx, s.Scope, s.ID, func(c *Counter) { *c = Counter{} })
+}
+
 // Purge deletes counters that can no longer matter: their window has passed
 // by more than maxAge and they hold no running lock.
 func (g *Guard) Purge(ctx context.Context, maxAge time.Duration) (int, error) {

@@ -626,3 +626,30 @@ func TestGuardNilIsNoOp(t *testing.T) {
 		t.Fatalf("nil Trip: %v, %v", tripped, err)
 	}
 }
+
+// Clear ends a running lock and forgets the failures of one subject only:
+// the next attempt is admitted as the first of a new window, and the other
+// subjects keep their counts. A nil Guard clears nothing.
+func TestGuardClear(t *testing.T) {
+	ctx := context.Background()
+	g, st, _ := guardFixture()
+	for range 3 {
+		reserve(t, g, user, ip)
+	}
+	retryAfter(t, func() error { _, err := g.Reserve(ctx, user); return err }())
+	if err := g.Clear(ctx, user); err != nil {
+		t.Fatalf("Clear: %v", err)
+	}
+	wantCounter(t, "cleared counter", st.get(user), Counter{})
+	if c := st.get(ip); c.Failures != 3 {
+		t.Fatalf("the IP's counter changed with the user's: %+v", c)
+	}
+	reserve(t, g, user)
+	if c := st.get(user); c.Failures != 1 {
+		t.Fatalf("first attempt after Clear: %+v, want 1 failure", c)
+	}
+	var none *Guard
+	if err := none.Clear(ctx, user); err != nil {
+		t.Fatalf("nil Guard Clear: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/acme/autocert"
@@ -99,10 +100,15 @@ type Server struct {
 	// when a stop is forced.
 	requests    context.Context
 	cutRequests context.CancelFunc
+	// firstAdmin is set while no admin exists: Start creates the first one
+	// once every listener is bound.
+	firstAdmin bool
 }
 
-// New opens the database, migrates it (or checks it with NoMigrate), builds
-// the services and creates the first admin when there is none.
+// New opens the database, migrates it (or checks it with NoMigrate) and
+// builds the services. When no admin exists it checks the first admin's
+// configured username and password; Start creates that admin once its
+// listeners are bound.
 func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -178,7 +184,7 @@ func (s *Server) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.bootstrapAdmin(ctx); err != nil {
+	if err := s.checkFirstAdmin(ctx); err != nil {
 		return err
 	}
 	s.Content = content.New(s.DB.ContentStore(), s.opts.Now)
@@ -360,9 +366,36 @@ func (s *Server) Jobs() *sweep.Runner { return s.jobs }
 // API is the HTTP API the server serves (tests read its route table).
 func (s *Server) API() *httpapi.API { return s.api }
 
+// checkFirstAdmin notes whether the first admin is still to be created and,
+// if so, checks the configured username and password now, so that a bad
+// KEYWARD_ADMIN_PASSWORD stops the start before anything is bound.
+func (s *Server) checkFirstAdmin(ctx context.Context) error {
+	has, err := s.Admins.HasUsers(ctx)
+	if err != nil {
+		return err
+	}
+	s.firstAdmin = !has
+	if has {
+		return nil
+	}
+	pass := s.cfg.AdminPassword
+	if pass == "" {
+		pass = GeneratePassword()
+	}
+	if err := admin.ValidateNew(s.cfg.AdminUsername, pass); err != nil {
+		return fmt.Errorf("create first admin: %w", err)
+	}
+	return nil
+}
+
 // bootstrapAdmin creates the first admin when none exists, from the
-// configured password or a generated one printed once.
+// configured password or a generated one printed once. Start calls it once
+// every listener is bound. Another process sharing the database may have
+// created the first admin meanwhile; then there is nothing to do.
 func (s *Server) bootstrapAdmin(ctx context.Context) error {
+	if !s.firstAdmin {
+		return nil
+	}
 	has, err := s.Admins.HasUsers(ctx)
 	if err != nil || has {
 		return err
@@ -373,8 +406,12 @@ func (s *Server) bootstrapAdmin(ctx context.Context) error {
 		pass = GeneratePassword()
 	}
 	if _, err := s.Admins.CreateUser(ctx, audit.System, s.cfg.AdminUsername, pass); err != nil {
+		if has, herr := s.Admins.HasUsers(ctx); herr == nil && has {
+			return nil // another process created it at the same moment
+		}
 		return fmt.Errorf("create first admin: %w", err)
 	}
+	s.firstAdmin = false
 	if generated {
 		fmt.Fprintf(s.opts.Stdout, "Created admin %q with password: %s\nThis password is shown only once.\n", s.cfg.AdminUsername, pass)
 	} else {
@@ -397,59 +434,109 @@ func GeneratePassword() string {
 // Handler returns the HTTP handler of every route.
 func (s *Server) Handler() http.Handler { return s.api.Handler() }
 
-// Start starts the background jobs and the listeners; it returns once they
-// accept connections.
+// Start binds every listener (the main one and, where configured, the
+// metrics and plain-HTTP ones), then creates the first admin when there is
+// none (printing its generated password once), then starts the background
+// jobs and serves; it returns once the listeners accept connections. When a
+// listener cannot be bound nothing has been created or started, so the next
+// start that binds still creates the admin and shows its password: a busy
+// port cannot lose the only password.
 func (s *Server) Start(ctx context.Context) error {
-	s.jobs.Start(ctx)
 	handler := s.Handler()
-	ln, err := net.Listen("tcp", s.cfg.Addr)
-	if err != nil {
-		s.jobs.Stop()
-		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
-	}
-	s.addr = ln.Addr()
-	main := s.newHTTPServer(handler)
-	var redirect http.Handler
+	var tlsCfg *tls.Config
+	var challenge func(http.Handler) http.Handler
 	if s.cfg.TLS() {
-		tlsCfg, challenge, err := s.tlsConfig()
-		if err != nil {
-			ln.Close()
-			s.jobs.Stop()
+		var err error
+		if tlsCfg, challenge, err = s.tlsConfig(); err != nil {
 			return err
 		}
-		main.TLSConfig = tlsCfg
-		ln = tls.NewListener(ln, tlsCfg)
-		_, port, _ := net.SplitHostPort(s.addr.String())
-		redirect = redirectHandler(handler, port)
-		if challenge != nil {
-			redirect = challenge(redirect)
+	}
+	var bound []net.Listener
+	unbind := func() {
+		for _, l := range bound {
+			l.Close()
 		}
 	}
-	s.serve(main, ln)
-	if s.cfg.MetricsAddr != "" {
-		ml, err := net.Listen("tcp", s.cfg.MetricsAddr)
+	listen := func(addr, flag string) (net.Listener, error) {
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			s.Close(ctx)
-			return fmt.Errorf("listen on %s: %w", s.cfg.MetricsAddr, err)
+			unbind()
+			return nil, s.listenError(addr, flag, err)
 		}
-		s.metricsAddr = ml.Addr()
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", s.api.MetricsHandler())
-		s.serve(s.newHTTPServer(mux), ml)
+		bound = append(bound, l)
+		return l, nil
+	}
+	ln, err := listen(s.cfg.Addr, "--addr")
+	if err != nil {
+		return err
+	}
+	var ml, pl net.Listener
+	if s.cfg.MetricsAddr != "" {
+		if ml, err = listen(s.cfg.MetricsAddr, "--metrics-addr"); err != nil {
+			return err
+		}
 	}
 	httpAddr := s.cfg.HTTPAddr
 	if httpAddr == "" && s.cfg.ACMEDomain != "" {
 		httpAddr = ":80"
 	}
-	if redirect != nil && httpAddr != "" {
-		pl, err := net.Listen("tcp", httpAddr)
-		if err != nil {
-			s.Close(ctx)
-			return fmt.Errorf("listen on %s: %w", httpAddr, err)
+	if tlsCfg != nil && httpAddr != "" {
+		flag := "--http-addr"
+		if s.cfg.HTTPAddr == "" {
+			flag = "--http-addr, :80 by default with --acme-domain"
 		}
-		s.serve(s.newHTTPServer(redirect), pl)
+		if pl, err = listen(httpAddr, flag); err != nil {
+			return err
+		}
+	}
+	// Every listener is bound: only now is the first admin created and its
+	// password shown.
+	if err := s.bootstrapAdmin(ctx); err != nil {
+		unbind()
+		return err
+	}
+	s.addr = ln.Addr()
+	s.jobs.Start(ctx)
+	main := s.newHTTPServer(handler)
+	if tlsCfg != nil {
+		main.TLSConfig = tlsCfg
+		_, port, _ := net.SplitHostPort(s.addr.String())
+		redirect := redirectHandler(handler, port)
+		if challenge != nil {
+			redirect = challenge(redirect)
+		}
+		s.serve(main, tls.NewListener(ln, tlsCfg))
+		if pl != nil {
+			s.serve(s.newHTTPServer(redirect), pl)
+		}
+	} else {
+		s.serve(main, ln)
+	}
+	if ml != nil {
+		s.metricsAddr = ml.Addr()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", s.api.MetricsHandler())
+		s.serve(s.newHTTPServer(mux), ml)
 	}
 	return nil
+}
+
+// listenError explains a listener that could not be bound: which setting
+// names the address, the usual causes of a busy or privileged port, and,
+// when the first admin is still to be created, that it was not (the next
+// start that binds creates it and prints its password).
+func (s *Server) listenError(addr, flag string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		hint = "; another process (perhaps another keyward) listens there: stop it or choose another address with " + flag
+	case errors.Is(err, syscall.EACCES):
+		hint = "; ports below 1024 need root or the CAP_NET_BIND_SERVICE capability: choose a port of 1024 or more with " + flag
+	}
+	if s.firstAdmin {
+		hint += "; no admin was created: the first start that binds every listener creates it and prints its password"
+	}
+	return fmt.Errorf("listen on %s (%s): %w%s", addr, flag, err, hint)
 }
 
 func (s *Server) newHTTPServer(h http.Handler) *http.Server {
