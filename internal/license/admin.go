@@ -156,12 +156,12 @@ const SecretLen = 64
 // never repeats the secret.
 func CheckSecret(secret string) error {
 	if len(secret) != SecretLen {
-		return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f), got %d characters", SecretLen, len(secret)))
+		return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f or A-F), got %d characters", SecretLen, len(secret)))
 	}
 	for i := 0; i < len(secret); i++ {
 		c := secret[i]
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f); character %d is not one", SecretLen, i+1))
+			return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f or A-F); character %d is not one", SecretLen, i+1))
 		}
 	}
 	return nil
