@@ -3,7 +3,7 @@ package wire
 import "encoding/json"
 
 // App is an app as the admin API shows it. Secret is present only when the
-// app is created and when its secret is regenerated; Role, the caller's
+// app is created and when its secret is regenerated or set; Role, the caller's
 // role on the app, only when apps are read (GET apps.php).
 type App struct {
 	AppID     string      `json:"app_id"`

@@ -54,9 +54,12 @@ func (a *API) listApps(ctx context.Context, c *adminCall) (any, error) {
 	return wire.AppListReply{Success: true, Apps: out}, nil
 }
 
-// postApps: POST apps.php creates an app, whose owner the caller becomes;
-// with ?action=regenerate-secret it gives app_id a new secret, with
-// action=revoke or restore (owners) it refuses its clients or lets them back.
+// postApps: POST apps.php creates an app, whose owner the caller becomes,
+// with a fresh secret or the "secret" given (adopting the secret its shipped
+// copies have); with ?action=regenerate-secret it gives app_id a new secret,
+// with action=set-secret (owners) the "secret" given, with action=revoke or
+// restore (owners) it refuses its clients or lets them back. A secret is
+// shown only in these replies.
 func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 	action, err := c.param("action")
 	if err != nil {
@@ -73,6 +76,19 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 			return nil, err
 		}
 		return wire.AppReply{Success: true, App: appView(app, true)}, nil
+	case "set-secret":
+		if err := c.need(admin.PermOwner); err != nil {
+			return nil, err
+		}
+		secret, err := c.f.Str("secret")
+		if err != nil {
+			return nil, err
+		}
+		app, err := a.lic.SetSecret(ctx, c.actor, c.appID, secret)
+		if err != nil {
+			return nil, err
+		}
+		return wire.AppReply{Success: true, App: appView(app, true)}, nil
 	case "revoke", "restore":
 		if err := c.need(admin.PermOwner); err != nil {
 			return nil, err
@@ -83,7 +99,7 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 		}
 		return wire.AppReply{Success: true, App: appView(app, false)}, nil
 	default:
-		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action; use regenerate-secret, revoke or restore.")
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action; use regenerate-secret, set-secret, revoke or restore.")
 	}
 	if c.appID != "" {
 		return nil, apperr.InvalidField("app_id", "a new app gets its id; leave app_id out")
@@ -96,7 +112,11 @@ func (a *API) postApps(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	app, err := a.lic.CreateApp(ctx, c.actor, name, version)
+	secret, err := c.f.Str("secret") // absent or "": a fresh secret
+	if err != nil {
+		return nil, err
+	}
+	app, err := a.lic.CreateApp(ctx, c.actor, name, version, secret)
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, a.bearerRoute("/api/admin/tokens.php", methods{"GET": self(a.listTokens), "POST": credential(self(a.mintToken)), "DELETE": self(a.revokeToken)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": credentialWith("password", owner(a.putMember)),
 		"PUT": credentialWith("password", owner(a.putMember)), "DELETE": owner(a.deleteMember)})...)
-	rs = append(rs, a.bearerRoute("/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret"),
+	rs = append(rs, a.bearerRoute("/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret", "set-secret"),
 		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
 		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})...)

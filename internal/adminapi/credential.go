@@ -19,6 +19,13 @@ import (
 // access only), creating apps, webhooks or license keys (new records whose
 // secrets exist with them; license keys are the product scripts exist to
 // make), rotating a license key (the token could read the key already).
+// Creating an app with a given "secret" (adopting the secret of an app moved
+// from another service) is allowed too: the app is new, the secret is a
+// client credential of that app only (never an admin sign-in), the reply
+// shows a generated one to the token anyway, and secrets are unique, so no
+// existing app's secret can be taken over. Replacing an existing app's
+// secret (regenerate-secret, set-secret) is refused: it cuts off every
+// shipped copy, which only a signed-in owner decides.
 
 // credRule says which requests of a method create or change a credential.
 type credRule struct {

@@ -134,7 +134,7 @@ type Limits struct {
 	LockoutIPFailures int           `name:"lockout-ip-failures" default:"50" env:"KEYWARD_LOCKOUT_IP_FAILURES" help:"Failed sign-ins from one IP within --lockout-window that lock it (0: off)."`
 	LockoutWindow     time.Duration `name:"lockout-window" default:"15m" env:"KEYWARD_LOCKOUT_WINDOW" help:"Window in which failed sign-ins are counted."`
 	LockoutDuration   time.Duration `name:"lockout-duration" default:"15m" env:"KEYWARD_LOCKOUT_DURATION" help:"How long a locked username or IP stays locked."`
-	SecretRegenLimit  int           `name:"secret-regen-limit" default:"5" env:"KEYWARD_SECRET_REGEN_LIMIT" help:"Secret regenerations per app per hour (0: no limit)."`
+	SecretRegenLimit  int           `name:"secret-regen-limit" default:"5" env:"KEYWARD_SECRET_REGEN_LIMIT" help:"Secret regenerations and set-secret calls per app per hour, counted together (0: no limit)."`
 
 	RateLimit          float64 `name:"rate-limit" default:"20" env:"KEYWARD_RATE_LIMIT" help:"Requests per second per client IP (heartbeats and signed-in admins apart); 0: off."`
 	RateBurst          int     `name:"rate-burst" default:"200" env:"KEYWARD_RATE_BURST" help:"Burst of --rate-limit."`

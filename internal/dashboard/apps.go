@@ -8,14 +8,16 @@ import (
 	"strings"
 )
 
-// routesApps: the app list (the dashboard's home), creating apps, an app's
-// settings, its secret and revocation.
+// routesApps: the app list (the dashboard's home), creating apps (with a
+// fresh secret or one adopted from another service), an app's settings, its
+// secret (regenerated or adopted) and revocation.
 func (d *Dashboard) routesApps(m *http.ServeMux) {
 	d.page(m, "GET /dashboard/{$}", d.appsList)
 	d.page(m, "POST /dashboard/apps", d.appCreate)
 	d.page(m, "GET /dashboard/apps/{app}", d.appSettings)
 	d.page(m, "POST /dashboard/apps/{app}/settings", d.appSave)
 	d.page(m, "POST /dashboard/apps/{app}/secret", d.appSecret)
+	d.page(m, "POST /dashboard/apps/{app}/adopt-secret", d.appAdoptSecret)
 	d.page(m, "POST /dashboard/apps/{app}/revoke", d.appRevoke)
 }
 
@@ -31,6 +33,9 @@ func (d *Dashboard) appsList(c *Ctx) {
 func (d *Dashboard) appCreate(c *Ctx) {
 	var out wire.AppReply
 	body := map[string]any{"name": strings.TrimSpace(c.R.PostFormValue("name")), "version": strings.TrimSpace(c.R.PostFormValue("version"))}
+	if secret := adoptedSecret(c); secret != "" {
+		body["secret"] = secret
+	}
 	if err := c.Call("POST", "/api/admin/apps.php", nil, body, &out); err != nil {
 		c.Done("/dashboard/", "", err)
 		return
@@ -160,6 +165,28 @@ func (d *Dashboard) appSecret(c *Ctx) {
 		return
 	}
 	c.Render("secret", Page{Title: "New app secret", Nav: "settings", Data: map[string]any{"Secret": out.App.Secret}})
+}
+
+// adoptedSecret is the form's "secret" field: an existing app secret
+// pasted by the owner. Spaces around it are a paste's, never the secret's
+// (a secret is 64 hex characters); inside, it is sent as typed, and the API
+// refuses what is not a secret.
+func adoptedSecret(c *Ctx) string { return strings.TrimSpace(c.R.PostFormValue("secret")) }
+
+// appAdoptSecret gives the app an existing secret (owners; the API refuses
+// others), after a confirmation: the copies built with the current secret
+// stop working, those built with the one entered are served.
+func (d *Dashboard) appAdoptSecret(c *Ctx) {
+	if !c.Confirm("Adopt this app secret?", "Copies of "+c.App.Name+" built with the secret you entered are served from now on; those built with the current secret stop working.") {
+		return
+	}
+	secret := adoptedSecret(c)
+	if secret == "" {
+		c.Done(c.AppPath(""), "", &APIError{Status: 400, Code: wire.CodeMissingFields, Message: "Enter the app secret to adopt (64 hexadecimal characters)."})
+		return
+	}
+	err := c.Call("POST", "/api/admin/apps.php", c.AppQuery("action", "set-secret"), map[string]any{"secret": secret}, nil)
+	c.Done(c.AppPath(""), "Secret adopted: copies of the app built with it are served; the previous secret no longer works.", err)
 }
 
 func (d *Dashboard) appRevoke(c *Ctx) {

@@ -22,7 +22,7 @@ var tokenRefused = map[string][]string{
 	"/api/admin/2fa.php":           {"POST"},
 	"/api/admin/tokens.php":        {"POST"}, // revoking (DELETE) only removes access
 	"/api/admin/members.php":       {"POST with password", "PUT with password"},
-	"/api/admin/apps.php":          {"POST action=regenerate-secret"},
+	"/api/admin/apps.php":          {"POST action=regenerate-secret", "POST action=set-secret"}, // creating with a secret is allowed (credential.go)
 	"/api/admin/keys.php":          nil,
 	"/api/admin/keys-bulk.php":     nil,
 	"/api/admin/keys-import.php":   nil,
@@ -108,6 +108,9 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 			"/api/admin/apps.php POST action=regenerate-secret": {{"/api/admin/apps.php" + q + "&action=regenerate-secret", nil},
 				{"/api/admin/apps.php" + q, map[string]any{"action": "regenerate-secret"}},
 				{"/api/admin/apps.php" + q + "&action=Regenerate_Secret", nil}},
+			"/api/admin/apps.php POST action=set-secret": {{"/api/admin/apps.php" + q + "&action=set-secret", map[string]any{"secret": strings.Repeat("ab", 32)}},
+				{"/api/admin/apps.php" + q, map[string]any{"action": "set-secret", "secret": strings.Repeat("ab", 32)}},
+				{"/api/admin/apps.php" + q + "&action=Set_Secret", map[string]any{"secret": strings.Repeat("ab", 32)}}},
 			"/api/admin/orders.php POST action=fulfillment-secret": {{"/api/admin/orders.php" + q + "&action=fulfillment-secret", nil}},
 			"/api/admin/webhooks.php POST action=rotate_secret": {{"/api/admin/webhooks.php" + q + "&action=rotate_secret", map[string]any{"id": 1}},
 				{"/api/admin/webhooks.php" + q, map[string]any{"action": "rotate-secret", "id": 1}}},

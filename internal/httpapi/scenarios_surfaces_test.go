@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/keyward/keyward/internal/kwtest"
@@ -41,6 +42,10 @@ func TestAdminScenarios(t *testing.T) {
 			{Name: "an app that does not exist", Method: "GET", Path: keys + "?app_id=no-such-app", As: kwtest.AsAdmin, Status: 404, Code: "NOT_FOUND"},
 			{Name: "the apps list never shows a secret", Method: "GET", Path: "/api/admin/apps.php", As: kwtest.AsAdmin, Status: 200,
 				Fields: map[string]any{"apps": kwtest.Present}, Absent: []string{"secret"}},
+			{Name: "set-secret with 63 hex characters", Method: "POST", Path: "/api/admin/apps.php?app_id={app}&action=set-secret", As: kwtest.AsAdmin,
+				Body: map[string]any{"secret": strings.Repeat("a", 63)}, Status: 400, Code: "MISSING_FIELDS", Absent: []string{"app"}},
+			{Name: "create an app with a secret that is not hex", Method: "POST", Path: "/api/admin/apps.php", As: kwtest.AsAdmin,
+				Body: map[string]any{"name": "Moved", "secret": strings.Repeat("g", 64)}, Status: 400, Code: "MISSING_FIELDS", Absent: []string{"app"}},
 		})
 	})
 }

@@ -104,13 +104,23 @@ func (a *App) Validate() error {
 	return nil
 }
 
-// CreateApp creates an app with a fresh secret and default settings. An
-// admin actor (signed in or through an access token) becomes its owner.
-func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, version string) (*App, error) {
+// CreateApp creates an app with default settings and a fresh secret, or,
+// when secret is not empty, the secret given (adopting the secret an app's
+// shipped copies already have: see CheckSecret; CONFLICT when another app
+// has it). An admin actor (signed in or through an access token) becomes its
+// owner.
+func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, version, secret string) (*App, error) {
 	now := s.Now()
-	secret, err := NewSecret(s.random)
-	if err != nil {
-		return nil, err
+	adopted := secret != ""
+	if adopted {
+		if err := CheckSecret(secret); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if secret, err = NewSecret(s.random); err != nil {
+			return nil, err
+		}
 	}
 	a := &App{ID: NewID(s.random), Name: strings.TrimSpace(name), Version: version, Secret: secret,
 		Settings: DefaultSettings(), CreatedAt: now, UpdatedAt: now}
@@ -120,13 +130,54 @@ func (s *Service) CreateApp(ctx context.Context, actor audit.Actor, name, versio
 	if err := a.Validate(); err != nil {
 		return nil, err
 	}
-	err = s.store.InTx(ctx, func(tx Tx) error {
+	details := map[string]any{"name": a.Name}
+	if adopted {
+		details["secret_adopted"] = true // never the secret itself
+	}
+	err := s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.InsertApp(ctx, a, HashToken(secret)); err != nil {
-			return err
+			return secretTaken(err)
 		}
-		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.create", a.ID, a.ID, map[string]any{"name": a.Name}))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.create", a.ID, a.ID, details))
 	})
-	return a, err
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// SecretLen is the length of an app secret: 64 hexadecimal characters.
+const SecretLen = 64
+
+// CheckSecret accepts an app secret given by an admin: exactly 64
+// hexadecimal characters, either case. The secret is kept exactly as given,
+// never re-cased or decoded, because the envelope keys are derived from its
+// text (envelope.Derive) and clients send it as they have it. The message
+// never repeats the secret.
+func CheckSecret(secret string) error {
+	if len(secret) != SecretLen {
+		return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f or A-F), got %d characters", SecretLen, len(secret)))
+	}
+	for i := 0; i < len(secret); i++ {
+		c := secret[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return apperr.InvalidField("secret", fmt.Sprintf("must be exactly %d hexadecimal characters (0-9, a-f or A-F); character %d is not one", SecretLen, i+1))
+		}
+	}
+	return nil
+}
+
+// errSecretTaken refuses a secret another app already has (the secret
+// identifies the app to clients, so it is unique: apps.secret_hash).
+var errSecretTaken = apperr.New(apperr.Conflict, CodeConflict, "Another app already uses this secret; each app needs its own.")
+
+// secretTaken turns the store's uniqueness conflict into errSecretTaken.
+// The apps table's only unique columns are its id (random) and secret_hash.
+func secretTaken(err error) error {
+	if errors.Is(err, apperr.ErrConflict) {
+		return errSecretTaken
+	}
+	return err
 }
 
 // App returns one app or NOT_FOUND.
@@ -175,11 +226,33 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 // regenerations at once never exceed the limit), and given back only when
 // there is no such app.
 func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id string) (*App, error) {
+	return s.replaceSecret(ctx, actor, id, "", "app.regenerate_secret")
+}
+
+// SetSecret gives an app the secret given (adopting the one its shipped
+// copies already have, see CheckSecret) and is otherwise RegenerateSecret:
+// the old secret stops working at once in this process and within the app
+// cache's lifetime in others, sessions are kept, and it draws on the same
+// per-app limit. CONFLICT when another app has the secret (counted, so the
+// limit also bounds probing for other apps' secrets).
+func (s *Service) SetSecret(ctx context.Context, actor audit.Actor, id, secret string) (*App, error) {
+	if secret == "" {
+		return nil, apperr.Missing("secret")
+	}
+	if err := CheckSecret(secret); err != nil {
+		return nil, err
+	}
+	return s.replaceSecret(ctx, actor, id, secret, "app.set_secret")
+}
+
+// replaceSecret replaces app id's secret with secret (a fresh one when
+// empty), recording action: the one path of RegenerateSecret and SetSecret.
+func (s *Service) replaceSecret(ctx context.Context, actor audit.Actor, id, secret, action string) (*App, error) {
 	regen := lockout.Subject{Scope: "secret-regen", ID: id, Policy: s.cfg.SecretRegen}
 	res, err := s.cfg.Guard.Reserve(ctx, regen)
 	if err != nil {
 		if e := apperr.From(err); e.Code == lockout.CodeTooManyAttempts {
-			r := apperr.New(apperr.RateLimited, CodeRateLimited, "This app's secret was regenerated too often. Try again later.")
+			r := apperr.New(apperr.RateLimited, CodeRateLimited, "This app's secret was regenerated or set too often. Try again later.")
 			r.RetryAfter = e.RetryAfter
 			return nil, r
 		}
@@ -188,9 +261,10 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 	if _, err := s.App(ctx, id); err != nil {
 		return nil, res.Abandon(ctx, err)
 	}
-	secret, err := NewSecret(s.random)
-	if err != nil {
-		return nil, err
+	if secret == "" {
+		if secret, err = NewSecret(s.random); err != nil {
+			return nil, err
+		}
 	}
 	now := s.Now()
 	var out *App
@@ -203,13 +277,16 @@ func (s *Service) RegenerateSecret(ctx context.Context, actor audit.Actor, id st
 		}
 		a.Secret, a.UpdatedAt = secret, now
 		if err := tx.UpdateApp(ctx, a, HashToken(secret)); err != nil {
-			return err
+			return secretTaken(err)
 		}
 		out = a
-		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.regenerate_secret", id, id, nil))
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, action, id, id, nil))
 	})
 	s.apps.clear()
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SetRevoked revokes an app (its clients are refused, each live session

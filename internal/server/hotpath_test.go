@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 
 // An app change made through this process applies to the very next request
 // (the app cache is cleared), and one made through another process sharing
-// the database applies once the cache's 1 s lifetime has passed.
+// the database applies once the cache's 1 s lifetime has passed: settings,
+// a regenerated secret and a secret set with set-secret.
 func TestAppChangesReachTheHotPath(t *testing.T) {
 	pairs := map[string]func(*testing.T) (*kwtest.Server, *kwtest.Server){"sqlite": startSQLitePair}
 	if len(kwtest.Engines()) > 1 {
@@ -34,11 +36,23 @@ func TestAppChangesReachTheHotPath(t *testing.T) {
 			// A regenerated secret is refused by the other process after the same bound.
 			old := appA.Secret
 			a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+appA.ID, map[string]any{"settings": map[string]any{"maintenance": false}})
-			a.MustAdmin("POST", "/api/admin/apps.php?action=regenerate-secret&app_id="+appA.ID, nil)
+			regen := a.MustAdmin("POST", "/api/admin/apps.php?action=regenerate-secret&app_id="+appA.ID, nil).Obj("app")["secret"].(string)
 			a.Clock.Advance(1100 * time.Millisecond)
 			for _, s := range []*kwtest.Server{a, b} {
 				r := s.NewApp(appA.ID, old).Env("/api/auth/login.php", map[string]any{"license_key": keys[0], "hwid": "pc-a"})
 				kwtest.ExpectCode(t, r, 401, "INVALID_APP")
+				s.NewApp(appA.ID, regen).Login(keys[0], "pc-a") // both processes now cache the app under regen
+			}
+
+			// So is a secret replaced with set-secret, and the secret set
+			// serves both processes, exactly as given.
+			adopted := "C0FFEE" + strings.Repeat("0123456789abcdef", 3) + "0123456789"
+			a.MustAdmin("POST", "/api/admin/apps.php?action=set-secret&app_id="+appA.ID, map[string]any{"secret": adopted})
+			a.Clock.Advance(1100 * time.Millisecond)
+			for _, s := range []*kwtest.Server{a, b} {
+				r := s.NewApp(appA.ID, regen).Env("/api/auth/login.php", map[string]any{"license_key": keys[0], "hwid": "pc-a"})
+				kwtest.ExpectCode(t, r, 401, "INVALID_APP")
+				s.NewApp(appA.ID, adopted).Login(keys[0], "pc-a")
 			}
 		})
 	}
