@@ -104,7 +104,7 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, a.bearerRoute("/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": credentialWith("password", owner(a.putMember)),
 		"PUT": credentialWith("password", owner(a.putMember)), "DELETE": owner(a.deleteMember)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret"),
-		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})...)
+		"PUT": credentialWith("upstream_token", manage(a.updateApp)), "DELETE": owner(a.deleteApp)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
 		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/keys-bulk.php", methods{"POST": manage(a.bulkKeys)})...)
