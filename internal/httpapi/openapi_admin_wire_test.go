@@ -23,6 +23,7 @@ var adminWireSchemas = []struct {
 	{"AppSettings", []any{wire.AppSettings{}}, true},
 	{"FeatureFlag", []any{wire.FeatureFlag{}}, false},
 	{"App", []any{wire.App{}}, true},
+	{"UpstreamStatusReply", []any{wire.UpstreamStatusReply{}}, false},
 	{"AdminKey", []any{wire.Key{}}, false},
 	{"Device", []any{wire.Device{}}, false},
 	{"Session", []any{wire.Session{}}, false},

@@ -310,3 +310,69 @@ func rebind(s *kwtest.Server, q string) string {
 	}
 	return b.String()
 }
+
+// The upstream settings are checked at save (scheme, user info, the address
+// guard on IP literals, completeness), changed by owners only, the token is
+// write-only (upstream_token_set is ignored when sent; null removes it),
+// and upstream-status needs the admin role.
+func TestUpstreamSettings(t *testing.T) {
+	t.Parallel()
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine}) // allows 127.0.0.0/8 and ::1 only
+		app := s.CreateApp("Settings")
+		q := "/api/admin/apps.php?app_id=" + app.ID
+		for _, c := range []struct {
+			body  map[string]any
+			field string
+		}{
+			{map[string]any{"upstream_url": "ftp://hosted.example.com"}, "upstream_url"},
+			{map[string]any{"upstream_url": "https://user:pw@hosted.example.com"}, "upstream_url"},
+			{map[string]any{"upstream_url": "https://hosted.example.com/api"}, "upstream_url"},
+			{map[string]any{"upstream_url": "https://hosted.example.com/?x=1"}, "upstream_url"},
+			{map[string]any{"upstream_url": "http://10.0.0.1"}, "upstream_url"},
+			{map[string]any{"upstream_url": "http://169.254.169.254"}, "upstream_url"},
+			{map[string]any{"upstream_url": "http://[fd00::1]:8080"}, "upstream_url"},
+			{map[string]any{"upstream_token": 12}, "upstream_token"},
+			{map[string]any{"upstream_token": "a b"}, "upstream_token"},
+			{map[string]any{"upstream_enabled": true, "upstream_url": "https://hosted.example.com", "upstream_app_id": "x"}, "upstream_enabled"},
+		} {
+			r := s.Admin("PUT", q, c.body)
+			kwtest.ExpectCode(t, r, 400, "MISSING_FIELDS")
+			if !strings.Contains(r.Str("message"), c.field) {
+				t.Errorf("%v: message %q does not name %s", c.body, r.Str("message"), c.field)
+			}
+		}
+		ok := map[string]any{"upstream_url": "https://hosted.example.com/", "upstream_app_id": "app-1",
+			"upstream_token": "kw_pat_secret", "upstream_enabled": true, "upstream_token_set": false}
+		if r := s.Admin("PUT", q, ok); r.Status != 200 || r.Obj("app")["settings"].(map[string]any)["upstream_token_set"] != true {
+			t.Fatalf("owner saves the upstream: %s", r)
+		}
+		if r := s.Admin("PUT", q, map[string]any{"upstream_url": "http://127.0.0.1:9"}); r.Status != 200 {
+			t.Errorf("a loopback upstream inside --webhook-allow-networks: %s", r)
+		}
+
+		// An admin (manage) may save other settings, sending the upstream
+		// ones back unchanged, but not change them.
+		adm := s.AddMember(app.ID, "ada", "ada's long password", "admin")
+		st := admSettings(t, s, app.ID)
+		st["login_message"] = "hello"
+		if r := s.AdminAs(adm, "PUT", q, map[string]any{"settings": st}); r.Status != 200 {
+			t.Errorf("admin saves the settings read back: %s", r)
+		}
+		kwtest.ExpectCode(t, s.AdminAs(adm, "PUT", q, map[string]any{"upstream_enabled": false}), 403, "FORBIDDEN")
+		kwtest.ExpectCode(t, s.AdminAs(adm, "PUT", q, map[string]any{"upstream_token": "other"}), 403, "FORBIDDEN")
+		if r := s.AdminAs(adm, "GET", q+"&action=upstream-status", nil); r.Status != 200 || r.Str("error") == "" || r.Body["complete"] != false {
+			t.Errorf("upstream-status with an unreachable upstream: %s", r)
+		}
+		viewer := s.AddMember(app.ID, "val", "val's long password", "viewer")
+		kwtest.ExpectCode(t, s.AdminAs(viewer, "GET", q+"&action=upstream-status", nil), 403, "FORBIDDEN")
+		kwtest.ExpectCode(t, s.Admin("GET", q+"&action=nope", nil), 400, "MISSING_FIELDS")
+
+		// null removes the token, which turning on then needs.
+		kwtest.ExpectCode(t, s.Admin("PUT", q, map[string]any{"upstream_token": nil}), 400, "MISSING_FIELDS") // still enabled
+		if r := s.Admin("PUT", q, map[string]any{"upstream_token": nil, "upstream_enabled": false}); r.Status != 200 ||
+			r.Obj("app")["settings"].(map[string]any)["upstream_token_set"] != false {
+			t.Errorf("token removed: %s", r)
+		}
+	})
+}
