@@ -28,6 +28,11 @@ type upstreamProxy struct {
 	auth    map[string]bool // Authorization headers seen
 	hang    atomic.Bool
 	fail    atomic.Bool
+	// pair holds each key lookup until a second one for the same key
+	// arrives (or a second passes), so two processes get their answers
+	// at the same moment and race to insert.
+	pair  atomic.Bool
+	gates map[string]chan struct{}
 }
 
 func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
@@ -37,14 +42,30 @@ func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &upstreamProxy{lookups: map[string]int{}, auth: map[string]bool{}}
+	p := &upstreamProxy{lookups: map[string]int{}, auth: map[string]bool{}, gates: map[string]chan struct{}{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		if k := r.URL.Query().Get("license_key"); k != "" {
 			p.lookups[k]++
 		}
 		p.auth[r.Header.Get("Authorization")] = true
+		var gate chan struct{}
+		if k := r.URL.Query().Get("license_key"); k != "" && p.pair.Load() {
+			if g, ok := p.gates[k]; ok {
+				close(g) // the second lookup releases the first
+				delete(p.gates, k)
+			} else {
+				gate = make(chan struct{})
+				p.gates[k] = gate
+			}
+		}
 		p.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-time.After(time.Second):
+			}
+		}
 		switch {
 		case p.hang.Load():
 			<-r.Context().Done() // an upstream that never answers
@@ -373,6 +394,62 @@ func TestUpstreamSettings(t *testing.T) {
 		if r := s.Admin("PUT", q, map[string]any{"upstream_token": nil, "upstream_enabled": false}); r.Status != 200 ||
 			r.Obj("app")["settings"].(map[string]any)["upstream_token_set"] != false {
 			t.Errorf("token removed: %s", r)
+		}
+	})
+}
+
+// Two keyward processes on one database importing the same upstream key at
+// once: every login succeeds, the key is inserted once (the loser of the
+// unique constraint reads the winner's), audited once and counted once.
+func TestUpstreamImportAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		clock := kwtest.NewClock()
+		up := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: clock})
+		hosted := up.CreateApp("Product")
+		keys := hosted.GenerateKeys(3, "lifetime", 0, 4)
+		token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+		proxy := newUpstreamProxy(t, up.URL)
+		proxy.pair.Store(true)
+
+		a1 := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: clock})
+		a2 := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: clock, DataDir: a1.DataDir, DatabaseURL: a1.DatabaseURL})
+		app := a1.CreateApp("Product")
+		a1.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"upstream_url": proxy.URL, "upstream_app_id": hosted.ID,
+			"upstream_token": token, "upstream_enabled": true})
+		clients := []*kwtest.App{app, a2.NewApp(app.ID, app.Secret)}
+		for _, key := range keys {
+			var wg sync.WaitGroup
+			var ok atomic.Int32
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := clients[i%2].Env("/api/auth/login.php", map[string]any{"license_key": key, "hwid": "dev-" + string(rune('a'+i%4))})
+					if r.Body["success"] == true {
+						ok.Add(1)
+					} else {
+						t.Errorf("login %d of %s: %v", i, key, r.Body)
+					}
+				}()
+			}
+			wg.Wait()
+			if n := proxy.count(key); n < 1 || n > 2 {
+				t.Errorf("%s: %d upstream lookups from two processes", key, n)
+			}
+			if list := a1.MustAdmin("GET", "/api/admin/keys.php?app_id="+app.ID+"&q="+key, nil).Body["keys"].([]any); len(list) != 1 {
+				t.Errorf("%s: %d keys", key, len(list))
+			}
+		}
+		imports := 0
+		for _, e := range a1.MustAdmin("GET", "/api/admin/audit.php?app_id="+app.ID+"&limit=100", nil).Body["entries"].([]any) {
+			if e.(map[string]any)["action"] == "key.upstream_import" {
+				imports++
+			}
+		}
+		st := a1.MustAdmin("GET", "/api/admin/apps.php?app_id="+app.ID+"&action=upstream-status", nil)
+		if imports != len(keys) || st.Body["imported"] != float64(len(keys)) || st.Body["remaining"] != float64(0) {
+			t.Errorf("%d import entries, status %s; want %d imports, none remaining", imports, st, len(keys))
 		}
 	})
 }

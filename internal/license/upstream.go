@@ -184,11 +184,11 @@ func (s *Service) fromUpstream(ctx context.Context, app *App, licenseKey string)
 	obj, err := s.up.client.FetchKey(ctx, app, licenseKey)
 	switch {
 	case errors.Is(err, ErrUpstreamNoKey):
-		s.up.miss(id, s.now().Add(upstreamMissTTL))
+		s.up.miss(id, s.now(), upstreamMissTTL)
 		s.up.report(app.ID, UpstreamNotFound, nil)
 		return false, nil
 	case err != nil:
-		s.up.miss(id, s.now().Add(upstreamFailTTL))
+		s.up.miss(id, s.now(), upstreamFailTTL)
 		s.up.report(app.ID, UpstreamFailed, err)
 		return false, nil
 	}
@@ -202,7 +202,7 @@ func (s *Service) fromUpstream(ctx context.Context, app *App, licenseKey string)
 		}
 	}
 	if len(problems) > 0 {
-		s.up.miss(id, s.now().Add(upstreamMissTTL))
+		s.up.miss(id, s.now(), upstreamMissTTL)
 		p := problems[0]
 		s.up.report(app.ID, UpstreamRefused, fmt.Errorf("the upstream's key does not import: %s %s", p.Field, p.Message))
 		return false, nil
@@ -271,13 +271,13 @@ func (u *upstreamState) missed(id string, now time.Time) bool {
 	return ok
 }
 
-// miss remembers id until until. A full cache drops its expired entries,
-// and when none are, arbitrary ones (a map's order), to stay bounded.
-func (u *upstreamState) miss(id string, until time.Time) {
+// miss remembers id from now for ttl. A full cache drops its expired
+// entries, and when too few are, arbitrary ones (a map's order) down to
+// nine tenths of the cap, to stay bounded.
+func (u *upstreamState) miss(id string, now time.Time, ttl time.Duration) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if len(u.misses) >= upstreamMissCap {
-		now := until.Add(-upstreamMissTTL)
 		for k, t := range u.misses {
 			if !now.Before(t) {
 				delete(u.misses, k)
@@ -290,7 +290,7 @@ func (u *upstreamState) miss(id string, until time.Time) {
 			delete(u.misses, k)
 		}
 	}
-	u.misses[id] = until
+	u.misses[id] = now.Add(ttl)
 }
 
 // forget empties the negative cache (upstream settings changed).

@@ -57,6 +57,12 @@ func (c *Client) FetchKey(ctx context.Context, app *license.App, licenseKey stri
 	if err != nil {
 		return nil, err
 	}
+	return keyAnswer(status, body)
+}
+
+// keyAnswer reads the upstream's answer to a key lookup: the "key" object
+// of a 200, license.ErrUpstreamNoKey for "no such key", else an error.
+func keyAnswer(status int, body []byte) ([]byte, error) {
 	switch {
 	case status == 200:
 		var r struct {
@@ -120,6 +126,12 @@ func (c *Client) KeyPage(ctx context.Context, app *license.App, cursor string) (
 	if err != nil {
 		return nil, "", err
 	}
+	return keyPage(status, body, cursor)
+}
+
+// keyPage reads one page of the upstream's key list; a next cursor equal to
+// the one asked for ends the walk (an upstream that repeats itself).
+func keyPage(status int, body []byte, cursor string) ([]string, string, error) {
 	if status != 200 {
 		return nil, "", refusal(status, body)
 	}
