@@ -43,7 +43,6 @@ func TestKeyAnswer(t *testing.T) {
 	}
 }
 
-
 // A page gives its key strings and the next cursor; the last page (null
 // cursor) and a cursor that does not move end the walk.
 func TestKeyPage(t *testing.T) {
