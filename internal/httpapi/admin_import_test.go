@@ -178,8 +178,8 @@ func TestImportRejects(t *testing.T) {
 			t.Fatalf("a rejected import was audited: %v", e)
 		}
 
-		// A bad header, JSON instead of CSV, a bad dry_run.
-		r = importCSV(s, app.ID, "", []byte("key,status\nA,unused\n"))
+		// An ambiguous header, JSON instead of CSV, a bad dry_run.
+		r = importCSV(s, app.ID, "", []byte("key,License Key,status\nA,A,unused\n"))
 		if errs := r.Obj("report")["errors"].([]any); r.Status != 200 || len(errs) == 0 || errs[0].(map[string]any)["line"] != 1.0 {
 			t.Fatalf("bad header: %s", r)
 		}

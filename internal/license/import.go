@@ -64,11 +64,9 @@ func (s *Service) ImportKeys(ctx context.Context, actor audit.Actor, appID strin
 	now := s.Now()
 	keys := make([]Key, len(p.Rows))
 	for i, row := range p.Rows {
+		row.Complete(now)
 		k := row.Key
 		k.AppID, k.UpdatedAt = app.ID, now
-		if k.CreatedAt.IsZero() {
-			k.CreatedAt = now
-		}
 		keys[i] = k
 	}
 	err = s.store.InTx(ctx, func(tx Tx) error {
