@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // KeyCSVHeader is the header of key exports and imports, in the order
@@ -30,17 +32,12 @@ const (
 	maxImportDuration = 100_000
 )
 
-// ImportError is one problem of a key CSV, at Line (1 is the header) and,
-// when it is about one cell, Field.
-type ImportError struct {
-	Line    int    `json:"line"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
+// ImportError is one problem of an import file (see the wire type).
+type ImportError = wire.ImportError
 
-// ParsedCSV is what ParseKeyCSV read: the valid rows, the problems (at most
-// maxImportErrors listed, ErrorCount counting all) and how many data rows
-// there were.
+// ParsedCSV is what ParseKeyCSV or ParseKeyJSON read: the valid rows, the
+// problems (at most maxImportErrors listed, ErrorCount counting all) and how
+// many keys (data rows or objects) there were.
 type ParsedCSV struct {
 	Rows       []ImportRow
 	Errors     []ImportError
@@ -48,19 +45,24 @@ type ParsedCSV struct {
 	DataRows   int
 	// Ignored lists the column or member names the import does not read.
 	Ignored []string
-	bad     map[int]bool   // lines with a problem
-	seen    map[string]int // key string → line of the valid rows
+	// Format is the format read: FormatCSV or FormatJSON.
+	Format string
+	seen   map[string]int // key string → line of the valid rows
+	key    string         // the key string of the row being read, for errors
 }
 
 func (p *ParsedCSV) fail(line int, field, format string, args ...any) {
 	p.ErrorCount++
-	if p.bad == nil {
-		p.bad = map[int]bool{}
-	}
-	p.bad[line] = true
 	if len(p.Errors) < maxImportErrors {
-		p.Errors = append(p.Errors, ImportError{Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+		p.Errors = append(p.Errors, ImportError{Line: line, LicenseKey: p.key, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
+}
+
+// failRow records a problem of a valid row found later (by the import).
+func (p *ParsedCSV) failRow(row *ImportRow, field, format string, args ...any) {
+	p.key = row.Key.LicenseKey
+	p.fail(row.Line, field, format, args...)
+	p.key = ""
 }
 
 // importKeyRE is what an imported key string may be: letters, digits and
@@ -77,7 +79,7 @@ var importKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 // notes become \n. It never fails as a whole: an unreadable file is an
 // error at the line where reading stopped.
 func ParseKeyCSV(r io.Reader) *ParsedCSV {
-	p := &ParsedCSV{}
+	p := &ParsedCSV{Format: FormatCSV}
 	br := bufio.NewReader(io.LimitReader(r, MaxImportBytes+1))
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		br.Discard(3)

@@ -159,7 +159,7 @@ func jsonErr(err error) string {
 // problems are reported at the line where its object starts; duplicates
 // at the later one. Like ParseKeyCSV it never fails as a whole.
 func ParseKeyJSON(r io.Reader) *ParsedCSV {
-	p := &ParsedCSV{}
+	p := &ParsedCSV{Format: FormatJSON}
 	data, err := io.ReadAll(io.LimitReader(r, MaxImportBytes+1))
 	switch {
 	case err != nil:
@@ -290,7 +290,7 @@ func (p *ParsedCSV) keep(row ImportRow) {
 		p.seen = map[string]int{}
 	}
 	if first, dup := p.seen[row.Key.LicenseKey]; dup {
-		p.fail(row.Line, "license_key", "duplicate of line %d", first)
+		p.failRow(&row, "license_key", "duplicate of line %d", first)
 		return
 	}
 	p.seen[row.Key.LicenseKey] = row.Line

@@ -152,6 +152,8 @@ func (p *ParsedCSV) importRow(line int, raw *rawRow) (ImportRow, bool) {
 		p.fail(line, KeyCSVHeader[field], format, args...)
 		ok = false
 	}
+	p.key = clip(strings.TrimSpace(raw.val[fKey]))
+	defer func() { p.key = "" }()
 	row := ImportRow{Line: line}
 	for i, g := range raw.given {
 		if g {
