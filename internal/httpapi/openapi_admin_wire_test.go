@@ -41,6 +41,8 @@ var adminWireSchemas = []struct {
 	{"LedgerEntry", []any{wire.LedgerEntry{}}, false},
 	{"ResellerProduct", []any{wire.ResellerProduct{}}, true},
 	{"AdminLink", []any{wire.AdminSocialLink{}}, false},
+	{"ImportReport", []any{wire.ImportReport{}}, false},
+	{"ImportReply", []any{wire.ImportReply{}}, false},
 }
 
 // The admin records documented in docs/openapi.yaml have exactly the
