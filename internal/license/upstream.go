@@ -192,7 +192,7 @@ func (s *Service) fromUpstream(ctx context.Context, app *App, licenseKey string)
 		s.up.report(app.ID, UpstreamFailed, err)
 		return false, nil
 	}
-	row, problems := upstreamRow(1, obj)
+	row, problems := ImportRowFromObject(1, obj)
 	if len(problems) == 0 && row.Key.LicenseKey != licenseKey {
 		problems = []ImportError{{Field: "license_key", Message: "the upstream answered for another key"}}
 	}
@@ -224,11 +224,9 @@ var errImportedMeanwhile = errors.New("imported meanwhile")
 // import came from the same upstream answer.
 func (s *Service) importUpstream(ctx context.Context, app *App, row ImportRow) error {
 	now := s.Now()
+	row.Complete(now)
 	k := row.Key
 	k.AppID, k.UpdatedAt = app.ID, now
-	if k.CreatedAt.IsZero() {
-		k.CreatedAt = now
-	}
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		if taken, err := tx.TakenKeyStrings(ctx, app.ID, []string{k.LicenseKey}); err != nil {
 			return err
