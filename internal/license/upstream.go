@@ -20,7 +20,7 @@ import (
 // Lazy migration (issue 24): an app moving from another license service
 // names that service as its upstream (Settings.UpstreamURL, UpstreamAppID,
 // the sealed App.UpstreamToken) and turns it on (UpstreamEnabled). A
-// login or key check with a key string the app does not know — neither a
+// login or key check (Login, CheckKey and so Validate) with a key string the app does not know — neither a
 // key nor the alias of a rotated one — asks the upstream's admin API for
 // it; a key it has is imported (status, expiry, activation, terms,
 // features, bound devices; one audit entry by the system actor
