@@ -287,6 +287,14 @@ func TestUpstreamLazyMigration(t *testing.T) {
 		if !strings.Contains(logs.String(), "upstream lookup failed") {
 			t.Errorf("no log line for the failed lookups")
 		}
+		rec := httptest.NewRecorder()
+		a.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, line := range []string{`keyward_upstream_lookups_total{outcome="imported"} 4`, `keyward_upstream_lookups_total{outcome="not_found"} 1`,
+			`keyward_upstream_lookups_total{outcome="error"} 3`} {
+			if !strings.Contains(rec.Body.String(), line) {
+				t.Errorf("metrics lack %s", line)
+			}
+		}
 
 		// Switched off: no lookup at all.
 		before := proxy.count(spare[4])
