@@ -8,8 +8,6 @@ import "encoding/json"
 // field is JSON null when unset, and a field tagged omitempty is absent
 // where its doc says so.
 //
-// Not typed yet (still a map in internal/adminapi): keys-import.php's
-// report.
 // The customer portal's and reseller API's replies are in portal.go.
 
 // MessageReply is the reply of an admin action that reports only a message
@@ -105,6 +103,79 @@ type KeyReply struct {
 type KeyDetailReply struct {
 	Success bool      `json:"success"`
 	Key     KeyDetail `json:"key"`
+}
+
+// ImportReply is the reply of POST keys-import.php: the report of a dry
+// run or of an applied import. A refused import (IMPORT_REJECTED) carries
+// the same report in the error reply's report.
+type ImportReply struct {
+	Success bool         `json:"success"`
+	Report  ImportReport `json:"report"`
+}
+
+// ImportReport is what a key import found and, when applied, did. The
+// import is all or nothing: ToInsert and ToUpdate are what applying does,
+// zero while any key has a problem.
+type ImportReport struct {
+	// DryRun is true when nothing was changed.
+	DryRun bool `json:"dry_run"`
+	// Format is the file's format as read: csv or json.
+	Format string `json:"format"`
+	// Merge says whether keys the app already has are updated (merge=true)
+	// or refused.
+	Merge bool `json:"merge"`
+	// Rows counts the keys in the file, Valid those without a problem.
+	Rows  int `json:"rows"`
+	Valid int `json:"valid"`
+	// ToInsert counts the keys applying adds, ToUpdate the existing keys it
+	// changes (merge), Unchanged the existing keys the file already matches.
+	ToInsert  int `json:"to_insert"`
+	ToUpdate  int `json:"to_update"`
+	Unchanged int `json:"unchanged"`
+	// Devices counts the device bindings applying adds.
+	Devices int `json:"devices"`
+	// ByStatus counts the valid keys by their status in the file.
+	ByStatus map[string]int `json:"by_status"`
+	// Imported and Updated count the keys added and changed (0 in a dry run).
+	Imported int `json:"imported"`
+	Updated  int `json:"updated"`
+	// ErrorCount counts the problems, Errors lists the first 1000.
+	ErrorCount int           `json:"error_count"`
+	Errors     []ImportError `json:"errors"`
+	// Changes lists, for the first 1000 existing keys a merge changes, what
+	// changes (ToUpdate counts all).
+	Changes []ImportChange `json:"changes"`
+	// Ignored lists the columns (CSV) or members (JSON) the import does not
+	// read, such as days_remaining.
+	Ignored []string `json:"ignored"`
+}
+
+// ImportError is one problem of an import file, at Line (of the CSV, 1
+// being the header, or where the key's JSON object starts) and, when it is
+// about one field, Field (its canonical name, such as expires_at);
+// LicenseKey names the key when its row gave one (a minified JSON file has
+// every key on line 1).
+type ImportError struct {
+	Line       int    `json:"line"`
+	LicenseKey string `json:"license_key,omitempty"`
+	Field      string `json:"field,omitempty"`
+	Message    string `json:"message"`
+}
+
+// ImportChange is what a merge changes on one existing key.
+type ImportChange struct {
+	Line       int           `json:"line"`
+	LicenseKey string        `json:"license_key"`
+	Fields     []FieldChange `json:"fields"`
+}
+
+// FieldChange is one field's old and new value as text ("" is none; times
+// as 2026-11-20T08:00:00Z; for hwids, New lists the devices added, which
+// join the bound ones).
+type FieldChange struct {
+	Field string `json:"field"`
+	Old   string `json:"old"`
+	New   string `json:"new"`
 }
 
 // BulkDryRunReply is how many keys a bulk action would touch (POST

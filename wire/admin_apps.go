@@ -83,6 +83,35 @@ type AppSettings struct {
 	// FeatureFlags are the app's defined flags with their types and
 	// defaults; keys and accounts override them (features).
 	FeatureFlags []FeatureFlag `json:"feature_flags"`
+
+	// Lazy migration from the service the app is leaving (owners only).
+	// With UpstreamEnabled, a login or key check with a key string the app
+	// does not know asks UpstreamURL's admin API for it
+	// (GET {upstream_url}/api/admin/keys.php?app_id={upstream_app_id}&license_key=…)
+	// and imports the key it answers. The admin token for that service is
+	// sent as upstream_token: write-only, stored encrypted and never
+	// returned; UpstreamTokenSet says whether one is stored (it is ignored
+	// when sent).
+	UpstreamURL      string `json:"upstream_url"`
+	UpstreamAppID    string `json:"upstream_app_id"`
+	UpstreamEnabled  bool   `json:"upstream_enabled"`
+	UpstreamTokenSet bool   `json:"upstream_token_set"`
+}
+
+// UpstreamStatusReply is the reply of GET apps.php?app_id=&action=upstream-status:
+// how far the lazy migration has come. Imported counts the keys imported
+// from the upstream on first use so far; UpstreamKeys the keys the
+// upstream lists, Remaining those of them this app does not have yet.
+// Complete is false when the listing stopped at the page bound (or
+// failed: Error says why), so the counts are a lower bound.
+type UpstreamStatusReply struct {
+	Success      bool   `json:"success"`
+	Enabled      bool   `json:"enabled"`
+	Imported     int    `json:"imported"`
+	UpstreamKeys int    `json:"upstream_keys"`
+	Remaining    int    `json:"remaining"`
+	Complete     bool   `json:"complete"`
+	Error        string `json:"error,omitempty"`
 }
 
 // FeatureFlag is a flag an app defines: its type ("bool", "number" or

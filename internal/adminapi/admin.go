@@ -60,8 +60,9 @@ type op struct {
 	// optional routes may be called without app_id (the handler then
 	// decides what the caller may see); with one, perm applies.
 	optional bool
-	// csv routes take a text/csv body, which their handler streams.
-	csv bool
+	// file routes take a key file (text/csv, application/json or
+	// text/plain) body, which their handler streams.
+	file bool
 	// cred, when set, says which requests of this method create or change a
 	// credential (a password, token, secret or two-factor state of anyone);
 	// those are refused to personal access tokens (credential.go).
@@ -84,9 +85,10 @@ func owner[R any](h func(context.Context, *adminCall) (R, error)) op {
 }
 func self[R any](h func(context.Context, *adminCall) (R, error)) op { return op{h: handler(h)} }
 
-// csvBody is o taking a text/csv body (streamed by its handler, which
-// limits it) instead of a JSON object.
-func csvBody(o op) op { o.csv = true; return o }
+// fileBody is o taking a file body (text/csv, application/json or
+// text/plain, streamed by its handler, which limits it) instead of a JSON
+// object of fields.
+func fileBody(o op) op { o.file = true; return o }
 
 // optionalApp is o callable without app_id.
 func optionalApp(o op) op { o.optional = true; return o }
@@ -227,12 +229,12 @@ func (a *API) adminPrincipal(w http.ResponseWriter, r *http.Request) (*admin.Pri
 }
 
 // streamsBody reports whether the request carries raw bytes its handler
-// streams (an artifact upload; a CSV to a route that takes one) rather than
-// a JSON object to read up front. A CSV sent elsewhere is read up front
-// within adminBodyLimit, and refused as not JSON.
+// streams (an artifact upload; a file to a route that takes one) rather
+// than a JSON object to read up front. A CSV sent elsewhere is read up
+// front within adminBodyLimit, and refused as not JSON.
 func streamsBody(r *http.Request, o op) bool {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return ct == "application/octet-stream" || ct == "text/csv" && o.csv
+	return ct == "application/octet-stream" || o.file && (ct == "text/csv" || ct == "application/json" || ct == "text/plain")
 }
 
 // param reads a string from the query string or, failing that, the body.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
@@ -26,6 +27,13 @@ func appView(app *license.App, withSecret bool) wire.App {
 // with its role; with ?app_id= returns one. Secrets are shown only on
 // creation and regeneration.
 func (a *API) listApps(ctx context.Context, c *adminCall) (any, error) {
+	switch c.q.Get("action") {
+	case "":
+	case "upstream-status":
+		return a.upstreamStatus(ctx, c)
+	default:
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Unknown action for GET; use upstream-status.")
+	}
 	if c.appID != "" {
 		app, err := a.lic.App(ctx, c.appID)
 		if err != nil {
@@ -161,8 +169,23 @@ func (a *API) updateApp(ctx context.Context, c *adminCall) (any, error) {
 			patch[k] = v
 		}
 	}
+	before := app.Settings
+	token, tokenSent, err := takeUpstreamToken(c.f, patch)
+	if err != nil {
+		return nil, err
+	}
 	if err := applySettings(&app.Settings, patch); err != nil {
 		return nil, err
+	}
+	if tokenSent {
+		app.UpstreamToken = token
+	}
+	// The upstream's address and token decide where keyward sends an admin
+	// token and whose keys it imports: owners only.
+	if tokenSent || upstreamChanged(before, app.Settings) {
+		if err := c.need(admin.PermOwner); err != nil {
+			return nil, err
+		}
 	}
 	app, err = a.lic.UpdateApp(ctx, c.actor, app)
 	if err != nil {
@@ -210,4 +233,52 @@ func (a *API) deleteApp(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	return wire.MessageReply{Success: true, Message: "App deleted."}, nil
+}
+
+// takeUpstreamToken removes upstream_token (write-only, stored sealed, not
+// a setting) and upstream_token_set (read-only, ignored, so a settings
+// object read with GET can be sent back) from a PUT's fields and settings
+// patch, and returns the token: a string, or null / "" to remove it.
+func takeUpstreamToken(f map[string]json.RawMessage, patch map[string]json.RawMessage) (string, bool, error) {
+	delete(patch, "upstream_token_set")
+	raw, ok := patch["upstream_token"]
+	if !ok {
+		raw, ok = f["upstream_token"]
+	}
+	delete(patch, "upstream_token")
+	if !ok || string(raw) == "null" {
+		return "", ok, nil
+	}
+	var token string
+	if err := json.Unmarshal(raw, &token); err != nil {
+		return "", false, apperr.InvalidField("upstream_token", "must be a string (or null to remove it)")
+	}
+	return strings.TrimSpace(token), true, nil
+}
+
+// upstreamChanged reports whether the upstream settings differ.
+func upstreamChanged(a, b license.AppSettings) bool {
+	return a.UpstreamURL != b.UpstreamURL || a.UpstreamAppID != b.UpstreamAppID || a.UpstreamEnabled != b.UpstreamEnabled
+}
+
+// upstreamStatus: GET apps.php?app_id=&action=upstream-status (manage) reads
+// the upstream's key list, page by page (bounded), and counts the keys the
+// app does not have yet, with the keys imported on first use so far.
+func (a *API) upstreamStatus(ctx context.Context, c *adminCall) (any, error) {
+	if c.appID == "" {
+		return nil, apperr.Missing("app_id")
+	}
+	if err := c.need(admin.PermManage); err != nil {
+		return nil, err
+	}
+	st, err := a.lic.UpstreamStatus(ctx, c.appID)
+	if err != nil {
+		return nil, err
+	}
+	r := wire.UpstreamStatusReply{Success: true, Enabled: st.Enabled, Imported: st.Imported, UpstreamKeys: st.UpstreamKeys,
+		Remaining: st.Remaining, Complete: st.Complete}
+	if st.Err != nil {
+		r.Error = st.Err.Error()
+	}
+	return r, nil
 }

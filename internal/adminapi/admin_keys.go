@@ -116,35 +116,67 @@ func (a *API) exportKeys(ctx context.Context, c *adminCall, appID string) error 
 	}
 }
 
-// importKeys: POST keys-import.php?app_id=[&dry_run=false] with a text/csv
-// body in the export's layout. A dry run (the default) answers the report;
-// dry_run=false imports every key or, when any row has a problem, nothing
-// (400 IMPORT_REJECTED with the report).
-func (a *API) importKeys(ctx context.Context, c *adminCall) (map[string]any, error) {
-	if ct, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type")); ct != "text/csv" {
-		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields, "Send the keys as a CSV body with Content-Type: text/csv.")
+// importKeys: POST keys-import.php?app_id=[&format=csv|json][&merge=true]
+// [&dry_run=false] with the file as the body (text/csv, application/json,
+// or text/plain / application/octet-stream, whose format is detected). A
+// dry run (the default) answers the report; dry_run=false imports every key
+// or, when any key has a problem, nothing (400 IMPORT_REJECTED with the
+// report). merge=true updates the keys the app has instead of refusing
+// them (license.Service.ImportKeys).
+func (a *API) importKeys(ctx context.Context, c *adminCall) (*wire.ImportReply, error) {
+	var o license.ImportOptions
+	switch ct, _, _ := mime.ParseMediaType(c.r.Header.Get("Content-Type")); ct {
+	case "text/csv":
+		o.Format = license.FormatCSV
+	case "application/json":
+		o.Format = license.FormatJSON
+	case "text/plain", "application/octet-stream":
+	default:
+		return nil, apperr.New(apperr.Invalid, wire.CodeMissingFields,
+			"Send the keys as the body: a CSV with Content-Type: text/csv, or JSON with Content-Type: application/json.")
 	}
+	switch f := c.q.Get("format"); f {
+	case "":
+	case license.FormatCSV, license.FormatJSON:
+		o.Format = f
+	default:
+		return nil, apperr.InvalidField("format", "use csv or json")
+	}
+	var err error
+	if o.Merge, err = queryBool(c, "merge", false); err != nil {
+		return nil, err
+	}
+	dry, err := queryBool(c, "dry_run", true)
+	if err != nil {
+		return nil, err
+	}
+	o.Apply = !dry
 	if c.r.ContentLength > license.MaxImportBytes {
 		return nil, edge.ErrTooLarge
 	}
-	var apply bool
-	switch c.q.Get("dry_run") {
-	case "", "true", "1":
-	case "false", "0":
-		apply = true
-	default:
-		return nil, apperr.InvalidField("dry_run", "use true or false")
-	}
 	http.NewResponseController(c.w).SetReadDeadline(time.Now().Add(30 * time.Minute)) // 50 MiB may outlast ReadTimeout
 	body := &edge.LimitedBody{R: http.MaxBytesReader(c.w, c.r.Body, license.MaxImportBytes)}
-	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, apply)
+	rep, err := a.lic.ImportKeys(ctx, c.actor, c.appID, body, o)
 	if body.Over { // a chunked body past the limit: the same refusal as a declared one
 		return nil, edge.ErrTooLarge
 	}
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"success": true, "report": rep}, nil
+	return &wire.ImportReply{Success: true, Report: *rep}, nil
+}
+
+// queryBool reads a true/false (1/0) query parameter, def when absent.
+func queryBool(c *adminCall, name string, def bool) (bool, error) {
+	switch c.q.Get(name) {
+	case "":
+		return def, nil
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, apperr.InvalidField(name, "use true or false")
 }
 
 // postKeys: POST keys.php generates keys (admins and owners); with ?action=

@@ -104,11 +104,11 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, a.bearerRoute("/api/admin/members.php", methods{"GET": read(a.listMembers), "POST": credentialWith("password", owner(a.putMember)),
 		"PUT": credentialWith("password", owner(a.putMember)), "DELETE": owner(a.deleteMember)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/apps.php", methods{"GET": optionalApp(read(a.listApps)), "POST": credentialOn(optionalApp(manage(a.postApps)), "regenerate-secret", "set-secret"),
-		"PUT": manage(a.updateApp), "DELETE": owner(a.deleteApp)})...)
+		"PUT": credentialWith("upstream_token", manage(a.updateApp)), "DELETE": owner(a.deleteApp)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/keys.php", methods{"GET": read(a.getKeys), "POST": support(a.postKeys),
 		"PUT": manage(a.updateKey), "DELETE": manage(a.deleteKey)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/keys-bulk.php", methods{"POST": manage(a.bulkKeys)})...)
-	rs = append(rs, a.bearerRoute("/api/admin/keys-import.php", methods{"POST": csvBody(manage(a.importKeys))})...)
+	rs = append(rs, a.bearerRoute("/api/admin/keys-import.php", methods{"POST": fileBody(manage(a.importKeys))})...)
 	rs = append(rs, a.bearerRoute("/api/admin/sessions.php", methods{"GET": read(a.listSessions), "DELETE": optionalApp(support(a.revokeSession))})...)
 	rs = append(rs, a.bearerRoute("/api/admin/hwid-resets.php", methods{"GET": read(a.listResetRequests), "POST": support(a.decideResetRequest)})...)
 	rs = append(rs, a.bearerRoute("/api/admin/audit.php", methods{"GET": self(a.listAudit)})...)

@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 )
@@ -53,8 +54,16 @@ func (r *credRule) matches(c *adminCall) bool {
 	case r == nil:
 		return false
 	case r.field != "":
-		_, ok := c.f[r.field]
-		return ok
+		if _, ok := c.f[r.field]; ok {
+			return true
+		}
+		// Settings travel at the top level or in a "settings" object.
+		var settings map[string]json.RawMessage
+		if raw, ok := c.f["settings"]; ok && json.Unmarshal(raw, &settings) == nil {
+			_, ok := settings[r.field]
+			return ok
+		}
+		return false
 	case len(r.actions) == 0:
 		return true
 	}

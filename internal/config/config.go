@@ -85,13 +85,18 @@ func durations(setting, list, example string) ([]time.Duration, error) {
 	return out, nil
 }
 
-// Webhooks tunes webhook delivery.
+// Webhooks tunes webhook delivery and keyward's other outgoing requests
+// (lazy migration's upstream lookups).
 type Webhooks struct {
 	WebhookAllowNetworks string        `name:"webhook-allow-networks" env:"KEYWARD_WEBHOOK_ALLOW_NETWORKS" help:"Comma-separated CIDRs webhooks may reach although private or loopback (e.g. 10.0.0.0/8); empty allows public addresses only."`
 	WebhookRetries       string        `name:"webhook-retries" default:"1m,5m,30m,2h,6h" env:"KEYWARD_WEBHOOK_RETRIES" help:"Waits before each retry of a failed webhook delivery (±10 % jitter)."`
 	WebhookTimeout       time.Duration `name:"webhook-timeout" default:"5s" env:"KEYWARD_WEBHOOK_TIMEOUT" help:"How long a webhook receiver has to answer."`
 	WebhookConcurrency   int           `name:"webhook-concurrency" default:"8" env:"KEYWARD_WEBHOOK_CONCURRENCY" help:"Webhook deliveries sent at once per process."`
 	WebhookLogRetention  time.Duration `name:"webhook-log-retention" default:"720h" env:"KEYWARD_WEBHOOK_LOG_RETENTION" help:"Keep finished webhook deliveries and sent events this long (0: forever)."`
+	// UpstreamTimeout bounds one request to an app's upstream (lazy
+	// migration), which a client's login waits for; it goes through the
+	// same address guard (WebhookAllowNetworks).
+	UpstreamTimeout time.Duration `name:"upstream-timeout" default:"3s" env:"KEYWARD_UPSTREAM_TIMEOUT" help:"How long a lookup of an unknown key at an app's upstream may take (lazy migration; 0: 3s)."`
 }
 
 // AllowNetworks parses WebhookAllowNetworks.
@@ -267,8 +272,8 @@ func (c *Config) Validate() error {
 	if _, err := c.Retries(); err != nil {
 		errs = append(errs, err)
 	}
-	if c.WebhookTimeout < 0 || c.WebhookConcurrency < 0 || c.WebhookLogRetention < 0 {
-		errs = append(errs, errors.New("--webhook-timeout, --webhook-concurrency and --webhook-log-retention must not be negative"))
+	if c.WebhookTimeout < 0 || c.WebhookConcurrency < 0 || c.WebhookLogRetention < 0 || c.UpstreamTimeout < 0 {
+		errs = append(errs, errors.New("--webhook-timeout, --webhook-concurrency, --webhook-log-retention and --upstream-timeout must not be negative"))
 	}
 	if c.S3Bucket != "" && c.S3Endpoint == "" {
 		errs = append(errs, errors.New("--s3-bucket needs --s3-endpoint (KEYWARD_S3_ENDPOINT)"))

@@ -19,6 +19,8 @@ func (d *Dashboard) routesApps(m *http.ServeMux) {
 	d.page(m, "POST /dashboard/apps/{app}/secret", d.appSecret)
 	d.page(m, "POST /dashboard/apps/{app}/adopt-secret", d.appAdoptSecret)
 	d.page(m, "POST /dashboard/apps/{app}/revoke", d.appRevoke)
+	d.page(m, "POST /dashboard/apps/{app}/upstream", d.appUpstream)
+	d.page(m, "GET /dashboard/apps/{app}/upstream", d.appUpstreamStatus)
 }
 
 func (d *Dashboard) appsList(c *Ctx) {
@@ -199,6 +201,32 @@ func (d *Dashboard) appRevoke(c *Ctx) {
 		return
 	}
 	c.Done(c.AppPath(""), "App "+action+"d.", c.Call("POST", "/api/admin/apps.php", c.AppQuery("action", action), map[string]any{}, nil))
+}
+
+// appUpstream saves the lazy-migration settings (owners; the API refuses
+// others). The token field is write-only: left empty it keeps the stored
+// token, "remove" clears it.
+func (d *Dashboard) appUpstream(c *Ctx) {
+	f := c.R.PostFormValue
+	body := map[string]any{"upstream_url": strings.TrimSpace(f("upstream_url")), "upstream_app_id": strings.TrimSpace(f("upstream_app_id")),
+		"upstream_enabled": f("upstream_enabled") == "on"}
+	if tok := strings.TrimSpace(f("upstream_token")); tok != "" {
+		body["upstream_token"] = tok
+	} else if f("upstream_token_remove") == "on" {
+		body["upstream_token"] = nil
+	}
+	c.Done(c.AppPath(""), "Migration settings saved.", c.Call("PUT", "/api/admin/apps.php", c.AppQuery(), body, nil))
+}
+
+// appUpstreamStatus counts, on demand, the upstream's keys not here yet
+// (the API reads the upstream's key list page by page).
+func (d *Dashboard) appUpstreamStatus(c *Ctx) {
+	var out wire.UpstreamStatusReply
+	if err := c.Call("GET", "/api/admin/apps.php", c.AppQuery("action", "upstream-status"), nil, &out); err != nil {
+		c.Fail(err)
+		return
+	}
+	c.Render("upstream", Page{Title: "Migration progress", Nav: "settings", Data: out})
 }
 
 func mustJSON(v any) []byte {

@@ -108,7 +108,7 @@ func TestImportRoundTrip(t *testing.T) {
 			}
 			t.Fatalf("export → import → export: %d lines, then %d", len(a), len(b))
 		}
-		if e := importAudit(t, s, tok, dst.ID); len(e) != 1 || e[0].(map[string]any)["target"] != "3000 keys" {
+		if e := importAudit(t, s, tok, dst.ID); len(e) != 1 || e[0].(map[string]any)["target"] != "3000 keys added, 0 updated" {
 			t.Fatalf("audit %v", e)
 		}
 
@@ -178,13 +178,21 @@ func TestImportRejects(t *testing.T) {
 			t.Fatalf("a rejected import was audited: %v", e)
 		}
 
-		// A bad header, JSON instead of CSV, a bad dry_run.
-		r = importCSV(s, app.ID, "", []byte("key,status\nA,unused\n"))
+		// An ambiguous header, JSON instead of CSV, a bad dry_run.
+		r = importCSV(s, app.ID, "", []byte("key,License Key,status\nA,A,unused\n"))
 		if errs := r.Obj("report")["errors"].([]any); r.Status != 200 || len(errs) == 0 || errs[0].(map[string]any)["line"] != 1.0 {
 			t.Fatalf("bad header: %s", r)
 		}
-		admExpect(t, s.Admin("POST", "/api/admin/keys-import.php?app_id="+app.ID, map[string]any{"csv": "x"}), 400, "MISSING_FIELDS")
+		// A JSON object that is no key file is a problem at line 1.
+		r = s.Admin("POST", "/api/admin/keys-import.php?app_id="+app.ID, map[string]any{"csv": "x"})
+		if errs := r.Obj("report")["errors"].([]any); r.Status != 200 || len(errs) != 1 || errs[0].(map[string]any)["line"] != 1.0 {
+			t.Fatalf("a JSON object without keys: %s", r)
+		}
+		h := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/xml"}}
+		admExpect(t, s.Do("POST", "/api/admin/keys-import.php?app_id="+app.ID, h, []byte(body)), 400, "MISSING_FIELDS")
 		admExpect(t, importCSV(s, app.ID, "&dry_run=maybe", []byte(body)), 400, "MISSING_FIELDS")
+		admExpect(t, importCSV(s, app.ID, "&merge=perhaps", []byte(body)), 400, "MISSING_FIELDS")
+		admExpect(t, importCSV(s, app.ID, "&format=xml", []byte(body)), 400, "MISSING_FIELDS")
 	})
 }
 

@@ -22,7 +22,7 @@ var tokenRefused = map[string][]string{
 	"/api/admin/2fa.php":           {"POST"},
 	"/api/admin/tokens.php":        {"POST"}, // revoking (DELETE) only removes access
 	"/api/admin/members.php":       {"POST with password", "PUT with password"},
-	"/api/admin/apps.php":          {"POST action=regenerate-secret", "POST action=set-secret"}, // creating with a secret is allowed (credential.go)
+	"/api/admin/apps.php":          {"POST action=regenerate-secret", "POST action=set-secret", "PUT with upstream_token"}, // creating with a secret is allowed (credential.go)
 	"/api/admin/keys.php":          nil,
 	"/api/admin/keys-bulk.php":     nil,
 	"/api/admin/keys-import.php":   nil,
@@ -111,6 +111,8 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 			"/api/admin/apps.php POST action=set-secret": {{"/api/admin/apps.php" + q + "&action=set-secret", map[string]any{"secret": strings.Repeat("ab", 32)}},
 				{"/api/admin/apps.php" + q, map[string]any{"action": "set-secret", "secret": strings.Repeat("ab", 32)}},
 				{"/api/admin/apps.php" + q + "&action=Set_Secret", map[string]any{"secret": strings.Repeat("ab", 32)}}},
+			"/api/admin/apps.php PUT with upstream_token": {{"/api/admin/apps.php" + q, map[string]any{"upstream_token": "tok_elsewhere"}},
+				{"/api/admin/apps.php" + q, map[string]any{"settings": map[string]any{"upstream_token": "tok_elsewhere"}}}},
 			"/api/admin/orders.php POST action=fulfillment-secret": {{"/api/admin/orders.php" + q + "&action=fulfillment-secret", nil}},
 			"/api/admin/webhooks.php POST action=rotate_secret": {{"/api/admin/webhooks.php" + q + "&action=rotate_secret", map[string]any{"id": 1}},
 				{"/api/admin/webhooks.php" + q, map[string]any{"action": "rotate-secret", "id": 1}}},

@@ -23,6 +23,7 @@ var adminWireSchemas = []struct {
 	{"AppSettings", []any{wire.AppSettings{}}, true},
 	{"FeatureFlag", []any{wire.FeatureFlag{}}, false},
 	{"App", []any{wire.App{}}, true},
+	{"UpstreamStatusReply", []any{wire.UpstreamStatusReply{}}, false},
 	{"AdminKey", []any{wire.Key{}}, false},
 	{"Device", []any{wire.Device{}}, false},
 	{"Session", []any{wire.Session{}}, false},
@@ -43,6 +44,8 @@ var adminWireSchemas = []struct {
 	{"ExplainReply", []any{wire.UpdateExplainReply{}}, false},
 	{"StatsReply", []any{wire.UpdateStatsReply{}}, false},
 	{"SigningKeysReply", []any{wire.SigningKeysReply{}}, false},
+	{"ImportReport", []any{wire.ImportReport{}}, false},
+	{"ImportReply", []any{wire.ImportReply{}}, false},
 }
 
 // The admin records documented in docs/openapi.yaml have exactly the

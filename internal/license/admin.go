@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -198,6 +199,13 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 	if err := next.Validate(); err != nil {
 		return nil, err
 	}
+	var allowed func(netip.Addr) bool
+	if s.up != nil {
+		allowed = s.up.allowed
+	}
+	if err := validateUpstream(next, allowed); err != nil {
+		return nil, err
+	}
 	now := s.Now()
 	var out *App
 	err := s.store.InTx(ctx, func(tx Tx) error {
@@ -207,15 +215,22 @@ func (s *Service) UpdateApp(ctx context.Context, actor audit.Actor, next *App) (
 		} else if err != nil {
 			return err
 		}
+		tokenChanged := cur.UpstreamToken != next.UpstreamToken
 		cur.Name, cur.Version, cur.Settings, cur.UpdatedAt = strings.TrimSpace(next.Name), next.Version, next.Settings, now
+		cur.UpstreamToken = next.UpstreamToken
+		cur.Settings.UpstreamTokenSet = cur.UpstreamToken != ""
 		if err := tx.UpdateApp(ctx, cur, HashToken(cur.Secret)); err != nil {
 			return err
 		}
 		out = cur
-		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.update", cur.ID, cur.ID,
-			map[string]any{"name": cur.Name, "version": cur.Version, "settings": cur.Settings}))
+		details := map[string]any{"name": cur.Name, "version": cur.Version, "settings": cur.Settings}
+		if tokenChanged {
+			details["upstream_token_changed"] = true // never the token itself
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "app.update", cur.ID, cur.ID, details))
 	})
 	s.apps.clear()
+	s.up.forget()
 	return out, err
 }
 

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/keyward/keyward/wire"
 )
 
 // KeyCSVHeader is the header of key exports and imports, in the order
@@ -31,43 +32,37 @@ const (
 	maxImportDuration = 100_000
 )
 
-// ImportRow is one valid data row of a key CSV: Key carries the key's
-// fields (CreatedAt zero when the cell was empty), HWIDs its bound devices
-// in order.
-type ImportRow struct {
-	Line  int
-	Key   Key
-	HWIDs []string
-}
+// ImportError is one problem of an import file (see the wire type).
+type ImportError = wire.ImportError
 
-// ImportError is one problem of a key CSV, at Line (1 is the header) and,
-// when it is about one cell, Field.
-type ImportError struct {
-	Line    int    `json:"line"`
-	Field   string `json:"field,omitempty"`
-	Message string `json:"message"`
-}
-
-// ParsedCSV is what ParseKeyCSV read: the valid rows, the problems (at most
-// maxImportErrors listed, ErrorCount counting all) and how many data rows
-// there were.
+// ParsedCSV is what ParseKeyCSV or ParseKeyJSON read: the valid rows, the
+// problems (at most maxImportErrors listed, ErrorCount counting all) and how
+// many keys (data rows or objects) there were.
 type ParsedCSV struct {
 	Rows       []ImportRow
 	Errors     []ImportError
 	ErrorCount int
 	DataRows   int
-	bad        map[int]bool // lines with a problem
+	// Ignored lists the column or member names the import does not read.
+	Ignored []string
+	// Format is the format read: FormatCSV or FormatJSON.
+	Format string
+	seen   map[string]int // key string → line of the valid rows
+	key    string         // the key string of the row being read, for errors
 }
 
 func (p *ParsedCSV) fail(line int, field, format string, args ...any) {
 	p.ErrorCount++
-	if p.bad == nil {
-		p.bad = map[int]bool{}
-	}
-	p.bad[line] = true
 	if len(p.Errors) < maxImportErrors {
-		p.Errors = append(p.Errors, ImportError{Line: line, Field: field, Message: fmt.Sprintf(format, args...)})
+		p.Errors = append(p.Errors, ImportError{Line: line, LicenseKey: p.key, Field: field, Message: fmt.Sprintf(format, args...)})
 	}
+}
+
+// failRow records a problem of a valid row found later (by the import).
+func (p *ParsedCSV) failRow(row *ImportRow, field, format string, args ...any) {
+	p.key = row.Key.LicenseKey
+	p.fail(row.Line, field, format, args...)
+	p.key = ""
 }
 
 // importKeyRE is what an imported key string may be: letters, digits and
@@ -75,14 +70,16 @@ func (p *ParsedCSV) fail(line int, field, format string, args ...any) {
 var importKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // ParseKeyCSV reads a key CSV of at most MaxImportBytes: a header naming
-// exactly the columns of KeyCSVHeader (any order; a UTF-8 byte order mark
-// is skipped), then one key per row. Every row is validated; problems are
-// collected with their line numbers, and duplicate key strings within the
-// file reported at the later line. Times are RFC 3339 (kept to the second,
-// in UTC); line breaks in notes become \n. It never fails as a whole: an
-// unreadable file is an error at the line where reading stopped.
+// columns by any of their aliases (a key column at least; any order, any
+// case; a UTF-8 byte order mark is skipped), then one key per row, read as
+// importRow says (statuses in any case, several time forms, null markers,
+// lifetime markers). Every row is validated; problems are collected with
+// their line numbers, and duplicate key strings within the file reported at
+// the later line. Times are kept to the second, in UTC; line breaks in
+// notes become \n. It never fails as a whole: an unreadable file is an
+// error at the line where reading stopped.
 func ParseKeyCSV(r io.Reader) *ParsedCSV {
-	p := &ParsedCSV{}
+	p := &ParsedCSV{Format: FormatCSV}
 	br := bufio.NewReader(io.LimitReader(r, MaxImportBytes+1))
 	if bom, err := br.Peek(3); err == nil && bytes.Equal(bom, []byte("\xef\xbb\xbf")) {
 		br.Discard(3)
@@ -100,11 +97,11 @@ func ParseKeyCSV(r io.Reader) *ParsedCSV {
 		}
 		return p
 	}
+	width := len(header)
 	cols, ok := p.columns(header)
 	if !ok {
 		return p
 	}
-	seen := map[string]int{}
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -130,20 +127,13 @@ func ParseKeyCSV(r io.Reader) *ParsedCSV {
 			p.fail(line, "", "more than %d keys; split the file", MaxImportRows)
 			return p
 		}
-		if len(rec) != len(cols) {
-			p.fail(line, "", "%d fields, the header has %d", len(rec), len(cols))
+		if len(rec) != width {
+			p.fail(line, "", "%d fields, the header has %d", len(rec), width)
 			continue
 		}
-		row, ok := p.row(line, cols, rec)
-		if !ok {
-			continue
+		if row, ok := p.row(line, cols, rec); ok {
+			p.keep(row)
 		}
-		if first, dup := seen[row.Key.LicenseKey]; dup {
-			p.fail(line, "license_key", "duplicate of line %d", first)
-			continue
-		}
-		seen[row.Key.LicenseKey] = line
-		p.Rows = append(p.Rows, row)
 	}
 	if counted.n > MaxImportBytes {
 		p.fail(1, "", "the file is larger than %d MiB; split it", MaxImportBytes>>20)
@@ -173,162 +163,61 @@ func csvErr(err error) string {
 	return err.Error()
 }
 
-// columns maps each KeyCSVHeader name to its index in header.
+// columns maps each import field to its column in header (-1 when absent).
+// Names are matched by their aliases (importAliases) in any case; a field
+// named twice is refused (ambiguous), as is a header without a key column.
+// Columns of no field are ignored and listed in p.Ignored.
 func (p *ParsedCSV) columns(header []string) ([]int, bool) {
-	want := map[string]int{}
-	for i, name := range KeyCSVHeader {
-		want[name] = i
-	}
-	cols := make([]int, len(KeyCSVHeader))
+	cols := make([]int, numImportFields)
 	for i := range cols {
 		cols[i] = -1
 	}
 	ok := true
 	for i, h := range header {
-		name := strings.TrimSpace(h)
-		j, known := want[name]
+		name := importName(h)
+		j, known := importAliases[name]
 		switch {
-		case !known:
-			p.fail(1, name, "unknown column %q; the header is %s", name, strings.Join(KeyCSVHeader, ","))
+		case name == "":
+			p.fail(1, "", "column %d has no name", i+1)
 			ok = false
+		case !known:
+			p.ignore(name)
 		case cols[j] >= 0:
-			p.fail(1, name, "column %s appears twice", name)
+			p.fail(1, KeyCSVHeader[j], "columns %q and %q both give %s; keep one", clip(strings.TrimSpace(header[cols[j]])), clip(strings.TrimSpace(h)), KeyCSVHeader[j])
 			ok = false
 		default:
 			cols[j] = i
 		}
 	}
-	for j, i := range cols {
-		if i < 0 {
-			p.fail(1, KeyCSVHeader[j], "missing column %s; the header is %s", KeyCSVHeader[j], strings.Join(KeyCSVHeader, ","))
-			ok = false
-		}
+	if cols[fKey] < 0 {
+		p.fail(1, "license_key", "no key column (license_key, key or licence_key)")
+		ok = false
 	}
 	return cols, ok
 }
 
-// row validates one record; problems are recorded and reported by ok.
-func (p *ParsedCSV) row(line int, cols []int, rec []string) (ImportRow, bool) {
-	get := func(name string) string {
-		for j, n := range KeyCSVHeader {
-			if n == name {
-				return rec[cols[j]]
-			}
-		}
-		return ""
-	}
-	ok := true
-	bad := func(field, format string, args ...any) {
-		p.fail(line, field, format, args...)
-		ok = false
-	}
-	row := ImportRow{Line: line}
-	k := &row.Key
-
-	k.LicenseKey = get("license_key")
-	if !importKeyRE.MatchString(k.LicenseKey) {
-		bad("license_key", "must be 1 to 128 letters, digits, '-', '_' or '.', starting with a letter or digit")
-	}
-	k.Status = Status(get("status"))
-	switch k.Status {
-	case StatusUnused, StatusActive, StatusPaused, StatusBanned, StatusExpired, StatusRedeemed:
-	default:
-		bad("status", "must be unused, active, paused, banned, expired or redeemed")
-	}
-	k.Type = KeyType(get("key_type"))
-	if k.Type != TypeDays && k.Type != TypeLifetime {
-		bad("key_type", "must be days or lifetime")
-	}
-	if n, err := strconv.Atoi(get("duration")); err != nil || n < 0 || n > maxImportDuration {
-		bad("duration", "must be a whole number of days from 0 to %d", maxImportDuration)
-	} else {
-		k.Duration = n
-	}
-	if n, err := strconv.Atoi(get("max_devices")); err != nil || n < 1 || n > 10000 {
-		bad("max_devices", "must be a whole number from 1 to 10000")
-	} else {
-		k.MaxDevices = n
-	}
-	optTime := func(field string) *time.Time {
-		v := get(field)
-		if v == "" {
-			return nil
-		}
-		t, err := parseImportTime(v)
-		if err != nil {
-			bad(field, "must be an RFC 3339 time such as 2026-11-20T12:00:00Z")
-			return nil
-		}
-		return &t
-	}
-	k.ActivatedAt = optTime("activated_at")
-	k.ExpiresAt = optTime("expires_at")
-	if c := optTime("created_at"); c != nil {
-		k.CreatedAt = *c
-	}
-	note := get("note")
-	note = strings.ReplaceAll(strings.ReplaceAll(note, "\r\n", "\n"), "\r", "\n")
-	if len(note) > 1000 {
-		bad("note", "must be at most 1000 bytes")
-	} else if !utf8.ValidString(note) {
-		bad("note", "must be UTF-8 text")
-	}
-	k.Note = note
-	if f, err := CheckFeatures([]byte(get("features"))); err != nil {
-		bad("features", "must be a JSON object of flag names to booleans, numbers or strings")
-	} else {
-		k.Features = f
-	}
-	if v := get("hwids"); v != "" {
-		row.HWIDs = strings.Split(v, ";")
-		dup := map[string]bool{}
-		for _, h := range row.HWIDs {
-			switch {
-			case h == "" || len(h) > 256:
-				bad("hwids", "each device ID must be 1 to 256 bytes, separated by ';'")
-			case strings.ContainsFunc(h, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }):
-				bad("hwids", "device IDs must be printable UTF-8 text")
-			case dup[h]:
-				bad("hwids", "device ID %q is listed twice", h)
-			}
-			dup[h] = true
-		}
-		if len(row.HWIDs) > 10000 {
-			bad("hwids", "at most 10000 devices")
+// ignore notes a column or member name the import does not read.
+func (p *ParsedCSV) ignore(name string) {
+	name = clip(name)
+	for _, n := range p.Ignored {
+		if n == name {
+			return
 		}
 	}
-	if !ok {
-		return row, false
+	if len(p.Ignored) < 100 {
+		p.Ignored = append(p.Ignored, name)
 	}
-	// The states keyward's own transitions can produce.
-	switch {
-	case k.Status == StatusUnused && (k.ActivatedAt != nil || k.ExpiresAt != nil):
-		bad("status", "an unused key has no activated_at or expires_at")
-	case (k.Status == StatusActive || k.Status == StatusExpired || k.Status == StatusRedeemed) && k.ActivatedAt == nil:
-		bad("activated_at", "is required for a key that is %s", k.Status)
-	case k.Status == StatusExpired && k.ExpiresAt == nil:
-		bad("expires_at", "is required for an expired key")
-	case k.Type == TypeLifetime && k.ExpiresAt != nil:
-		bad("expires_at", "must be empty for a lifetime key")
-	case k.Type == TypeLifetime && k.Duration != 0:
-		bad("duration", "must be 0 for a lifetime key")
-	case k.Type == TypeDays && k.Status == StatusActive && k.ExpiresAt == nil:
-		bad("expires_at", "is required for an active days key")
-	}
-	return row, ok
 }
 
-// parseImportTime reads an RFC 3339 time, kept to the second in UTC (the
-// precision exports write).
-func parseImportTime(v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
-		return time.Time{}, err
+// row validates one record; problems are recorded and reported by ok.
+func (p *ParsedCSV) row(line int, cols []int, rec []string) (ImportRow, bool) {
+	var raw rawRow
+	for f, i := range cols {
+		if i >= 0 {
+			raw.val[f], raw.given[f] = rec[i], true
+		}
 	}
-	if t.Year() < 1970 || t.Year() > 9999 {
-		return time.Time{}, errors.New("out of range")
-	}
-	return t.UTC().Truncate(time.Second), nil
+	return p.importRow(line, &raw)
 }
 
 // KeyCSVRecord is k's row of a key export at now (the effective status),
@@ -349,7 +238,17 @@ func keyRecord(k *Key, status Status, hwids []string) []string {
 		created = Timestamp(k.CreatedAt)
 	}
 	return []string{k.LicenseKey, string(status), string(k.Type), strconv.Itoa(k.Duration), strconv.Itoa(k.MaxDevices),
-		opt(k.ActivatedAt), opt(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), strings.Join(hwids, ";"), created}
+		opt(k.ActivatedAt), opt(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), hwidsCell(hwids), created}
+}
+
+// hwidsCell joins device IDs with ';'. One ID with a ',' gets a trailing
+// ';' so an import, which splits on ',' when there is no ';', keeps it whole.
+func hwidsCell(hwids []string) string {
+	s := strings.Join(hwids, ";")
+	if len(hwids) == 1 && strings.Contains(s, ",") {
+		s += ";"
+	}
+	return s
 }
 
 // WriteKeyCSV writes rows as a key CSV (header first), with their stored

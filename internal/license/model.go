@@ -30,6 +30,13 @@ type App struct {
 	RevokedAt *time.Time
 	// OwnerID is the admin made the app's owner when it is created.
 	OwnerID string
+	// UpstreamToken is the admin token of the app's upstream (lazy
+	// migration; Settings.Upstream*), "" for none. Stored sealed, never
+	// shown: Settings.UpstreamTokenSet says whether there is one.
+	UpstreamToken string
+	// UpstreamImported counts the keys imported from the upstream on
+	// first use (read only; the store counts).
+	UpstreamImported int
 }
 
 // AppSettings are the behaviour switches an owner sets per app. The one

@@ -40,6 +40,7 @@ type Service struct {
 
 	apps    *appCache
 	touches touchBuffer
+	up      *upstreamState // lazy migration (SetUpstream); nil: off
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -142,8 +143,29 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.login(ctx, app, req, token, now)
+	if errors.Is(err, errUnknownKey) {
+		// Not a key here: the app's upstream may have it (lazy migration).
+		if ok, uerr := s.KnownOrUpstream(ctx, app, req.LicenseKey); uerr != nil {
+			return nil, uerr
+		} else if ok {
+			res, err = s.login(ctx, app, req, token, now)
+		}
+	}
+	if errors.Is(err, errUnknownKey) {
+		return nil, errInvalidKey
+	}
+	return res, err
+}
+
+// errUnknownKey is login's INVALID_KEY for a string that is no key (nor
+// alias) of the app, which Login may look up upstream.
+var errUnknownKey = errors.New("unknown key")
+
+// login is one attempt of Login.
+func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token string, now time.Time) (*LoginResult, error) {
 	var res *LoginResult
-	err = s.store.InTx(ctx, func(tx Tx) error {
+	err := s.store.InTx(ctx, func(tx Tx) error {
 		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
 			// A string rotated away for a suspected leak still signs in its
@@ -151,7 +173,7 @@ func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*Login
 			k, err = tx.KeyByAliasForUpdate(ctx, app.ID, req.LicenseKey, req.HWID)
 		}
 		if errors.Is(err, apperr.ErrNotFound) {
-			return errInvalidKey
+			return errUnknownKey
 		} else if err != nil {
 			return err
 		}
@@ -321,6 +343,14 @@ func (s *Service) CheckKey(ctx context.Context, app *App, licenseKey string) (*K
 		return nil, apperr.Missing("license_key")
 	}
 	k, err := s.store.Key(ctx, app.ID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		// Not a key here: the app's upstream may have it (lazy migration).
+		if ok, uerr := s.KnownOrUpstream(ctx, app, licenseKey); uerr != nil {
+			return nil, uerr
+		} else if ok {
+			k, err = s.store.Key(ctx, app.ID, licenseKey)
+		}
+	}
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, errInvalidKey
 	}

@@ -50,6 +50,8 @@ type Store interface {
 type Tx interface {
 	InsertApp(ctx context.Context, a *App, secretHash string) error
 	UpdateApp(ctx context.Context, a *App, secretHash string) error
+	// CountUpstreamImport adds one to App.UpstreamImported.
+	CountUpstreamImport(ctx context.Context, appID string) error
 	DeleteApp(ctx context.Context, id string) error
 
 	KeyForUpdate(ctx context.Context, appID, licenseKey string) (*Key, error)

@@ -28,6 +28,7 @@ type Metrics struct {
 	jobFails  *prometheus.CounterVec
 	blobFails *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
+	upstream  *prometheus.CounterVec
 }
 
 // New returns the metrics of one server, with the Go runtime and process
@@ -53,8 +54,11 @@ func New() *Metrics {
 			Help: "Webhook delivery attempts by outcome: succeeded, retry (to be sent again) or failed (no retry left)."}, []string{"outcome"}),
 		blobFails: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_blob_errors_total",
 			Help: "Failed blob store operations, by operation."}, []string{"op"}),
+		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_upstream_lookups_total",
+			Help: "Lookups of unknown keys at an app's upstream (lazy migration), by outcome: imported, not_found, error or invalid."},
+			[]string{"outcome"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks)
+	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks, m.upstream)
 	return m
 }
 
@@ -101,6 +105,14 @@ func (m *Metrics) Job(name string, d time.Duration, err error) {
 	m.jobRuns.WithLabelValues(name).Observe(d.Seconds())
 	if err != nil {
 		m.jobFails.WithLabelValues(name).Inc()
+	}
+}
+
+// UpstreamLookup counts a lookup of an unknown key at an app's upstream by
+// outcome (license.UpstreamImported, …).
+func (m *Metrics) UpstreamLookup(outcome string) {
+	if m != nil {
+		m.upstream.WithLabelValues(outcome).Inc()
 	}
 }
 

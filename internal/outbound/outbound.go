@@ -155,3 +155,32 @@ func (c *Client) Send(ctx context.Context, url string, headers map[string]string
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // let the connection be reused
 	return webhook.Result{StatusCode: resp.StatusCode, Body: answer, Duration: time.Since(start)}
 }
+
+// ErrTooLarge is the refusal of an answer longer than the caller's bound.
+var ErrTooLarge = errors.New("outbound: answer too large")
+
+// Get sends a GET with headers and returns the status and the answer,
+// refusing (ErrTooLarge) one longer than max bytes. A 3xx is returned as
+// is (redirects are never followed).
+func (c *Client) Get(ctx context.Context, url string, headers map[string]string, max int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return resp.StatusCode, nil, err
+	}
+	if int64(len(body)) > max {
+		return resp.StatusCode, nil, fmt.Errorf("%w (more than %d bytes)", ErrTooLarge, max)
+	}
+	return resp.StatusCode, body, nil
+}

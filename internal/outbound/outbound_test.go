@@ -383,3 +383,37 @@ func FuzzAllowedForms(f *testing.F) {
 		}
 	})
 }
+
+// Get sends the headers, returns an answer up to the bound and refuses a
+// longer one, refuses loopback unless allowed, and gives up at the timeout.
+func TestGet(t *testing.T) {
+	t.Parallel()
+	var auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		switch r.URL.Path {
+		case "/slow":
+			<-r.Context().Done()
+		case "/big":
+			w.Write(bytes.Repeat([]byte("x"), 2048))
+		default:
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	defer srv.Close()
+	c := New(loopback, 300*time.Millisecond)
+	status, body, err := c.Get(context.Background(), srv.URL+"/", map[string]string{"Authorization": "Bearer t"}, 1024)
+	if err != nil || status != 200 || string(body) != `{"ok":true}` || auth.Load() != "Bearer t" {
+		t.Fatalf("get: %d %q %v (auth %v)", status, body, err, auth.Load())
+	}
+	if _, _, err := c.Get(context.Background(), srv.URL+"/big", nil, 1024); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("a 2 KiB answer with a 1 KiB bound: %v", err)
+	}
+	start := time.Now()
+	if _, _, err := c.Get(context.Background(), srv.URL+"/slow", nil, 1024); err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("a hanging server: %v after %v", err, time.Since(start))
+	}
+	if _, _, err := New(nil, time.Second).Get(context.Background(), srv.URL+"/", nil, 1024); !errors.Is(err, ErrBlocked) {
+		t.Errorf("loopback without allow: %v", err)
+	}
+}

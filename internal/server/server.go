@@ -46,6 +46,7 @@ import (
 	"github.com/keyward/keyward/internal/sweep"
 	"github.com/keyward/keyward/internal/trial"
 	"github.com/keyward/keyward/internal/update"
+	"github.com/keyward/keyward/internal/upstream"
 	"github.com/keyward/keyward/internal/webhook"
 )
 
@@ -216,6 +217,18 @@ func (s *Server) init(ctx context.Context) error {
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	// Lazy migration: unknown keys looked up at an app's upstream through
+	// the same address guard as webhooks.
+	s.License.SetUpstream(upstream.New(allow, s.cfg.UpstreamTimeout), func(ip netip.Addr) bool { return outbound.Allowed(ip, allow) },
+		func(appID, outcome string, err error) {
+			s.Metrics.UpstreamLookup(outcome)
+			switch {
+			case err != nil:
+				s.opts.Log.Warn("upstream lookup failed; the key is refused as unknown", "app_id", appID, "outcome", outcome, "err", err)
+			case outcome == license.UpstreamImported:
+				s.opts.Log.Info("key imported from the app's upstream", "app_id", appID)
+			}
+		})
 	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
 		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency, Timeout: timeout, OnAttempt: s.Metrics.WebhookAttempt})
 	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, action string) error {

@@ -31,7 +31,7 @@ func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error
 	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
 }
 
-const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at`
+const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at, upstream_token, upstream_imported`
 
 // scanApp reads an app, opening its sealed secret: apps are kept in the
 // license service's app cache with the secret in the clear, so the hot path
@@ -42,17 +42,22 @@ func (db *DB) scanApp(row interface{ Scan(...any) error }) (*license.App, error)
 	var settings string
 	var created, updated int64
 	var revoked sql.NullInt64
-	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated, &revoked); err != nil {
+	if err := row.Scan(&a.ID, &a.Name, &a.Version, &a.Secret, &settings, &created, &updated, &revoked,
+		&a.UpstreamToken, &a.UpstreamImported); err != nil {
 		return nil, translate(err)
 	}
 	var err error
 	if a.Secret, err = db.openString(purposeAppSecret, a.ID, a.Secret); err != nil {
 		return nil, err
 	}
+	if a.UpstreamToken, err = db.openString(purposeUpstreamToken, a.ID, a.UpstreamToken); err != nil {
+		return nil, err
+	}
 	a.Settings = license.DefaultSettings()
 	if err := json.Unmarshal([]byte(settings), &a.Settings); err != nil {
 		return nil, fmt.Errorf("app %s settings: %w", a.ID, err)
 	}
+	a.Settings.UpstreamTokenSet = a.UpstreamToken != ""
 	a.CreatedAt, a.UpdatedAt, a.RevokedAt = fromMS(created), fromMS(updated), fromNullMS(revoked)
 	return &a, nil
 }
@@ -104,8 +109,22 @@ func (t licenseTx) UpdateApp(ctx context.Context, a *license.App, secretHash str
 	if err != nil {
 		return err
 	}
+	token := ""
+	if a.UpstreamToken != "" {
+		if token, err = t.db.sealString(purposeUpstreamToken, a.ID, a.UpstreamToken); err != nil {
+			return err
+		}
+	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET name = ?, version = ?, secret = ?, secret_hash = ?, settings = ?, updated_at = ?,
-		revoked_at = ? WHERE id = ?`), a.Name, a.Version, secret, secretHash, string(settings), ms(a.UpdatedAt), optMS(a.RevokedAt), a.ID)
+		revoked_at = ?, upstream_token = ? WHERE id = ?`), a.Name, a.Version, secret, secretHash, string(settings), ms(a.UpdatedAt), optMS(a.RevokedAt),
+		token, a.ID)
+	return affected(res, err)
+}
+
+// CountUpstreamImport adds one to the app's count of keys imported from
+// its upstream on first use.
+func (t licenseTx) CountUpstreamImport(ctx context.Context, appID string) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE apps SET upstream_imported = upstream_imported + 1 WHERE id = ?`), appID)
 	return affected(res, err)
 }
 

@@ -16,6 +16,7 @@ import (
 // plaintext and a raw read of the database (a dump, a backup) sees none.
 const (
 	purposeAppSecret     = "apps.secret"
+	purposeUpstreamToken = "apps.upstream_token"
 	purposeTOTPSecret    = "admin_users.totp_secret"
 	purposeTOTPPending   = "admin_users.totp_pending"
 	purposeWebhookSecret = "webhook_destinations.secret"
@@ -46,6 +47,7 @@ func replayID(appID, mac string) string { return appID + "/" + mac }
 var sealedColumns = []sealedColumn{
 	{"server_secrets", "value", purposeServerSecret, []string{"name"}, oneKey},
 	{"apps", "secret", purposeAppSecret, []string{"id"}, oneKey},
+	{"apps", "upstream_token", purposeUpstreamToken, []string{"id"}, oneKey},
 	{"admin_users", "totp_secret", purposeTOTPSecret, []string{"id"}, oneKey},
 	{"admin_users", "totp_pending", purposeTOTPPending, []string{"id"}, oneKey},
 	{"webhook_destinations", "secret", purposeWebhookSecret, []string{"id"}, oneKey},
