@@ -179,6 +179,12 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 	for i := range p.Rows {
 		row := &p.Rows[i]
 		if !taken[row.Key.LicenseKey] {
+			if len(row.needs) > 0 {
+				for _, e := range row.needs {
+					p.failRow(row, e.Field, "%s", e.Message)
+				}
+				continue
+			}
 			plan.inserts = append(plan.inserts, *row)
 			continue
 		}
@@ -263,9 +269,10 @@ type keyMerge struct {
 // and expiry) when the file says unused, and a key redeemed onto an
 // account here keeps its status unless the file bans it. Reaching the
 // file's status goes through the admin actions (unban, resume, ban, pause)
-// so their effects apply; a file cannot make a key redeemed. Key type,
-// duration and expiry follow the file; the activation time follows it when
-// given. Seats, note and features change only when the file gives them.
+// so their effects apply; a file cannot make a key redeemed. Every field
+// changes only when the file gives it (status, key type, duration,
+// activation, expiry, seats, note, features); a key made active here
+// without an expiry gets the one its duration gives.
 // Devices in the file that are not bound are added. A problem is returned
 // as field and message.
 func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge, field, msg string) {
@@ -273,6 +280,9 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 	f := row.Key
 	n := &m.next
 	tgt := f.Status
+	if !row.Has("status") {
+		tgt = k.Status
+	}
 	keepTime := false
 	switch {
 	case tgt == StatusRedeemed && k.Status != StatusRedeemed:
@@ -286,20 +296,23 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 		tgt, keepTime = k.Status, true // activated here: not undone
 	}
 	if !keepTime {
-		n.Type = f.Type
+		if f.Type != "" {
+			n.Type = f.Type
+		}
 		switch {
-		case f.Type == TypeLifetime:
+		case n.Type == TypeLifetime:
 			n.Duration = 0
 		case row.Has("duration") || f.Duration > 0:
 			n.Duration = f.Duration
-		case k.Type != TypeDays:
-			n.Duration = 0
 		}
 		if f.ActivatedAt != nil {
 			n.ActivatedAt = f.ActivatedAt
 		}
-		if row.Has("expires_at") || f.Type == TypeLifetime || f.ExpiresAt != nil {
+		if row.Has("expires_at") {
 			n.ExpiresAt = f.ExpiresAt
+		}
+		if tgt == StatusExpired && n.ExpiresAt == nil {
+			return m, "expires_at", "is required for an expired key"
 		}
 		if tgt == StatusUnused {
 			n.ActivatedAt, n.ExpiresAt = nil, nil

@@ -22,13 +22,14 @@ const (
 // fields by their aliases, with hwids as an array or a ';' or ','
 // separated string) into an ImportRow, with the same tolerance as the CSV
 // (aliases, status in any case, time forms, null, lifetime markers).
-// Problems are returned at line; the row is valid only when there are none.
+// Problems are returned at line (including what a new key needs, see
+// ImportRow.Needs); the row is valid only when there are none.
 // Members the import does not read are ignored. Call Complete on the row
 // with the import time before storing it.
 func ImportRowFromObject(line int, obj []byte) (ImportRow, []ImportError) {
 	p := &ParsedCSV{}
 	row, _ := p.objectRow(line, obj)
-	return row, p.Errors
+	return row, append(p.Errors, row.needs...)
 }
 
 // objectRow reads one JSON key object at line; problems go to p.
