@@ -204,6 +204,10 @@ func TestImportMerge(t *testing.T) {
 			t.Fatalf("merged unused key: %v", k)
 		}
 		app.Login("NEW-1", "pc-x")
+		r = s.Admin("GET", "/api/admin/audit.php?action=key.ban&app_id="+app.ID, nil)
+		if e, _ := r.Body["entries"].([]any); len(e) != 1 || e[0].(map[string]any)["target"] != keys[0] {
+			t.Fatalf("the merged ban's audit entry: %s", r)
+		}
 		e := importAudit(t, s, s.AdminToken(), app.ID)
 		if len(e) != 1 {
 			t.Fatalf("audit %v", e)

@@ -110,7 +110,7 @@ func (s *Service) ImportKeys(ctx context.Context, actor audit.Actor, appID strin
 			}
 		}
 		for i := range plan.updates {
-			if err := plan.updates[i].apply(ctx, tx, appID, now); err != nil {
+			if err := plan.updates[i].apply(ctx, tx, actor, appID, now); err != nil {
 				return err
 			}
 		}
@@ -398,9 +398,10 @@ func optStamp(t *time.Time) string {
 }
 
 // apply makes the planned change to the key, read again for update: the
-// status actions first (their sessions, events and account grants), then
-// the file's fields, then the added devices.
-func (m *keyMerge) apply(ctx context.Context, tx Tx, appID string, now time.Time) error {
+// status actions first (their sessions, events, account grants and audit
+// entries, with reason "import"), then the file's fields, then the added
+// devices.
+func (m *keyMerge) apply(ctx context.Context, tx Tx, actor audit.Actor, appID string, now time.Time) error {
 	k, err := tx.KeyForUpdate(ctx, appID, m.row.Key.LicenseKey)
 	if err != nil {
 		return err
@@ -408,6 +409,9 @@ func (m *keyMerge) apply(ctx context.Context, tx Tx, appID string, now time.Time
 	for _, a := range m.actions {
 		details := map[string]any{"reason": "import"}
 		if err := transition(ctx, appID, a, 0, details, "")(tx, k, now); err != nil {
+			return err
+		}
+		if err := tx.AddAudit(ctx, audit.NewEntry(actor, now, "key."+a, appID, k.LicenseKey, details)); err != nil {
 			return err
 		}
 	}
