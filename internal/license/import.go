@@ -157,6 +157,7 @@ type importPlan struct {
 	inserts   []ImportRow
 	updates   []keyMerge
 	unchanged int
+	byStatus  map[string]int // every valid key, by its status after the import
 }
 
 // planImport sorts p's valid rows into keys to insert and keys to update;
@@ -175,7 +176,7 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 	for _, u := range used {
 		taken[u] = true
 	}
-	plan := &importPlan{}
+	plan := &importPlan{byStatus: map[string]int{}}
 	for i := range p.Rows {
 		row := &p.Rows[i]
 		if !taken[row.Key.LicenseKey] {
@@ -186,6 +187,7 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 				continue
 			}
 			plan.inserts = append(plan.inserts, *row)
+			plan.byStatus[string(row.Key.Status)]++
 			continue
 		}
 		if !merge {
@@ -209,8 +211,10 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 			p.failRow(row, field, "%s", msg)
 		case len(m.changes) == 0:
 			plan.unchanged++
+			plan.byStatus[string(m.next.Status)]++
 		default:
 			plan.updates = append(plan.updates, m)
+			plan.byStatus[string(m.next.Status)]++
 		}
 	}
 	sort.SliceStable(p.Errors, func(i, j int) bool { return p.Errors[i].Line < p.Errors[j].Line })
@@ -221,7 +225,7 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 // nothing.
 func (plan *importPlan) report(p *ParsedCSV, o ImportOptions) *ImportReport {
 	rep := &ImportReport{DryRun: !o.Apply, Format: p.Format, Merge: o.Merge, Rows: p.DataRows, ErrorCount: p.ErrorCount,
-		Errors: p.Errors, ByStatus: map[string]int{}, Changes: []ImportChange{}, Ignored: p.Ignored}
+		Errors: p.Errors, ByStatus: plan.byStatus, Changes: []ImportChange{}, Ignored: p.Ignored}
 	if rep.Errors == nil {
 		rep.Errors = []ImportError{}
 	}
@@ -230,11 +234,9 @@ func (plan *importPlan) report(p *ParsedCSV, o ImportOptions) *ImportReport {
 	}
 	rep.Valid = len(plan.inserts) + len(plan.updates) + plan.unchanged
 	for _, row := range plan.inserts {
-		rep.ByStatus[string(row.Key.Status)]++
 		rep.Devices += len(row.HWIDs)
 	}
 	for _, m := range plan.updates {
-		rep.ByStatus[string(m.row.Key.Status)]++
 		rep.Devices += len(m.addHWIDs)
 		if len(rep.Changes) < maxImportChanges {
 			rep.Changes = append(rep.Changes, ImportChange{Line: m.row.Line, LicenseKey: m.row.Key.LicenseKey, Fields: m.changes})
@@ -407,6 +409,9 @@ func (m *keyMerge) apply(ctx context.Context, tx Tx, actor audit.Actor, appID st
 		return err
 	}
 	for _, a := range m.actions {
+		if k.Status == StatusRedeemed && a != ActionBan {
+			break // an unban gave the key's time back to its account: it stays redeemed
+		}
 		details := map[string]any{"reason": "import"}
 		if err := transition(ctx, appID, a, 0, details, "")(tx, k, now); err != nil {
 			return err
