@@ -75,7 +75,7 @@ func (p *ParsedCSV) objectRow(line int, obj []byte) (ImportRow, bool) {
 		p.fail(line, "", "unreadable JSON object")
 		return ImportRow{Line: line}, false
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if len(bytes.TrimSpace(obj[dec.InputOffset():])) > 0 {
 		p.fail(line, "", "unexpected data after the key object")
 		return ImportRow{Line: line}, false
 	}
@@ -127,8 +127,8 @@ func (p *ParsedCSV) member(line, f int, v json.RawMessage, raw *rawRow) bool {
 				HWID *string `json:"hwid"`
 			}
 			switch {
-			case json.Unmarshal(it, &s) == nil:
-			case json.Unmarshal(it, &d) == nil && d.HWID != nil:
+			case it[0] == '"' && json.Unmarshal(it, &s) == nil:
+			case it[0] == '{' && json.Unmarshal(it, &d) == nil && d.HWID != nil:
 				s = *d.HWID
 			default:
 				p.fail(line, field, "must list device IDs as strings or objects with an hwid")
