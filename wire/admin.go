@@ -134,7 +134,7 @@ type ImportReport struct {
 	Unchanged int `json:"unchanged"`
 	// Devices counts the device bindings applying adds.
 	Devices int `json:"devices"`
-	// ByStatus counts the valid keys by their status in the file.
+	// ByStatus counts the valid keys by their status after the import.
 	ByStatus map[string]int `json:"by_status"`
 	// Imported and Updated count the keys added and changed (0 in a dry run).
 	Imported int `json:"imported"`

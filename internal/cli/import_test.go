@@ -77,3 +77,66 @@ func TestImportKeys(t *testing.T) {
 		})
 	}
 }
+
+// import keys with JSON and --merge: the list reply of GET keys.php, saved
+// as a .json file, imports without --format; a hosted-style CSV with
+// --merge reports per key what changes, then bans a key (whose live
+// session is refused at its next heartbeat) and adds a new one.
+func TestImportKeysJSONMerge(t *testing.T) {
+	clearEnv(t)
+	for _, engine := range kwtest.Engines() {
+		t.Run(engine, func(t *testing.T) {
+			o := kwtest.Options{Engine: engine, DataDir: t.TempDir()}
+			args := []string{"--data", o.DataDir}
+			if engine == "postgres" {
+				o.DatabaseURL = kwtest.MigratedPostgresURL(t)
+				args = append(args, "--database-url", o.DatabaseURL)
+			}
+			s := kwtest.Start(t, o)
+			src, dst := s.CreateApp("Source"), s.CreateApp("Destination")
+			keys := src.GenerateKeys(3, "days", 30, 2)
+			src.Login(keys[0], "pc-1")
+			list := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+src.ID, nil)
+			dir := t.TempDir()
+			file := filepath.Join(dir, "keys.json")
+			if err := os.WriteFile(file, list.Raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out := mustRun(t, append([]string{"import", "keys", "--app", dst.ID, "--file", file, "--apply"}, args...)...)
+			if !strings.Contains(out, "(json)") || !strings.Contains(out, "3 keys added, 0 updated") {
+				t.Fatalf("JSON import:\n%s", out)
+			}
+			live := dst.Login(keys[0], "pc-1")
+
+			merge := filepath.Join(dir, "hosted.txt") // no telling extension: detected as CSV
+			os.WriteFile(merge, []byte("Key,Status,Expires,HWID,Notes\n"+keys[0]+",Banned,2026-12-01 12:00:00,pc-1,chargeback\n"+
+				"NEW-1,Active,2026-12-24 00:00:00,pc-9,null\n"), 0o600)
+			base := append([]string{"import", "keys", "--app", dst.ID, "--file", merge}, args...)
+			code, _, errOut := run(t, base...)
+			if code != 1 || !strings.Contains(errOut, "line 2 "+keys[0]+" (license_key): the app already has key") {
+				t.Fatalf("without --merge: exit %d\n%s", code, errOut)
+			}
+			out = mustRun(t, append(base, "--merge")...)
+			if !strings.Contains(out, "(csv)") || !strings.Contains(out, "1 to add, 1 to update") ||
+				!strings.Contains(out, "line 2: "+keys[0]+"\n  status: active → banned\n  note: (none) → chargeback\n") ||
+				!strings.Contains(out, "Dry run") {
+				t.Fatalf("merge dry run:\n%s", out)
+			}
+			if r := dst.Heartbeat(live, keys[0]); r.Body["success"] != true {
+				t.Fatalf("a dry run ended the session: %v", r.Body)
+			}
+			out = mustRun(t, append(base, "--merge", "--apply")...)
+			if !strings.Contains(out, "1 keys added, 1 updated") {
+				t.Fatalf("merge:\n%s", out)
+			}
+			kwtest.ExpectCode(t, dst.Heartbeat(live, keys[0]), 200, "BANNED")
+			dst.Login("NEW-1", "pc-9")
+
+			// A forced format that is not the file's is a problem, not a guess.
+			code, _, errOut = run(t, append(base, "--format", "json")...)
+			if code != 1 || !strings.Contains(errOut, "line 1") {
+				t.Fatalf("--format json on a CSV: exit %d\n%s", code, errOut)
+			}
+		})
+	}
+}

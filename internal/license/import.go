@@ -110,7 +110,7 @@ func (s *Service) ImportKeys(ctx context.Context, actor audit.Actor, appID strin
 			}
 		}
 		for i := range plan.updates {
-			if err := plan.updates[i].apply(ctx, tx, appID, now); err != nil {
+			if err := plan.updates[i].apply(ctx, tx, actor, appID, now); err != nil {
 				return err
 			}
 		}
@@ -157,6 +157,7 @@ type importPlan struct {
 	inserts   []ImportRow
 	updates   []keyMerge
 	unchanged int
+	byStatus  map[string]int // every valid key, by its status after the import
 }
 
 // planImport sorts p's valid rows into keys to insert and keys to update;
@@ -175,11 +176,18 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 	for _, u := range used {
 		taken[u] = true
 	}
-	plan := &importPlan{}
+	plan := &importPlan{byStatus: map[string]int{}}
 	for i := range p.Rows {
 		row := &p.Rows[i]
 		if !taken[row.Key.LicenseKey] {
+			if len(row.needs) > 0 {
+				for _, e := range row.needs {
+					p.failRow(row, e.Field, "%s", e.Message)
+				}
+				continue
+			}
 			plan.inserts = append(plan.inserts, *row)
+			plan.byStatus[string(row.Key.Status)]++
 			continue
 		}
 		if !merge {
@@ -203,8 +211,10 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 			p.failRow(row, field, "%s", msg)
 		case len(m.changes) == 0:
 			plan.unchanged++
+			plan.byStatus[string(m.next.Status)]++
 		default:
 			plan.updates = append(plan.updates, m)
+			plan.byStatus[string(m.next.Status)]++
 		}
 	}
 	sort.SliceStable(p.Errors, func(i, j int) bool { return p.Errors[i].Line < p.Errors[j].Line })
@@ -215,7 +225,7 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 // nothing.
 func (plan *importPlan) report(p *ParsedCSV, o ImportOptions) *ImportReport {
 	rep := &ImportReport{DryRun: !o.Apply, Format: p.Format, Merge: o.Merge, Rows: p.DataRows, ErrorCount: p.ErrorCount,
-		Errors: p.Errors, ByStatus: map[string]int{}, Changes: []ImportChange{}, Ignored: p.Ignored}
+		Errors: p.Errors, ByStatus: plan.byStatus, Changes: []ImportChange{}, Ignored: p.Ignored}
 	if rep.Errors == nil {
 		rep.Errors = []ImportError{}
 	}
@@ -224,11 +234,9 @@ func (plan *importPlan) report(p *ParsedCSV, o ImportOptions) *ImportReport {
 	}
 	rep.Valid = len(plan.inserts) + len(plan.updates) + plan.unchanged
 	for _, row := range plan.inserts {
-		rep.ByStatus[string(row.Key.Status)]++
 		rep.Devices += len(row.HWIDs)
 	}
 	for _, m := range plan.updates {
-		rep.ByStatus[string(m.row.Key.Status)]++
 		rep.Devices += len(m.addHWIDs)
 		if len(rep.Changes) < maxImportChanges {
 			rep.Changes = append(rep.Changes, ImportChange{Line: m.row.Line, LicenseKey: m.row.Key.LicenseKey, Fields: m.changes})
@@ -263,9 +271,10 @@ type keyMerge struct {
 // and expiry) when the file says unused, and a key redeemed onto an
 // account here keeps its status unless the file bans it. Reaching the
 // file's status goes through the admin actions (unban, resume, ban, pause)
-// so their effects apply; a file cannot make a key redeemed. Key type,
-// duration and expiry follow the file; the activation time follows it when
-// given. Seats, note and features change only when the file gives them.
+// so their effects apply; a file cannot make a key redeemed. Every field
+// changes only when the file gives it (status, key type, duration,
+// activation, expiry, seats, note, features); a key made active here
+// without an expiry gets the one its duration gives.
 // Devices in the file that are not bound are added. A problem is returned
 // as field and message.
 func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge, field, msg string) {
@@ -273,6 +282,9 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 	f := row.Key
 	n := &m.next
 	tgt := f.Status
+	if !row.Has("status") {
+		tgt = k.Status
+	}
 	keepTime := false
 	switch {
 	case tgt == StatusRedeemed && k.Status != StatusRedeemed:
@@ -286,20 +298,23 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 		tgt, keepTime = k.Status, true // activated here: not undone
 	}
 	if !keepTime {
-		n.Type = f.Type
+		if f.Type != "" {
+			n.Type = f.Type
+		}
 		switch {
-		case f.Type == TypeLifetime:
+		case n.Type == TypeLifetime:
 			n.Duration = 0
 		case row.Has("duration") || f.Duration > 0:
 			n.Duration = f.Duration
-		case k.Type != TypeDays:
-			n.Duration = 0
 		}
 		if f.ActivatedAt != nil {
 			n.ActivatedAt = f.ActivatedAt
 		}
-		if row.Has("expires_at") || f.Type == TypeLifetime || f.ExpiresAt != nil {
+		if row.Has("expires_at") {
 			n.ExpiresAt = f.ExpiresAt
+		}
+		if tgt == StatusExpired && n.ExpiresAt == nil {
+			return m, "expires_at", "is required for an expired key"
 		}
 		if tgt == StatusUnused {
 			n.ActivatedAt, n.ExpiresAt = nil, nil
@@ -385,16 +400,23 @@ func optStamp(t *time.Time) string {
 }
 
 // apply makes the planned change to the key, read again for update: the
-// status actions first (their sessions, events and account grants), then
-// the file's fields, then the added devices.
-func (m *keyMerge) apply(ctx context.Context, tx Tx, appID string, now time.Time) error {
+// status actions first (their sessions, events, account grants and audit
+// entries, with reason "import"), then the file's fields, then the added
+// devices.
+func (m *keyMerge) apply(ctx context.Context, tx Tx, actor audit.Actor, appID string, now time.Time) error {
 	k, err := tx.KeyForUpdate(ctx, appID, m.row.Key.LicenseKey)
 	if err != nil {
 		return err
 	}
 	for _, a := range m.actions {
+		if k.Status == StatusRedeemed && a != ActionBan {
+			break // an unban gave the key's time back to its account: it stays redeemed
+		}
 		details := map[string]any{"reason": "import"}
 		if err := transition(ctx, appID, a, 0, details, "")(tx, k, now); err != nil {
+			return err
+		}
+		if err := tx.AddAudit(ctx, audit.NewEntry(actor, now, "key."+a, appID, k.LicenseKey, details)); err != nil {
 			return err
 		}
 	}

@@ -22,13 +22,14 @@ const (
 // fields by their aliases, with hwids as an array or a ';' or ','
 // separated string) into an ImportRow, with the same tolerance as the CSV
 // (aliases, status in any case, time forms, null, lifetime markers).
-// Problems are returned at line; the row is valid only when there are none.
+// Problems are returned at line (including what a new key needs, see
+// ImportRow.Needs); the row is valid only when there are none.
 // Members the import does not read are ignored. Call Complete on the row
 // with the import time before storing it.
 func ImportRowFromObject(line int, obj []byte) (ImportRow, []ImportError) {
 	p := &ParsedCSV{}
 	row, _ := p.objectRow(line, obj)
-	return row, p.Errors
+	return row, append(p.Errors, row.needs...)
 }
 
 // objectRow reads one JSON key object at line; problems go to p.
@@ -74,7 +75,7 @@ func (p *ParsedCSV) objectRow(line int, obj []byte) (ImportRow, bool) {
 		p.fail(line, "", "unreadable JSON object")
 		return ImportRow{Line: line}, false
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if len(bytes.TrimSpace(obj[dec.InputOffset():])) > 0 {
 		p.fail(line, "", "unexpected data after the key object")
 		return ImportRow{Line: line}, false
 	}
@@ -126,8 +127,8 @@ func (p *ParsedCSV) member(line, f int, v json.RawMessage, raw *rawRow) bool {
 				HWID *string `json:"hwid"`
 			}
 			switch {
-			case json.Unmarshal(it, &s) == nil:
-			case json.Unmarshal(it, &d) == nil && d.HWID != nil:
+			case it[0] == '"' && json.Unmarshal(it, &s) == nil:
+			case it[0] == '{' && json.Unmarshal(it, &d) == nil && d.HWID != nil:
 				s = *d.HWID
 			default:
 				p.fail(line, field, "must list device IDs as strings or objects with an hwid")

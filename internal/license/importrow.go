@@ -106,7 +106,15 @@ type ImportRow struct {
 	Key   Key
 	HWIDs []string
 	given uint16 // the fields the file named (bit per field)
+	// needs are what a new key lacks (a type, a duration, an expiry) that
+	// an existing key a merge updates already has.
+	needs []ImportError
 }
+
+// Needs lists what the row lacks to be a new key (a key type, the duration
+// of an unused days key, the expiry of an active or expired one); a merge
+// into an existing key takes those from the key.
+func (r *ImportRow) Needs() []ImportError { return r.needs }
 
 // Has reports whether the file gave field (a KeyCSVHeader name), possibly
 // as none (an empty cell or null); a field the file does not name is left
@@ -141,7 +149,8 @@ func (r *ImportRow) Complete(now time.Time) {
 }
 
 // importRow validates one raw key at line and returns it; problems are
-// recorded in p and reported by ok. Missing fields are derived where the
+// recorded in p and reported by ok, what only a new key needs in the row's
+// needs. Missing fields are derived where the
 // file says enough (docs/api.md, "Importing keys"): the status from an
 // activation, expiry or devices; the key type from the expiry (a lifetime
 // marker or null is lifetime) or duration; the duration of an activated
@@ -155,6 +164,9 @@ func (p *ParsedCSV) importRow(line int, raw *rawRow) (ImportRow, bool) {
 	p.key = clip(strings.TrimSpace(raw.val[fKey]))
 	defer func() { p.key = "" }()
 	row := ImportRow{Line: line}
+	need := func(field int, format string, args ...any) {
+		row.needs = append(row.needs, ImportError{Line: line, LicenseKey: p.key, Field: KeyCSVHeader[field], Message: fmt.Sprintf(format, args...)})
+	}
 	for i, g := range raw.given {
 		if g {
 			row.given |= 1 << i
@@ -314,7 +326,7 @@ func (p *ParsedCSV) importRow(line int, raw *rawRow) (ImportRow, bool) {
 	case raw.given[fExpires]:
 		typ = TypeLifetime // an expiry of null is a lifetime key (the API reference)
 	default:
-		bad(fType, "is needed when there is no expires_at: say whether the key is days or lifetime")
+		need(fType, "is needed when there is no expires_at: say whether the key is days or lifetime")
 	}
 	k.Type = typ
 
@@ -341,16 +353,16 @@ func (p *ParsedCSV) importRow(line int, raw *rawRow) (ImportRow, bool) {
 	switch {
 	case k.Status == StatusUnused && (k.ActivatedAt != nil || k.ExpiresAt != nil):
 		bad(fStatus, "an unused key has no activated_at or expires_at")
-	case k.Status == StatusExpired && k.ExpiresAt == nil:
-		bad(fExpires, "is required for an expired key")
 	case k.Type == TypeLifetime && k.ExpiresAt != nil:
 		bad(fExpires, "must be empty for a lifetime key")
 	case k.Type == TypeLifetime && k.Duration != 0:
 		bad(fDuration, "must be 0 for a lifetime key")
+	case k.Status == StatusExpired && k.ExpiresAt == nil:
+		need(fExpires, "is required for an expired key")
 	case k.Type == TypeDays && k.Status == StatusUnused && !durGiven:
-		bad(fDuration, "is required for an unused days key (its days start at activation)")
+		need(fDuration, "is required for an unused days key (its days start at activation)")
 	case k.Type == TypeDays && k.Status == StatusActive && k.ExpiresAt == nil && k.Duration == 0:
-		bad(fExpires, "is required for an active days key (or a duration to count from activated_at)")
+		need(fExpires, "is required for an active days key (or a duration to count from activated_at)")
 	}
 	return row, ok
 }
