@@ -70,11 +70,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}()
 		kctx, err := parser.Parse(args)
 		if err != nil {
-			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			printError(stderr, err)
 			return 2
 		}
 		if err := kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr}); err != nil {
-			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			printError(stderr, err)
 			return 1
 		}
 		return 0
@@ -83,6 +83,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type exitPanic struct{}
+
+// printError writes err as one "keyward: …" line. Errors of the client SDK
+// (and any other that already names the program) begin with "keyward: "
+// themselves; the prefix is written once, not doubled.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "keyward: %s\n", strings.TrimPrefix(err.Error(), "keyward: "))
+}
 
 type serveCmd struct {
 	config.Config `embed:""`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -94,7 +95,7 @@ func clientExit(k *kong.Context, e *env, err error) error {
 	case errors.As(err, &api):
 		code = exitClientRefused
 	}
-	fmt.Fprintf(e.stderr, "keyward: %v\n", err)
+	printError(e.stderr, err)
 	k.Exit(code)
 	return nil
 }
@@ -192,7 +193,7 @@ func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
 	if lerr := s.Logout(lctx); lerr != nil {
-		fmt.Fprintf(e.stderr, "keyward: logout: %v\n", lerr)
+		printError(e.stderr, fmt.Errorf("logout: %s", strings.TrimPrefix(lerr.Error(), "keyward: ")))
 	}
 	fmt.Fprintln(e.stdout, "stopped")
 	return nil

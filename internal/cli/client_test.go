@@ -135,3 +135,30 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("unreachable server: exit %d", code)
 	}
 }
+
+// Errors are printed as one line with one "keyward: " prefix, also when the
+// error comes from the client SDK, whose messages name the program already.
+func TestErrorPrefixOnce(t *testing.T) {
+	clearEnv(t)
+	s := kwtest.Start(t, kwtest.Options{})
+	app := s.CreateApp("Prefix app")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad base URL", []string{"client", "check", "--key", "K", "--url", "ftp://example.com", "--secret", app.Secret}, 1,
+			"keyward: base URL \"ftp://example.com\" must be http(s)://host[:port][/prefix]\n"},
+		{"refusal", []string{"client", "check", "--key", "NOPE-NOPE", "--url", s.URL, "--secret", app.Secret}, 3,
+			"keyward: INVALID_KEY"},
+		{"usage", []string{"client", "check"}, 2, "keyward: missing flags"},
+	}
+	for _, c := range cases {
+		code, _, errOut := run(t, c.args...)
+		if code != c.code || !strings.HasPrefix(errOut, c.want) || strings.Count(errOut, "keyward: keyward") != 0 ||
+			strings.Count(strings.SplitN(errOut, "\n", 2)[0], "keyward:") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q once", c.name, code, errOut, c.code, c.want)
+		}
+	}
+}
