@@ -14,11 +14,13 @@ import (
 	"github.com/keyward/keyward/client"
 )
 
-// Exit codes of `keyward client …`.
+// Exit codes of `keyward client …`, as docs/clients.md lists them. A kill
+// code (BANNED, EXPIRED, …) refusing a sign-in, check or trial is a refusal
+// (3): only a session that was open and then ended exits 4.
 const (
 	exitClientError    = 1 // network or other error
 	exitClientRefused  = 3 // the server refused (error_code printed), or check: key not valid
-	exitClientKilled   = 4 // the session ended: kill code, NETWORK_LOST or CLOCK_SKEW
+	exitClientKilled   = 4 // an open session ended: kill code, NETWORK_LOST or CLOCK_SKEW
 	exitClientSecurity = 5 // a reply failed verification (signature, envelope, redirect)
 	exitClientChecksum = 6 // the downloaded file did not match the offered sha256
 )
@@ -77,8 +79,10 @@ func (c clientConn) client() (*client.Client, error) {
 	return client.New(c.URL, c.Secret, opts...)
 }
 
-// clientExit prints err and exits with the code its kind calls for.
-func clientExit(k *kong.Context, e *env, err error) error {
+// clientExit prints err and exits with the code its kind calls for; open
+// says whether a session was open, so a kill code ends it (4) rather than
+// refusing a request (3).
+func clientExit(k *kong.Context, e *env, err error, open bool) error {
 	if err == nil {
 		return nil
 	}
@@ -86,7 +90,7 @@ func clientExit(k *kong.Context, e *env, err error) error {
 	var api *client.APIError
 	var sec *client.SecurityError
 	switch {
-	case client.IsKill(err):
+	case open && client.IsKill(err):
 		code = exitClientKilled
 	case errors.As(err, &sec):
 		code = exitClientSecurity
@@ -131,7 +135,7 @@ func login(e *env, k *kong.Context, conn clientConn, key, hwid string) (*client.
 	}
 	s, err := cl.Login(e.ctx, key, hwid)
 	if err != nil {
-		return nil, clientExit(k, e, err)
+		return nil, clientExit(k, e, err, false)
 	}
 	printSession(e.stdout, s)
 	return s, nil
@@ -143,7 +147,7 @@ func (c *clientLoginCmd) Run(e *env, k *kong.Context) error {
 		return err
 	}
 	if !c.Keep {
-		return clientExit(k, e, s.Logout(e.ctx))
+		return clientExit(k, e, s.Logout(e.ctx), true)
 	}
 	return nil
 }
@@ -188,7 +192,7 @@ func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
 		},
 	})
 	if client.IsKill(err) {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, true)
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
@@ -211,7 +215,7 @@ func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
 	}
 	st, err := cl.CheckKey(e.ctx, c.Key)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "valid %v\nstatus %s\ntype %s\nexpires %s\nmax_devices %d\n",
 		st.Valid, st.Key.Status, st.Key.KeyType, printTime(st.Key.ExpiresAt), st.Key.MaxDevices)
@@ -233,10 +237,10 @@ func (c *clientTrialCmd) Run(e *env, k *kong.Context) error {
 	}
 	tr, err := cl.StartTrial(e.ctx, c.value())
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "trial %s\nexpires %s\nresumed %v\n", tr.Key, printTime(tr.ExpiresAt), tr.Resumed)
-	return clientExit(k, e, tr.Logout(e.ctx))
+	return clientExit(k, e, tr.Logout(e.ctx), true)
 }
 
 type clientUpdateFlags struct {
@@ -270,7 +274,7 @@ type clientUpdateCheckCmd struct {
 func (c *clientUpdateCheckCmd) Run(e *env, k *kong.Context) error {
 	_, o, err := c.check(e.ctx)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	if o == nil {
 		fmt.Fprintln(e.stdout, "up to date")
@@ -288,7 +292,7 @@ type clientUpdateDownloadCmd struct {
 func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
 	cl, o, err := c.check(e.ctx)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	if o == nil {
 		fmt.Fprintln(e.stdout, "up to date")
@@ -300,7 +304,7 @@ func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
 		out = "update-" + o.Version + ".bin"
 	}
 	if err := cl.DownloadFile(e.ctx, o, out); err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "saved %s\n", out)
 	return nil
