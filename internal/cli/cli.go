@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}()
 		kctx, err := parser.Parse(args)
 		if err != nil {
-			printError(stderr, err)
+			printError(stderr, flagHint(err, args))
 			return 2
 		}
 		if err := kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr}); err != nil {
@@ -83,6 +84,36 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type exitPanic struct{}
+
+// flagHints are flags people reach for that keyward spells differently.
+var flagHints = map[string]string{
+	"--port":   "use --addr 127.0.0.1:PORT (this machine only) or --addr :PORT (every interface)",
+	"--host":   "use --addr HOST:PORT",
+	"--listen": "use --addr HOST:PORT",
+}
+
+// flagHint adds a hint to kong's "unknown flag" error for a flag in
+// flagHints, with the value args gave it in place of PORT (--port 8081 →
+// --addr :8081).
+func flagHint(err error, args []string) error {
+	msg := err.Error()
+	for flag, hint := range flagHints {
+		if rest, ok := strings.CutPrefix(msg, "unknown flag "+flag); ok && (rest == "" || strings.HasPrefix(rest, ",")) {
+			for i, a := range args {
+				v, ok := strings.CutPrefix(a, flag+"=")
+				if !ok && a == flag && i+1 < len(args) {
+					v, ok = args[i+1], true
+				}
+				if _, perr := strconv.Atoi(v); ok && perr == nil {
+					hint = strings.ReplaceAll(hint, "PORT", v)
+					break
+				}
+			}
+			return fmt.Errorf("%w: %s", err, hint)
+		}
+	}
+	return err
+}
 
 // printError writes err as one "keyward: …" line. Errors of the client SDK
 // (and any other that already names the program) begin with "keyward: "
