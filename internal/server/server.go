@@ -122,6 +122,13 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	// absent. A generated key that does not match the database (another
 	// process's key on PostgreSQL, a restore without its key file) is
 	// refused by SealSecrets in init, naming the key the database needs.
+	if cfg.Data != "" {
+		// Before the key file is written there: a directory keyward
+		// cannot use is reported as such, naming the user.
+		if err := store.PrepareDataDir(cfg.Data); err != nil {
+			return nil, err
+		}
+	}
 	keyPath := cfg.SecretKeyPath()
 	keys, created, err := seal.LoadOrCreate(keyPath)
 	if err != nil {
