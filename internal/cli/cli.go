@@ -44,6 +44,8 @@ type env struct {
 	ctx    context.Context
 	stdout io.Writer
 	stderr io.Writer
+	// baseURL is the --url of a client command, once its client is built.
+	baseURL string
 }
 
 // Run executes the command line args (without the program name) and returns

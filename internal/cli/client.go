@@ -63,7 +63,10 @@ func (h clientHWID) value() string {
 	return "keyward-cli-" + n
 }
 
-func (c clientConn) client() (*client.Client, error) {
+// client builds the SDK client of c, noting its base URL on e for
+// clientExit's hints.
+func (c clientConn) client(e *env) (*client.Client, error) {
+	e.baseURL = c.URL
 	opts := []client.Option{client.WithUserAgent("keyward-cli/" + Version)}
 	if len(c.Pin) > 0 {
 		var pems [][]byte
@@ -100,6 +103,9 @@ func clientExit(k *kong.Context, e *env, err error, open bool) error {
 		code = exitClientRefused
 	}
 	printError(e.stderr, err)
+	if errors.As(err, &api) && api.Status == 404 && strings.HasSuffix(strings.TrimRight(e.baseURL, "/"), "/api") {
+		fmt.Fprintf(e.stderr, "keyward: hint: --url %s ends in /api; give the server's root (without /api): the client adds /api/… itself\n", e.baseURL)
+	}
 	k.Exit(code)
 	return nil
 }
@@ -129,7 +135,7 @@ type clientLoginCmd struct {
 // login signs key in from hwid over conn and prints the session; a refusal
 // is already turned into the command's exit (nil session).
 func login(e *env, k *kong.Context, conn clientConn, key, hwid string) (*client.Session, error) {
-	cl, err := conn.client()
+	cl, err := conn.client(e)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ type clientCheckCmd struct {
 }
 
 func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
+	cl, err := c.client(e)
 	if err != nil {
 		return err
 	}
@@ -231,7 +237,7 @@ type clientTrialCmd struct {
 }
 
 func (c *clientTrialCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
+	cl, err := c.client(e)
 	if err != nil {
 		return err
 	}
@@ -253,12 +259,12 @@ type clientUpdateFlags struct {
 	HWID       string `name:"hwid" env:"KEYWARD_CLIENT_HWID" help:"Device id (rollout bucketing)."`
 }
 
-func (c clientUpdateFlags) check(ctx context.Context) (*client.Client, *client.UpdateOffer, error) {
-	cl, err := c.client()
+func (c clientUpdateFlags) check(e *env) (*client.Client, *client.UpdateOffer, error) {
+	cl, err := c.client(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := cl.CheckUpdate(ctx, client.UpdateRequest{Version: c.Version, Channel: c.Channel, OS: c.OS, Arch: c.Arch,
+	o, err := cl.CheckUpdate(e.ctx, client.UpdateRequest{Version: c.Version, Channel: c.Channel, OS: c.OS, Arch: c.Arch,
 		LicenseKey: c.Key, HWID: c.HWID})
 	return cl, o, err
 }
@@ -272,7 +278,7 @@ type clientUpdateCheckCmd struct {
 }
 
 func (c *clientUpdateCheckCmd) Run(e *env, k *kong.Context) error {
-	_, o, err := c.check(e.ctx)
+	_, o, err := c.check(e)
 	if err != nil {
 		return clientExit(k, e, err, false)
 	}
@@ -290,7 +296,7 @@ type clientUpdateDownloadCmd struct {
 }
 
 func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
-	cl, o, err := c.check(e.ctx)
+	cl, o, err := c.check(e)
 	if err != nil {
 		return clientExit(k, e, err, false)
 	}

@@ -217,3 +217,25 @@ func TestClientExitCodes(t *testing.T) {
 		t.Errorf("missing flags: exit %d, want 2", code)
 	}
 }
+
+// `keyward client --url …/api`: the server's 404 says the base URL should
+// not end in /api, and the command adds a hint naming the flag.
+func TestClientURLEndingInAPI(t *testing.T) {
+	clearEnv(t)
+	s := kwtest.Start(t, kwtest.Options{})
+	app := s.CreateApp("Prefix app")
+	key := app.GenerateKeys(1, "days", 30, 1)[0]
+	for _, url := range []string{s.URL + "/api", s.URL + "/api/"} {
+		for _, cmd := range [][]string{{"check", "--key", key}, {"login", "--key", key}, {"trial"}, {"update", "check", "--version", "1.0.0"}} {
+			code, _, errOut := run(t, append(append([]string{"client"}, cmd...), "--url", url, "--secret", app.Secret)...)
+			for _, want := range []string{"keyward: NOT_FOUND: No such endpoint. The base URL should not end in /api",
+				"keyward: hint: --url " + url + " ends in /api; give the server's root (without /api)"} {
+				if code != 3 || !strings.Contains(errOut, want) {
+					t.Errorf("%v --url %s: exit %d, %q; want %q", cmd, url, code, errOut, want)
+				}
+			}
+		}
+	}
+	// The root works, and a 404 there carries no hint.
+	mustRun(t, "client", "check", "--key", key, "--url", s.URL, "--secret", app.Secret)
+}
