@@ -53,10 +53,7 @@ type env struct {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c cli
 	exit := -1
-	parser, err := kong.New(&c, kong.Name("keyward"),
-		kong.Description("Self-hosted license, session, trial and update server."),
-		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
-		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }))
+	parser, err := newParser(&c, stdout, stderr, func(code int) { exit = code; panic(exitPanic{}) })
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -86,6 +83,14 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type exitPanic struct{}
+
+// newParser is keyward's command-line parser over c.
+func newParser(c *cli, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c, kong.Name("keyward"),
+		kong.Description("Self-hosted license, session, trial and update server."),
+		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
+		kong.Exit(exit))
+}
 
 // flagHints are flags people reach for that keyward spells differently.
 var flagHints = map[string]string{
