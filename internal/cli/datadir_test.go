@@ -13,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
 )
 
 // A data directory keyward cannot create is reported naming the directory,
@@ -143,4 +146,27 @@ func copyFile(t *testing.T, from, to string) {
 	if err := out.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// On PostgreSQL with the key file, update artifacts and signing keys
+// elsewhere nothing lives in the data directory, so an unusable one (here, under a file) does
+// not stop keyward: the check applies only where the directory is used.
+func TestDataDirUnusedOnPostgres(t *testing.T) {
+	clearEnv(t)
+	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
+		t.Skip(kwtest.NoPostgres)
+	}
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	os.WriteFile(file, nil, 0o644)
+	keys := filepath.Join(t.TempDir(), "secret.key")
+	s := kwtest.Start(t, kwtest.Options{Engine: "postgres", Configure: func(c *config.Config) {
+		c.Data = filepath.Join(file, "data")
+		c.SecretKeyFile = keys
+		c.BlobDir = t.TempDir()
+		c.SigningDir = t.TempDir()
+	}})
+	if r := s.Do("GET", "/readyz", nil, nil); r.Status != 200 {
+		t.Fatalf("readyz: %s", r)
+	}
+	mustRun(t, "migrate", "--database-url", s.DatabaseURL, "--data", filepath.Join(file, "data"))
 }
