@@ -215,6 +215,9 @@ func applySettings(s *license.AppSettings, patch map[string]json.RawMessage) err
 	if err := dec.Decode(&next); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if allowed := license.SettingAllowed(te.Field); allowed != "" {
+				return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid setting "+te.Field+": must be a whole number, "+allowed+".")
+			}
 			return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid setting "+te.Field+": wrong type.")
 		}
 		return apperr.New(apperr.Invalid, wire.CodeMissingFields, "Invalid settings.")

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -45,6 +46,8 @@ type env struct {
 	ctx    context.Context
 	stdout io.Writer
 	stderr io.Writer
+	// baseURL is the --url of a client command, once its client is built.
+	baseURL string
 }
 
 // Run executes the command line args (without the program name) and returns
@@ -52,10 +55,7 @@ type env struct {
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var c cli
 	exit := -1
-	parser, err := kong.New(&c, kong.Name("keyward"),
-		kong.Description("Self-hosted license, session, trial and update server."),
-		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
-		kong.Exit(func(code int) { exit = code; panic(exitPanic{}) }))
+	parser, err := newParser(&c, stdout, stderr, func(code int) { exit = code; panic(exitPanic{}) })
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -72,11 +72,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}()
 		kctx, err := parser.Parse(args)
 		if err != nil {
-			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			printError(stderr, flagHint(err, args))
 			return 2
 		}
 		if err := kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr}); err != nil {
-			fmt.Fprintf(stderr, "keyward: %v\n", err)
+			printError(stderr, err)
 			return 1
 		}
 		return 0
@@ -85,6 +85,51 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type exitPanic struct{}
+
+// newParser is keyward's command-line parser over c.
+func newParser(c *cli, stdout, stderr io.Writer, exit func(int)) (*kong.Kong, error) {
+	return kong.New(c, kong.Name("keyward"),
+		kong.Description("Self-hosted license, session, trial and update server."),
+		kong.Writers(stdout, stderr), kong.UsageOnError(), kong.Configuration(jsonConfig),
+		kong.Exit(exit))
+}
+
+// flagHints are flags people reach for that keyward spells differently.
+var flagHints = map[string]string{
+	"--port":   "use --addr 127.0.0.1:PORT (this machine only) or --addr :PORT (every interface)",
+	"--host":   "use --addr HOST:PORT",
+	"--listen": "use --addr HOST:PORT",
+}
+
+// flagHint adds a hint to kong's "unknown flag" error for a flag in
+// flagHints, with the value args gave it in place of PORT (--port 8081 →
+// --addr :8081).
+func flagHint(err error, args []string) error {
+	msg := err.Error()
+	for flag, hint := range flagHints {
+		if rest, ok := strings.CutPrefix(msg, "unknown flag "+flag); ok && (rest == "" || strings.HasPrefix(rest, ",")) {
+			for i, a := range args {
+				v, ok := strings.CutPrefix(a, flag+"=")
+				if !ok && a == flag && i+1 < len(args) {
+					v, ok = args[i+1], true
+				}
+				if _, perr := strconv.Atoi(v); ok && perr == nil {
+					hint = strings.ReplaceAll(hint, "PORT", v)
+					break
+				}
+			}
+			return fmt.Errorf("%w: %s", err, hint)
+		}
+	}
+	return err
+}
+
+// printError writes err as one "keyward: …" line. Errors of the client SDK
+// (and any other that already names the program) begin with "keyward: "
+// themselves; the prefix is written once, not doubled.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "keyward: %s\n", strings.TrimPrefix(err.Error(), "keyward: "))
+}
 
 type serveCmd struct {
 	config.Config `embed:""`

@@ -298,3 +298,27 @@ func TestAdminCreateValidationAndGeneratedPassword(t *testing.T) {
 		}
 	}
 }
+
+// `serve --addr 8081` and `serve --port 8081` fail before anything starts,
+// each with a hint spelling the --addr that listens on port 8081.
+func TestServeAddrHints(t *testing.T) {
+	clearEnv(t)
+	data := t.TempDir()
+	code, _, errOut := run(t, "serve", "--data", data, "--addr", "8081")
+	if code == 0 || !strings.Contains(errOut, "did you mean --addr 127.0.0.1:8081") || !strings.Contains(errOut, "--addr :8081") ||
+		strings.Contains(errOut, "keyward: keyward") {
+		t.Errorf("--addr 8081: exit %d, %q", code, errOut)
+	}
+	for _, args := range [][]string{{"--port", "8081"}, {"--port=8081"}} {
+		code, _, errOut = run(t, append([]string{"serve", "--data", data}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "unknown flag --port: use --addr 127.0.0.1:8081 (this machine only) or --addr :8081") {
+			t.Errorf("%v: exit %d, %q", args, code, errOut)
+		}
+	}
+	if code, _, errOut = run(t, "serve", "--data", data, "--port"); code != 2 || !strings.Contains(errOut, "use --addr 127.0.0.1:PORT") {
+		t.Errorf("--port without a value: exit %d, %q", code, errOut)
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Errorf("the refused commands wrote into the data directory: %v", entries)
+	}
+}

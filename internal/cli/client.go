@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
@@ -13,11 +14,13 @@ import (
 	"github.com/keyward/keyward/client"
 )
 
-// Exit codes of `keyward client …`.
+// Exit codes of `keyward client …`, as docs/clients.md lists them. A kill
+// code (BANNED, EXPIRED, …) refusing a sign-in, check or trial is a refusal
+// (3): only a session that was open and then ended exits 4.
 const (
 	exitClientError    = 1 // network or other error
 	exitClientRefused  = 3 // the server refused (error_code printed), or check: key not valid
-	exitClientKilled   = 4 // the session ended: kill code, NETWORK_LOST or CLOCK_SKEW
+	exitClientKilled   = 4 // an open session ended: kill code, NETWORK_LOST or CLOCK_SKEW
 	exitClientSecurity = 5 // a reply failed verification (signature, envelope, redirect)
 	exitClientChecksum = 6 // the downloaded file did not match the offered sha256
 )
@@ -60,7 +63,10 @@ func (h clientHWID) value() string {
 	return "keyward-cli-" + n
 }
 
-func (c clientConn) client() (*client.Client, error) {
+// client builds the SDK client of c, noting its base URL on e for
+// clientExit's hints.
+func (c clientConn) client(e *env) (*client.Client, error) {
+	e.baseURL = c.URL
 	opts := []client.Option{client.WithUserAgent("keyward-cli/" + Version)}
 	if len(c.Pin) > 0 {
 		var pems [][]byte
@@ -76,8 +82,10 @@ func (c clientConn) client() (*client.Client, error) {
 	return client.New(c.URL, c.Secret, opts...)
 }
 
-// clientExit prints err and exits with the code its kind calls for.
-func clientExit(k *kong.Context, e *env, err error) error {
+// clientExit prints err and exits with the code its kind calls for; open
+// says whether a session was open, so a kill code ends it (4) rather than
+// refusing a request (3).
+func clientExit(k *kong.Context, e *env, err error, open bool) error {
 	if err == nil {
 		return nil
 	}
@@ -85,7 +93,7 @@ func clientExit(k *kong.Context, e *env, err error) error {
 	var api *client.APIError
 	var sec *client.SecurityError
 	switch {
-	case client.IsKill(err):
+	case open && client.IsKill(err):
 		code = exitClientKilled
 	case errors.As(err, &sec):
 		code = exitClientSecurity
@@ -94,7 +102,10 @@ func clientExit(k *kong.Context, e *env, err error) error {
 	case errors.As(err, &api):
 		code = exitClientRefused
 	}
-	fmt.Fprintf(e.stderr, "keyward: %v\n", err)
+	printError(e.stderr, err)
+	if errors.As(err, &api) && api.Status == 404 && strings.HasSuffix(strings.TrimRight(e.baseURL, "/"), "/api") {
+		fmt.Fprintf(e.stderr, "keyward: hint: --url %s ends in /api; give the server's root (without /api): the client adds /api/… itself\n", e.baseURL)
+	}
 	k.Exit(code)
 	return nil
 }
@@ -124,13 +135,13 @@ type clientLoginCmd struct {
 // login signs key in from hwid over conn and prints the session; a refusal
 // is already turned into the command's exit (nil session).
 func login(e *env, k *kong.Context, conn clientConn, key, hwid string) (*client.Session, error) {
-	cl, err := conn.client()
+	cl, err := conn.client(e)
 	if err != nil {
 		return nil, err
 	}
 	s, err := cl.Login(e.ctx, key, hwid)
 	if err != nil {
-		return nil, clientExit(k, e, err)
+		return nil, clientExit(k, e, err, false)
 	}
 	printSession(e.stdout, s)
 	return s, nil
@@ -142,7 +153,7 @@ func (c *clientLoginCmd) Run(e *env, k *kong.Context) error {
 		return err
 	}
 	if !c.Keep {
-		return clientExit(k, e, s.Logout(e.ctx))
+		return clientExit(k, e, s.Logout(e.ctx), true)
 	}
 	return nil
 }
@@ -187,12 +198,12 @@ func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
 		},
 	})
 	if client.IsKill(err) {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, true)
 	}
 	lctx, lcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer lcancel()
 	if lerr := s.Logout(lctx); lerr != nil {
-		fmt.Fprintf(e.stderr, "keyward: logout: %v\n", lerr)
+		printError(e.stderr, fmt.Errorf("logout: %s", strings.TrimPrefix(lerr.Error(), "keyward: ")))
 	}
 	fmt.Fprintln(e.stdout, "stopped")
 	return nil
@@ -204,13 +215,13 @@ type clientCheckCmd struct {
 }
 
 func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
+	cl, err := c.client(e)
 	if err != nil {
 		return err
 	}
 	st, err := cl.CheckKey(e.ctx, c.Key)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "valid %v\nstatus %s\ntype %s\nexpires %s\nmax_devices %d\n",
 		st.Valid, st.Key.Status, st.Key.KeyType, printTime(st.Key.ExpiresAt), st.Key.MaxDevices)
@@ -226,16 +237,16 @@ type clientTrialCmd struct {
 }
 
 func (c *clientTrialCmd) Run(e *env, k *kong.Context) error {
-	cl, err := c.client()
+	cl, err := c.client(e)
 	if err != nil {
 		return err
 	}
 	tr, err := cl.StartTrial(e.ctx, c.value())
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "trial %s\nexpires %s\nresumed %v\n", tr.Key, printTime(tr.ExpiresAt), tr.Resumed)
-	return clientExit(k, e, tr.Logout(e.ctx))
+	return clientExit(k, e, tr.Logout(e.ctx), true)
 }
 
 type clientUpdateFlags struct {
@@ -248,12 +259,12 @@ type clientUpdateFlags struct {
 	HWID       string `name:"hwid" env:"KEYWARD_CLIENT_HWID" help:"Device id (rollout bucketing)."`
 }
 
-func (c clientUpdateFlags) check(ctx context.Context) (*client.Client, *client.UpdateOffer, error) {
-	cl, err := c.client()
+func (c clientUpdateFlags) check(e *env) (*client.Client, *client.UpdateOffer, error) {
+	cl, err := c.client(e)
 	if err != nil {
 		return nil, nil, err
 	}
-	o, err := cl.CheckUpdate(ctx, client.UpdateRequest{Version: c.Version, Channel: c.Channel, OS: c.OS, Arch: c.Arch,
+	o, err := cl.CheckUpdate(e.ctx, client.UpdateRequest{Version: c.Version, Channel: c.Channel, OS: c.OS, Arch: c.Arch,
 		LicenseKey: c.Key, HWID: c.HWID})
 	return cl, o, err
 }
@@ -267,9 +278,9 @@ type clientUpdateCheckCmd struct {
 }
 
 func (c *clientUpdateCheckCmd) Run(e *env, k *kong.Context) error {
-	_, o, err := c.check(e.ctx)
+	_, o, err := c.check(e)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	if o == nil {
 		fmt.Fprintln(e.stdout, "up to date")
@@ -285,9 +296,9 @@ type clientUpdateDownloadCmd struct {
 }
 
 func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
-	cl, o, err := c.check(e.ctx)
+	cl, o, err := c.check(e)
 	if err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	if o == nil {
 		fmt.Fprintln(e.stdout, "up to date")
@@ -299,7 +310,7 @@ func (c *clientUpdateDownloadCmd) Run(e *env, k *kong.Context) error {
 		out = "update-" + o.Version + ".bin"
 	}
 	if err := cl.DownloadFile(e.ctx, o, out); err != nil {
-		return clientExit(k, e, err)
+		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "saved %s\n", out)
 	return nil

@@ -135,3 +135,107 @@ func TestClientCommands(t *testing.T) {
 		t.Fatalf("unreachable server: exit %d", code)
 	}
 }
+
+// Errors are printed as one line with one "keyward: " prefix, also when the
+// error comes from the client SDK, whose messages name the program already.
+func TestErrorPrefixOnce(t *testing.T) {
+	clearEnv(t)
+	s := kwtest.Start(t, kwtest.Options{})
+	app := s.CreateApp("Prefix app")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"bad base URL", []string{"client", "check", "--key", "K", "--url", "ftp://example.com", "--secret", app.Secret}, 1,
+			"keyward: base URL \"ftp://example.com\" must be http(s)://host[:port][/prefix]\n"},
+		{"refusal", []string{"client", "check", "--key", "NOPE-NOPE", "--url", s.URL, "--secret", app.Secret}, 3,
+			"keyward: INVALID_KEY"},
+		{"usage", []string{"client", "check"}, 2, "keyward: missing flags"},
+	}
+	for _, c := range cases {
+		code, _, errOut := run(t, c.args...)
+		if code != c.code || !strings.HasPrefix(errOut, c.want) || strings.Count(errOut, "keyward: keyward") != 0 ||
+			strings.Count(strings.SplitN(errOut, "\n", 2)[0], "keyward:") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q once", c.name, code, errOut, c.code, c.want)
+		}
+	}
+}
+
+// Every refusal class exits with the code docs/clients.md lists for it: a
+// kill code (BANNED, PAUSED, EXPIRED) refusing a sign-in or a check is a
+// refusal (3), not an ended session (4, which TestClientCommands checks for
+// a heartbeat loop a ban ends).
+func TestClientExitCodes(t *testing.T) {
+	clearEnv(t)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		app := s.CreateApp("Exit codes")
+		keys := append(app.GenerateKeys(3, "days", 30, 1), app.GenerateKeys(2, "days", 1, 1)...)
+		banned, paused, bound, expired, fine := keys[0], keys[1], keys[2], keys[3], keys[4]
+		for _, k := range []string{bound, expired} {
+			mustRun(t, "client", "login", "--key", k, "--hwid", "pc-1", "--url", s.URL, "--secret", app.Secret)
+		}
+		if r := app.KeyAction("ban", banned, nil); r.Status != 200 {
+			t.Fatalf("ban: %s", r)
+		}
+		if r := app.KeyAction("pause", paused, nil); r.Status != 200 {
+			t.Fatalf("pause: %s", r)
+		}
+		s.Clock.Advance(48 * time.Hour) // the activated one-day key expires; the unused one starts now
+		cases := []struct {
+			name, cmd, key, hwid string
+			code                 int
+			stderr               string
+		}{
+			{"login banned", "login", banned, "pc-1", 3, "BANNED"},
+			{"login paused", "login", paused, "pc-1", 3, "PAUSED"},
+			{"login expired", "login", expired, "pc-1", 3, "EXPIRED"},
+			{"login unknown", "login", "NOPE-NOPE-NOPE", "pc-1", 3, "INVALID_KEY"},
+			{"login other device", "login", bound, "pc-2", 3, "HWID_MISMATCH"},
+			{"check banned", "check", banned, "", 3, ""},
+			{"check unknown", "check", "NOPE-NOPE-NOPE", "", 3, "INVALID_KEY"},
+			{"login fine", "login", fine, "pc-1", 0, ""},
+		}
+		for _, c := range cases {
+			args := []string{"client", c.cmd, "--key", c.key, "--url", s.URL, "--secret", app.Secret}
+			if c.hwid != "" {
+				args = append(args, "--hwid", c.hwid)
+			}
+			code, out, errOut := run(t, args...)
+			if code != c.code || !strings.Contains(errOut, c.stderr) {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d with %q", c.name, code, out, errOut, c.code, c.stderr)
+			}
+		}
+	})
+	// No server answering: 1; a usage error: 2.
+	if code, _, _ := run(t, "client", "check", "--key", "K", "--url", "http://127.0.0.1:1", "--secret", strings.Repeat("a", 64)); code != 1 {
+		t.Errorf("unreachable server: exit %d, want 1", code)
+	}
+	if code, _, _ := run(t, "client", "check", "--key", "K"); code != 2 {
+		t.Errorf("missing flags: exit %d, want 2", code)
+	}
+}
+
+// `keyward client --url …/api`: the server's 404 says the base URL should
+// not end in /api, and the command adds a hint naming the flag.
+func TestClientURLEndingInAPI(t *testing.T) {
+	clearEnv(t)
+	s := kwtest.Start(t, kwtest.Options{})
+	app := s.CreateApp("Prefix app")
+	key := app.GenerateKeys(1, "days", 30, 1)[0]
+	for _, url := range []string{s.URL + "/api", s.URL + "/api/"} {
+		for _, cmd := range [][]string{{"check", "--key", key}, {"login", "--key", key}, {"trial"}, {"update", "check", "--version", "1.0.0"}} {
+			code, _, errOut := run(t, append(append([]string{"client"}, cmd...), "--url", url, "--secret", app.Secret)...)
+			for _, want := range []string{"keyward: NOT_FOUND: No such endpoint. The base URL should not end in /api",
+				"keyward: hint: --url " + url + " ends in /api; give the server's root (without /api)"} {
+				if code != 3 || !strings.Contains(errOut, want) {
+					t.Errorf("%v --url %s: exit %d, %q; want %q", cmd, url, code, errOut, want)
+				}
+			}
+		}
+	}
+	// The root works, and a 404 there carries no hint.
+	mustRun(t, "client", "check", "--key", key, "--url", s.URL, "--secret", app.Secret)
+}

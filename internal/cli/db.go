@@ -14,6 +14,11 @@ import (
 // openDB opens the database with the secret key file (generated when
 // absent, as serve does), for commands that read or write secrets.
 func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
+	if cfg.Data != "" && (cfg.DatabaseURL == "" || cfg.SecretKeyFile == "") { // as server.New
+		if err := store.PrepareDataDir(cfg.Data); err != nil {
+			return nil, err
+		}
+	}
 	keys, _, err := seal.LoadOrCreate(cfg.SecretKeyPath())
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ type loadtestCmd struct {
 	AdminPassword string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
 	Data          string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
 	DatabaseURL   string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
+	SecretKeyFile string        `name:"secret-key-file" type:"path" help:"Key file of the secrets in --database-url's database (default: <data>/secret.key; without --data a temporary one, so run again on that database with --data or this flag)."`
 	Mode          string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key" help:"What to measure: heartbeat, login or check-key."`
 	Sessions      int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
 	Keys          int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
@@ -41,7 +42,7 @@ func (c *loadtestCmd) Run(e *env) error {
 		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
 	}
 	if c.URL == "" {
-		stop, err := c.startServer(e.ctx, &o)
+		stop, err := c.startServer(e.ctx, &o, e.stderr)
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (c *loadtestCmd) Run(e *env) error {
 
 // startServer boots a keyward in this process on 127.0.0.1 with a fresh
 // temporary SQLite database (or --data / --database-url) and points o at it.
-func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options) (stop func(), err error) {
+func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stderr io.Writer) (stop func(), err error) {
 	data, cleanup := c.Data, func() {}
 	// Without --data (also on PostgreSQL) a temporary directory holds the
 	// database or just the generated secret key file.
@@ -80,12 +81,16 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options) (sto
 			return nil, err
 		}
 		cleanup = func() { os.RemoveAll(data) }
+		if c.DatabaseURL != "" && c.SecretKeyFile == "" {
+			fmt.Fprintf(stderr, "loadtest: no --data: update artifacts and the secret key file go to %s, removed at exit; "+
+				"a later run on this database needs that key: give --data DIR (or --secret-key-file FILE) to keep it\n", data)
+		}
 	}
 	if o.AdminPassword == "" {
 		o.AdminPassword = server.GeneratePassword()
 	}
 	cfg := config.Config{
-		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL},
+		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL, SecretKeyFile: c.SecretKeyFile},
 		Addr:     "127.0.0.1:0", SessionTimeout: 180 * time.Second, BcryptCost: 10, TokenTTL: time.Hour,
 		LogFormat: "text", LogLevel: "warn", AdminUsername: o.AdminUsername, AdminPassword: o.AdminPassword,
 		Limits: config.DefaultLimits(),

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -192,23 +193,38 @@ type Config struct {
 	AdminPassword string `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"Password of the first admin; generated and printed once when empty."`
 }
 
+// checkAddr checks a listen address given as flag (or env). A bare port
+// ("8081") is refused rather than read as ":8081": that would listen on
+// every interface where the default listens on 127.0.0.1 only, and which
+// of the two was meant is not ours to guess; the refusal names both.
+func checkAddr(flag, env, addr string) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		if p, perr := strconv.Atoi(addr); perr == nil && p >= 0 && p <= 65535 {
+			return fmt.Errorf("%s (%s) %q is a port without a host: did you mean %s 127.0.0.1:%s (this machine only, like the default) or %s :%s (every interface)?",
+				flag, env, addr, flag, addr, flag, addr)
+		}
+		return fmt.Errorf("%s (%s) %q: %v (the form is HOST:PORT, e.g. 127.0.0.1:8080 or :8080)", flag, env, addr, err)
+	}
+	return nil
+}
+
 // TLS reports whether serve terminates TLS itself.
 func (c *Config) TLS() bool { return c.TLSCert != "" || c.ACMEDomain != "" }
 
 // Validate checks the configuration, naming the setting at fault.
 func (c *Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		errs = append(errs, fmt.Errorf("--addr (KEYWARD_ADDR) %q: %v", c.Addr, err))
+	if err := checkAddr("--addr", "KEYWARD_ADDR", c.Addr); err != nil {
+		errs = append(errs, err)
 	}
 	if c.HTTPAddr != "" {
-		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--http-addr (KEYWARD_HTTP_ADDR) %q: %v", c.HTTPAddr, err))
+		if err := checkAddr("--http-addr", "KEYWARD_HTTP_ADDR", c.HTTPAddr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.MetricsAddr != "" {
-		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
-			errs = append(errs, fmt.Errorf("--metrics-addr (KEYWARD_METRICS_ADDR) %q: %v", c.MetricsAddr, err))
+		if err := checkAddr("--metrics-addr", "KEYWARD_METRICS_ADDR", c.MetricsAddr); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {

@@ -94,3 +94,33 @@ func TestShutdownTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A bare port is refused with a hint naming both readings (this machine
+// only, every interface); any other malformed address names the form.
+func TestValidateAddrHints(t *testing.T) {
+	cases := []struct {
+		set  func(*Config)
+		want []string
+	}{
+		{func(c *Config) { c.Addr = "8081" }, []string{`--addr (KEYWARD_ADDR) "8081" is a port without a host`, "did you mean --addr 127.0.0.1:8081", "or --addr :8081"}},
+		{func(c *Config) { c.HTTPAddr = "80" }, []string{"did you mean --http-addr 127.0.0.1:80", "--http-addr :80"}},
+		{func(c *Config) { c.MetricsAddr = "9090" }, []string{"did you mean --metrics-addr 127.0.0.1:9090"}},
+		{func(c *Config) { c.Addr = "localhost" }, []string{`--addr (KEYWARD_ADDR) "localhost"`, "missing port", "HOST:PORT"}},
+	}
+	for _, tc := range cases {
+		c := parse(t)
+		tc.set(&c)
+		err := c.Validate()
+		for _, w := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("error %v, want it to contain %q", err, w)
+			}
+		}
+	}
+	for _, ok := range []string{":8081", "127.0.0.1:8081", "[::1]:8081", "0.0.0.0:0"} {
+		c := parse(t, "--addr", ok)
+		if err := c.Validate(); err != nil {
+			t.Errorf("--addr %s: %v", ok, err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/wire"
@@ -139,6 +140,18 @@ func ErrorReply(ctx context.Context, e *apperr.Error) []byte {
 var (
 	ErrNoEndpoint = apperr.New(apperr.NotFound, wire.CodeNotFound, "No such endpoint.")
 )
+
+// NoEndpoint is the refusal of a path no route answers: ErrNoEndpoint
+// (404 NOT_FOUND, as shipped clients have always seen), with a hint in the
+// message when the path starts /api/api/ — what a client configured with a
+// base URL ending in /api sends (every route path begins with /api/ itself).
+func NoEndpoint(r *http.Request) *apperr.Error {
+	if p := r.URL.Path; p == "/api/api" || strings.HasPrefix(p, "/api/api/") {
+		return apperr.New(apperr.NotFound, wire.CodeNotFound,
+			"No such endpoint. The base URL should not end in /api: give the server's root (https://host or https://host/prefix), and the client adds /api/… itself.")
+	}
+	return ErrNoEndpoint
+}
 
 // MethodNotAllowed refuses a method the route does not answer, naming the
 // ones it does in Allow.

@@ -174,7 +174,7 @@ func (a *API) Handler() http.Handler {
 	}
 
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a.Error(w, r, edge.ErrNoEndpoint)
+		a.Error(w, r, edge.NoEndpoint(r))
 	}))
 	return a.Edge.Handler(mux, ui)
 }

@@ -31,56 +31,98 @@ func webURL(s string) bool {
 	return len(s) <= 2048 && err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
+// SettingRange is the allowed range of one whole-number app setting.
+type SettingRange struct {
+	Name     string // JSON name
+	Min, Max int
+	Unit     string // "seconds", "hours", … ("" for a count)
+	Zero     string // what 0 means when it is allowed and special ("off", "no cap"), else ""
+	get      func(*AppSettings) int
+}
+
+// Allowed is the range as refusals and the dashboard word it, e.g. "5 to
+// 3600 seconds" or "0 (off) to 100000".
+func (r SettingRange) Allowed() string {
+	lo := fmt.Sprint(r.Min)
+	if r.Zero != "" {
+		lo += " (" + r.Zero + ")"
+	}
+	s := lo + " to " + fmt.Sprint(r.Max)
+	if r.Unit != "" {
+		s += " " + r.Unit
+	}
+	return s
+}
+
+// settingRanges are the whole-number settings and their ranges, checked in
+// this order; each refusal names its own setting and range. trial_duration
+// is checked apart: its range depends on trial_duration_unit.
+var settingRanges = []SettingRange{
+	{"heartbeat_interval", 5, 3600, "seconds", "", func(s *AppSettings) int { return s.HeartbeatInterval }},
+	{"self_reset_cooldown_hours", 0, 8760, "hours", "", func(s *AppSettings) int { return s.SelfResetCooldownHours }},
+	{"reset_auto_approve_days", 0, 3650, "days", "off", func(s *AppSettings) int { return s.ResetAutoApproveDays }},
+	{"trial_max_devices", 1, 10000, "", "", func(s *AppSettings) int { return s.TrialMaxDevices }},
+	{"trial_ip_limit", 0, 100000, "", "no cap", func(s *AppSettings) int { return s.TrialIPLimit }},
+	{"trial_ip_window_hours", 1, 8760, "hours", "", func(s *AppSettings) int { return s.TrialIPWindowHours }},
+	{"account_signup_days", 0, 36500, "days", "", func(s *AppSettings) int { return s.AccountSignupDays }},
+	{"account_max_devices", 1, 10000, "", "", func(s *AppSettings) int { return s.AccountMaxDevices }},
+	{"account_password_min_length", 6, 72, "characters", "", func(s *AppSettings) int { return s.AccountPasswordMinLength }},
+	{"leak_max_hwids", 0, 100000, "", "off", func(s *AppSettings) int { return s.LeakMaxHWIDs }},
+	{"leak_max_ips", 0, 100000, "", "off", func(s *AppSettings) int { return s.LeakMaxIPs }},
+	{"leak_window_hours", 1, 8760, "hours", "", func(s *AppSettings) int { return s.LeakWindowHours }},
+	{"suspicious_invalid_keys", 0, 1000000, "", "off", func(s *AppSettings) int { return s.SuspiciousInvalidKeys }},
+	{"suspicious_envelope_failures", 0, 1000000, "", "off", func(s *AppSettings) int { return s.SuspiciousEnvelopeFailures }},
+	{"suspicious_trials", 0, 1000000, "", "off", func(s *AppSettings) int { return s.SuspiciousTrials }},
+	{"suspicious_window_minutes", 1, 10080, "minutes", "", func(s *AppSettings) int { return s.SuspiciousWindowMinutes }},
+}
+
+// trialDurationAllowed is trial_duration's range, by unit.
+const trialDurationAllowed = "1 to 87600 hours or 1 to 3650 days (ten years)"
+
+// SettingAllowed is the allowed range of the whole-number setting name, as
+// refusals word it ("" when name is not one).
+func SettingAllowed(name string) string {
+	if name == "trial_duration" {
+		return trialDurationAllowed
+	}
+	for _, r := range settingRanges {
+		if r.Name == name {
+			return r.Allowed()
+		}
+	}
+	return ""
+}
+
 // Validate checks an app's editable fields and returns MISSING_FIELDS on the
-// first one out of range.
+// first one out of range, naming it and, for a number, its allowed range.
 func (a *App) Validate() error {
 	st := a.Settings
+	for _, r := range settingRanges {
+		if v := r.get(&st); v < r.Min || v > r.Max {
+			return apperr.InvalidField(r.Name, fmt.Sprintf("%d is out of range; allowed: %s", v, r.Allowed()))
+		}
+	}
 	switch {
 	case strings.TrimSpace(a.Name) == "" || len(a.Name) > 200:
 		return apperr.InvalidField("name", "must be 1 to 200 characters")
 	case len(a.Version) > 64:
 		return apperr.InvalidField("version", "must be at most 64 characters")
-	case st.HeartbeatInterval < 5 || st.HeartbeatInterval > 3600:
-		return apperr.InvalidField("heartbeat_interval", "must be 5 to 3600 seconds")
-	case st.SelfResetCooldownHours < 0 || st.SelfResetCooldownHours > 8760:
-		return apperr.InvalidField("self_reset_cooldown_hours", "must be 0 to 8760")
-	case st.ResetAutoApproveDays < 0 || st.ResetAutoApproveDays > 3650:
-		return apperr.InvalidField("reset_auto_approve_days", "must be 0 (off) to 3650")
 	case !prefixRE.MatchString(st.KeyPrefix):
 		return apperr.InvalidField("key_prefix", "must be at most 12 upper-case letters or digits")
-	case len(st.MaintenanceMessage) > 1000 || len(st.LoginMessage) > 1000:
-		return apperr.InvalidField("message", "must be at most 1000 characters")
+	case len(st.MaintenanceMessage) > 1000:
+		return apperr.InvalidField("maintenance_message", "must be at most 1000 characters")
+	case len(st.LoginMessage) > 1000:
+		return apperr.InvalidField("login_message", "must be at most 1000 characters")
 	case len(st.DownloadURL) > 2048:
 		return apperr.InvalidField("download_url", "must be at most 2048 characters")
 	case st.TrialDurationUnit != "hours" && st.TrialDurationUnit != "days":
 		return apperr.InvalidField("trial_duration_unit", `must be "hours" or "days"`)
 	case st.TrialDuration < 1 || TrialLength(st) > 3650*24*time.Hour:
-		return apperr.InvalidField("trial_duration", "must be at least 1 and at most ten years")
-	case st.TrialMaxDevices < 1 || st.TrialMaxDevices > 10000:
-		return apperr.InvalidField("trial_max_devices", "must be 1 to 10000")
-	case st.TrialIPLimit < 0 || st.TrialIPLimit > 100000:
-		return apperr.InvalidField("trial_ip_limit", "must be 0 (no cap) to 100000")
-	case st.TrialIPWindowHours < 1 || st.TrialIPWindowHours > 8760:
-		return apperr.InvalidField("trial_ip_window_hours", "must be 1 to 8760")
-	case st.AccountSignupDays < 0 || st.AccountSignupDays > 36500:
-		return apperr.InvalidField("account_signup_days", "must be 0 to 36500")
-	case st.AccountMaxDevices < 1 || st.AccountMaxDevices > 10000:
-		return apperr.InvalidField("account_max_devices", "must be 1 to 10000")
+		return apperr.InvalidField("trial_duration", fmt.Sprintf("%d %s is out of range; allowed: %s", st.TrialDuration, st.TrialDurationUnit, trialDurationAllowed))
 	case st.AccountRedeemMode != RedeemStack && st.AccountRedeemMode != RedeemRestart:
 		return apperr.InvalidField("account_redeem_mode", `must be "stack" or "restart"`)
-	case st.AccountPasswordMinLength < 6 || st.AccountPasswordMinLength > 72:
-		return apperr.InvalidField("account_password_min_length", "must be 6 to 72")
-	case st.LeakMaxHWIDs < 0 || st.LeakMaxHWIDs > 100000 || st.LeakMaxIPs < 0 || st.LeakMaxIPs > 100000:
-		return apperr.InvalidField("leak_max_hwids", "leak_max_hwids and leak_max_ips must be 0 (off) to 100000")
-	case st.LeakWindowHours < 1 || st.LeakWindowHours > 8760:
-		return apperr.InvalidField("leak_window_hours", "must be 1 to 8760")
 	case st.LeakAction != LeakActionNone && st.LeakAction != LeakActionPause && st.LeakAction != LeakActionRotate:
 		return apperr.InvalidField("leak_action", `must be "none", "pause" or "rotate"`)
-	case st.SuspiciousInvalidKeys < 0 || st.SuspiciousEnvelopeFailures < 0 || st.SuspiciousTrials < 0 ||
-		st.SuspiciousInvalidKeys > 1000000 || st.SuspiciousEnvelopeFailures > 1000000 || st.SuspiciousTrials > 1000000:
-		return apperr.InvalidField("suspicious_invalid_keys", "suspicious_* thresholds must be 0 (off) to 1000000")
-	case st.SuspiciousWindowMinutes < 1 || st.SuspiciousWindowMinutes > 10080:
-		return apperr.InvalidField("suspicious_window_minutes", "must be 1 to 10080")
 	case !webURL(st.Branding.LogoURL) || !webURL(st.Branding.WebsiteURL):
 		return apperr.InvalidField("branding", "logo_url and website_url must be http or https URLs of at most 2048 characters")
 	case !colorRE.MatchString(st.Branding.PrimaryColor) || !colorRE.MatchString(st.Branding.AccentColor):

@@ -129,6 +129,15 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 	// absent. A generated key that does not match the database (another
 	// process's key on PostgreSQL, a restore without its key file) is
 	// refused by SealSecrets in init, naming the key the database needs.
+	if cfg.Data != "" && (cfg.DatabaseURL == "" || cfg.SecretKeyFile == "") {
+		// The database or the key file lives there: a directory keyward
+		// cannot use is reported as such, naming the user, before either
+		// is opened. (PostgreSQL with a key file elsewhere may run with
+		// no usable data directory, e.g. with S3 and a read-only disk.)
+		if err := store.PrepareDataDir(cfg.Data); err != nil {
+			return nil, err
+		}
+	}
 	keyPath := cfg.SecretKeyPath()
 	keys, created, err := seal.LoadOrCreate(keyPath)
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -125,11 +124,8 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 }
 
 func openSQLite(ctx context.Context, o Options) (*DB, error) {
-	if o.DataDir == "" {
-		return nil, errors.New("data directory is empty")
-	}
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
+	if err := PrepareDataDir(o.DataDir); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(o.DataDir, "keyward.db")
 	// busy_timeout comes before journal_mode so that switching to WAL waits

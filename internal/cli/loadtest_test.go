@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/keyward/keyward/internal/kwtest"
+)
+
+// shellWords splits a command line written in the docs as a POSIX shell
+// would for the simple forms they use: words separated by spaces, 'single'
+// and "double" quotes.
+func shellWords(t *testing.T, line string) []string {
+	var words []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, in = r, true
+		case r == ' ' || r == '\t':
+			if in {
+				words = append(words, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(r)
+			in = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if in {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+// Every `keyward loadtest` command line in docs/performance.md (as `go run
+// ./cmd/keyward loadtest …`, `keyward loadtest …` or a built binary such as
+// `/tmp/kw-new loadtest …`) is accepted by the command-line parser as
+// written: no flag there is unknown or malformed.
+func TestLoadtestDocCommandLines(t *testing.T) {
+	clearEnv(t)
+	doc, err := os.ReadFile("../../docs/performance.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile("(?m)(?:go run \\./cmd/keyward|\\bkeyward|/tmp/kw[-\\w]*) (loadtest\\b[^`\\n#]*)")
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(string(doc), -1) {
+		args := shellWords(t, strings.TrimSpace(m[1]))
+		var c cli
+		p, err := newParser(&c, io.Discard, io.Discard, func(code int) { t.Fatalf("%q: exit %d", m[0], code) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Parse(args); err != nil {
+			t.Errorf("docs/performance.md: %q: %v", m[0], err)
+		}
+		n++
+	}
+	if n < 10 {
+		t.Fatalf("found %d loadtest command lines in docs/performance.md, expected at least 10", n)
+	}
+}
+
+// `keyward loadtest --database-url …` without --data runs: update artifacts
+// and the generated key file go to a temporary directory removed at exit, and
+// it says so. A later run on that database is refused naming
+// --secret-key-file; with --secret-key-file (or --data) it runs again.
+func TestLoadtestDatabaseURLWithoutData(t *testing.T) {
+	clearEnv(t)
+	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
+		t.Skip(kwtest.NoPostgres)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	small := []string{"loadtest", "--sessions", "5", "--duration", "200ms", "--warmup", "0s", "--conns", "4"}
+	db := kwtest.PostgresURL(t)
+	code, out, errOut := run(t, append(small, "--database-url", db)...)
+	if code != 0 || !strings.Contains(out, "heartbeat / echo") || !strings.Contains(errOut, "loadtest: no --data") {
+		t.Fatalf("first run: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the temporary directory was left behind: %v", left)
+	}
+	code, _, errOut = run(t, append(small, "--database-url", db)...)
+	if code != 1 || !strings.Contains(errOut, "--secret-key-file") {
+		t.Fatalf("second run with another temporary key: exit %d, %q", code, errOut)
+	}
+
+	// Keeping the key: with --secret-key-file the same database runs twice.
+	db = kwtest.PostgresURL(t)
+	key := filepath.Join(t.TempDir(), "secret.key")
+	for i := range 2 {
+		code, out, errOut = run(t, append(small, "--database-url", db, "--secret-key-file", key, "--admin-password", "loadtest-password-1")...)
+		if code != 0 || !strings.Contains(out, "heartbeat / echo") || strings.Contains(errOut, "loadtest: no --data") {
+			t.Fatalf("run %d with --secret-key-file: exit %d\nstdout %s\nstderr %s", i+1, code, out, errOut)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the temporary directory was left behind: %v", left)
+	}
+}
