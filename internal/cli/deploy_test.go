@@ -8,9 +8,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -18,6 +20,8 @@ import (
 	"io"
 	"maps"
 	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +32,9 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
 )
 
 // Paths the shipped files use, replaced by temporary ones in the tests.
@@ -626,39 +633,202 @@ func TestDeployBackupUnitCommands(t *testing.T) {
 }
 
 // TestDeployProxyConfigs checks the proxy snippets of layout 1 with the
-// proxies themselves where they are installed: `nginx -t` on
-// deploy/nginx.conf (inside a minimal nginx.conf, with a throwaway
-// certificate in place of the Let's Encrypt paths) and `caddy validate` on
-// deploy/Caddyfile.
+// proxies themselves, where they are installed: `nginx -t` and `caddy
+// validate` on them as shipped, then a real keyward (--trust-proxy) behind
+// each, the snippet changed only in its ports, upstream and certificate.
+// Through HTTPS a ban is audited with the address the client connected from
+// (127.0.0.2), not the X-Forwarded-For it forged, and replies carry HSTS
+// (X-Forwarded-Proto reached keyward); over plain HTTP the client API is
+// answered in place while the admin and reseller APIs and the dashboard are
+// redirected to HTTPS with 308.
 func TestDeployProxyConfigs(t *testing.T) {
-	checked := 0
-	if nginx, err := exec.LookPath("nginx"); err == nil {
-		checked++
+	t.Run("nginx", func(t *testing.T) {
+		nginx, err := exec.LookPath("nginx")
+		if err != nil {
+			t.Skip("nginx is not installed: deploy/nginx.conf cannot be checked here")
+		}
 		dir := t.TempDir()
 		cert, key := writeSelfSigned(t, dir)
-		site := strings.NewReplacer(
+		certs := strings.NewReplacer(
 			"/etc/letsencrypt/live/licensing.example.com/fullchain.pem", cert,
-			"/etc/letsencrypt/live/licensing.example.com/privkey.pem", key,
-		).Replace(repoFile(t, "deploy/nginx.conf"))
-		os.WriteFile(filepath.Join(dir, "keyward.conf"), []byte(site), 0o644)
-		main := fmt.Sprintf("pid %s/nginx.pid;\nerror_log stderr;\nevents {}\nhttp {\n  access_log off;\n  include %s/keyward.conf;\n}\n", dir, dir)
-		os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644)
-		if out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-c", filepath.Join(dir, "nginx.conf")).CombinedOutput(); err != nil {
-			t.Errorf("nginx -t on deploy/nginx.conf: %v\n%s", err, out)
+			"/etc/letsencrypt/live/licensing.example.com/privkey.pem", key)
+		conf := func(site string) string {
+			os.WriteFile(filepath.Join(dir, "keyward.conf"), []byte(site), 0o644)
+			main := fmt.Sprintf("pid %s/nginx.pid;\nerror_log %s/error.log;\ndaemon off;\nevents {}\nhttp {\n  access_log off;\n  include %s/keyward.conf;\n}\n", dir, dir, dir)
+			os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(main), 0o644)
+			return filepath.Join(dir, "nginx.conf")
 		}
-	}
-	if caddy, err := exec.LookPath("caddy"); err == nil {
-		checked++
-		cmd := exec.Command(caddy, "validate", "--adapter", "caddyfile", "--config", filepath.Join("..", "..", "deploy", "Caddyfile"))
-		cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_DATA_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("caddy validate on deploy/Caddyfile: %v\n%s", err, out)
+		shipped := certs.Replace(repoFile(t, "deploy/nginx.conf"))
+		if out, err := exec.Command(nginx, "-t", "-q", "-p", dir, "-c", conf(shipped)).CombinedOutput(); err != nil {
+			t.Fatalf("nginx -t on deploy/nginx.conf: %v\n%s", err, out)
+		}
+
+		srv, app, licenseKey := proxiedKeyward(t)
+		httpsAddr, httpAddr := freeAddr(t), freeAddr(t)
+		site := strings.NewReplacer("server 127.0.0.1:8080;", "server "+srv.Addr()+";",
+			"listen 443 ssl;", "listen "+httpsAddr+" ssl;", "listen [::]:443 ssl;", "",
+			"listen 80;", "listen "+httpAddr+";", "listen [::]:80;", "").Replace(shipped)
+		if site == shipped || strings.Contains(site, "server 127.0.0.1:8080") || strings.Contains(site, ":443") || strings.Contains(site, "listen 80") {
+			t.Fatal("deploy/nginx.conf no longer has the lines this test moves to free ports")
+		}
+		startProxy(t, exec.Command(nginx, "-p", dir, "-c", conf(site)))
+		checkProxy(t, httpsAddr, httpAddr, srv, app, licenseKey)
+	})
+	t.Run("caddy", func(t *testing.T) {
+		caddy, err := exec.LookPath("caddy")
+		if err != nil {
+			t.Skip("caddy is not installed: deploy/Caddyfile cannot be checked here")
+		}
+		dir := t.TempDir()
+		env := append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+		validate := exec.Command(caddy, "validate", "--adapter", "caddyfile", "--config", filepath.Join("..", "..", "deploy", "Caddyfile"))
+		validate.Env = env
+		if out, err := validate.CombinedOutput(); err != nil {
+			t.Fatalf("caddy validate on deploy/Caddyfile: %v\n%s", err, out)
 		} else if strings.Contains(string(out), "not formatted") {
 			t.Errorf("deploy/Caddyfile is not formatted as caddy fmt would:\n%s", out)
 		}
+
+		srv, app, licenseKey := proxiedKeyward(t)
+		httpsAddr, httpAddr := freeAddr(t), freeAddr(t)
+		_, httpsPort, _ := strings.Cut(httpsAddr, ":")
+		_, httpPort, _ := strings.Cut(httpAddr, ":")
+		shipped := repoFile(t, "deploy/Caddyfile")
+		// The shipped sites with a local CA instead of Let's Encrypt, on free ports.
+		site := fmt.Sprintf("{\n\tadmin off\n\tskip_install_trust\n\thttp_port %s\n\thttps_port %s\n}\n\n", httpPort, httpsPort) +
+			strings.NewReplacer("127.0.0.1:8080", srv.Addr(),
+				"licensing.example.com {\n", "licensing.example.com {\n\ttls internal\n").Replace(shipped)
+		if !strings.Contains(site, "tls internal") || strings.Contains(site, "127.0.0.1:8080") {
+			t.Fatal("deploy/Caddyfile no longer has the lines this test changes")
+		}
+		os.WriteFile(filepath.Join(dir, "Caddyfile"), []byte(site), 0o644)
+		run := exec.Command(caddy, "run", "--adapter", "caddyfile", "--config", filepath.Join(dir, "Caddyfile"))
+		run.Env = env
+		startProxy(t, run)
+		checkProxy(t, httpsAddr, httpAddr, srv, app, licenseKey)
+	})
+}
+
+// proxiedKeyward starts a keyward with --trust-proxy and an app with a key.
+func proxiedKeyward(t *testing.T) (*kwtest.Server, *kwtest.App, string) {
+	t.Helper()
+	srv := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) { c.TrustProxy = true }})
+	app := srv.CreateApp("Proxied")
+	return srv, app, app.GenerateKeys(1, "lifetime", 0, 1)[0]
+}
+
+// freeAddr returns a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if checked == 0 {
-		t.Skip("neither nginx nor caddy is installed: the proxy snippets cannot be checked here")
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startProxy starts cmd, stopped (and waited for) when the test ends.
+func startProxy(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", filepath.Base(cmd.Path), out.String())
+		}
+	})
+}
+
+// checkProxy drives keyward through the proxy listening on httpsAddr and
+// httpAddr as a client at 127.0.0.2 asking for licensing.example.com.
+func checkProxy(t *testing.T, httpsAddr, httpAddr string, srv *kwtest.Server, app *kwtest.App, licenseKey string) {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: 5 * time.Second}
+	client := &http.Client{
+		Timeout:       10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				if strings.HasSuffix(addr, ":443") {
+					return dialer.DialContext(ctx, network, httpsAddr)
+				}
+				return dialer.DialContext(ctx, network, httpAddr)
+			},
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true, ServerName: "licensing.example.com"},
+		},
+	}
+	do := func(method, url string, header http.Header, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		for k, v := range header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, url, err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	// Wait for the proxy (caddy makes its local CA first).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", "https://licensing.example.com/healthz", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the proxy did not answer GET /healthz over HTTPS within 30 s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// HTTPS: X-Forwarded-Proto and X-Forwarded-For reach keyward, set by the proxy.
+	resp, body := do("GET", "https://licensing.example.com/healthz", nil, "")
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Errorf("HTTPS through the proxy: no Strict-Transport-Security (X-Forwarded-Proto not https?): %s", body)
+	}
+	ban := http.Header{"Authorization": {"Bearer " + srv.AdminToken()}, "Content-Type": {"application/json"},
+		"X-Forwarded-For": {"203.0.113.9"}}
+	if resp, body := do("POST", "https://licensing.example.com/api/admin/keys.php?action=ban", ban,
+		`{"app_id":"`+app.ID+`","license_key":"`+licenseKey+`"}`); resp.StatusCode != 200 {
+		t.Fatalf("ban through the proxy: %d %s", resp.StatusCode, body)
+	}
+	entries := srv.MustAdmin("GET", "/api/admin/audit.php?action=key.ban", nil).Body["entries"].([]any)
+	if ip := entries[0].(map[string]any)["actor"].(map[string]any)["ip"]; ip != "127.0.0.2" {
+		t.Errorf("ban through the proxy audited from %q, want the client's 127.0.0.2 (not the forged 203.0.113.9 nor the proxy's 127.0.0.1)", ip)
+	}
+
+	// Plain HTTP: the client API in place, the rest redirected.
+	check := http.Header{"X-App-Secret": {app.Secret}, "Content-Type": {"application/json"}}
+	resp, body = do("POST", "http://licensing.example.com/api/auth/check-key.php", check, `{"license_key":"`+licenseKey+`"}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"success"`) || resp.Header.Get("Strict-Transport-Security") != "" {
+		t.Errorf("check-key over plain HTTP: %d %q (HSTS %q); want keyward's answer in place, without HSTS",
+			resp.StatusCode, body, resp.Header.Get("Strict-Transport-Security"))
+	}
+	for _, path := range []string{"/api/admin/keys.php?app_id=x", "/api/reseller/keys.php", "/dashboard/"} {
+		resp, _ := do("GET", "http://licensing.example.com"+path, nil, "")
+		if want := "https://licensing.example.com" + path; resp.StatusCode != 308 || resp.Header.Get("Location") != want {
+			t.Errorf("GET %s over plain HTTP: %d to %q; want 308 to %s", path, resp.StatusCode, resp.Header.Get("Location"), want)
+		}
 	}
 }
 
