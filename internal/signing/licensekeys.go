@@ -32,10 +32,13 @@ func LicenseKeyDir(signingDir string) string { return filepath.Join(signingDir, 
 
 // LicenseKey is one Ed25519 license-file key.
 type LicenseKey struct {
-	ID        string // the kid: licensefile.KidOf the public key
-	Private   ed25519.PrivateKey
-	Public    ed25519.PublicKey
-	PublicPEM []byte // SubjectPublicKeyInfo as PEM ("PUBLIC KEY")
+	ID string // the kid: licensefile.KidOf the public key
+	// SPKISHA256 is the lowercase hex SHA-256 of the public key's
+	// SubjectPublicKeyInfo (DER); ID is its first 16 characters.
+	SPKISHA256 string
+	Private    ed25519.PrivateKey
+	Public     ed25519.PublicKey
+	PublicPEM  []byte // SubjectPublicKeyInfo as PEM ("PUBLIC KEY")
 }
 
 // LicenseKeys is a loaded license-file key directory.
@@ -80,7 +83,8 @@ func (s *LicenseKeys) Publics() map[string]ed25519.PublicKey {
 func newLicenseKey(priv ed25519.PrivateKey) *LicenseKey {
 	pub := priv.Public().(ed25519.PublicKey)
 	der, _ := x509.MarshalPKIXPublicKey(pub)
-	return &LicenseKey{ID: hashHex(der)[:16], Private: priv, Public: pub, PublicPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})}
+	sum := hashHex(der)
+	return &LicenseKey{ID: sum[:16], SPKISHA256: sum, Private: priv, Public: pub, PublicPEM: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})}
 }
 
 // GenerateLicenseKey makes a fresh Ed25519 key.
