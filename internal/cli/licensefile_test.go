@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,5 +150,53 @@ func TestLicenseVerifyCommand(t *testing.T) {
 	code, _, _ := run(t, "license", "verify", "--public-key", pubPEM, "--file", vector)
 	if want := map[bool]int{true: 0, false: 1}[time.Now().Before(f.Claims.ValidUntil)]; code != want {
 		t.Fatalf("now: exit %d, want %d", code, want)
+	}
+}
+
+// TestServeLicenseFileKey: the first `keyward serve` generates the
+// license-file key (and warns, naming its kid) and serves it from
+// public-keys.php; the next start loads the same key and generates
+// nothing; a key file that does not load stops the start.
+func TestServeLicenseFileKey(t *testing.T) {
+	clearEnv(t)
+	data := t.TempDir()
+	first := serve(t, "--addr", "127.0.0.1:0", "--data", data, "--bcrypt-cost", "4")
+	set, err := signing.LoadLicenseKeys(signing.LicenseKeyDir(filepath.Join(data, "signing")))
+	if err != nil || set == nil {
+		t.Fatalf("no key after the first start: %v", err)
+	}
+	if log := first.stderr.String(); !strings.Contains(log, "generated a license-file signing key") || !strings.Contains(log, set.Active.ID) {
+		t.Fatalf("first start log:\n%s", log)
+	}
+	servedKid := func(addr string) string {
+		resp, err := http.Get("http://" + addr + "/api/app/public-keys.php")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var res wire.PublicKeysReply
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || len(res.Keys) != 1 {
+			t.Fatalf("public-keys.php: %v %+v", err, res)
+		}
+		return res.Keys[0].Kid
+	}
+	if kid := servedKid(first.addr); kid != set.Active.ID {
+		t.Fatalf("served %s, generated %s", kid, set.Active.ID)
+	}
+	if code := first.stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	second := serve(t, "--addr", "127.0.0.1:0", "--data", data, "--bcrypt-cost", "4")
+	if kid := servedKid(second.addr); kid != set.Active.ID || strings.Contains(second.stderr.String(), "generated a license-file") {
+		t.Fatalf("second start: kid %s\n%s", kid, second.stderr)
+	}
+	second.stop(t)
+
+	broken := t.TempDir()
+	dir := signing.LicenseKeyDir(filepath.Join(broken, "signing"))
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "0123456789abcdef.pem"), []byte("not a key"), 0o600)
+	if code, _, errOut := run(t, "serve", "--addr", "127.0.0.1:0", "--data", broken, "--bcrypt-cost", "4"); code != 1 || !strings.Contains(errOut, "license-file keys") {
+		t.Fatalf("broken key: exit %d\n%s", code, errOut)
 	}
 }
