@@ -191,6 +191,10 @@ func Sign(c Claims, key ed25519.PrivateKey) (string, error) {
 	return text, nil
 }
 
+// knownHeaders are the header names Sign writes.
+var knownHeaders = map[string]bool{"Version": true, "App": true, "Key": true, "Device": true, "Floating": true,
+	"License-Expires": true, "Valid-Until": true, "Kid": true}
+
 // headersOf is the human-readable summary of c: only values that are safe
 // to show on one line (see headerSafe); Parse checks each one it finds.
 func headersOf(c *Claims) [][2]string {
@@ -236,10 +240,22 @@ func Parse(text string) (*File, error) {
 	if c.AppID == "" || c.HWID == "" || c.Kid == "" || c.ValidUntil.IsZero() {
 		return nil, fmt.Errorf("%w: app_id, hwid, kid and valid_until are required", ErrMalformed)
 	}
-	// What a person reads must be what is signed.
+	// What a person reads must be what is signed: every header keyward
+	// writes that is present says what Sign would have written (a header
+	// Sign leaves out for this payload, such as Floating on a fixed key, is
+	// refused too). Other headers are ignored.
+	want := map[string]string{}
 	for _, h := range headersOf(c) {
-		if got, ok := d.headers[h[0]]; ok && got != h[1] {
-			return nil, fmt.Errorf("%w: header %s says %q but the signed payload says %q", ErrMalformed, h[0], got, h[1])
+		want[h[0]] = h[1]
+	}
+	for name, got := range d.headers {
+		if !knownHeaders[name] {
+			continue
+		}
+		if w, ok := want[name]; !ok {
+			return nil, fmt.Errorf("%w: header %s says %q but the signed payload has no such value", ErrMalformed, name, got)
+		} else if got != w {
+			return nil, fmt.Errorf("%w: header %s says %q but the signed payload says %q", ErrMalformed, name, got, w)
 		}
 	}
 	return f, nil

@@ -170,7 +170,7 @@ func TestParseTolerant(t *testing.T) {
 	oneLine := "-----BEGIN KEYWARD LICENSE FILE-----\n" + base64.StdEncoding.EncodeToString(f.Payload) + base64.StdEncoding.EncodeToString(f.Signature) + "\n-----END KEYWARD LICENSE FILE-----"
 	var rewrapped strings.Builder
 	body := base64.StdEncoding.EncodeToString(f.Payload) + base64.StdEncoding.EncodeToString(f.Signature)
-	rewrapped.WriteString("-----BEGIN KEYWARD LICENSE FILE-----\r\nversion:1\r\nvalid-until:   2026-12-04T10:00:00Z\r\n")
+	rewrapped.WriteString("-----BEGIN KEYWARD LICENSE FILE-----\r\nversion:1\r\nvalid-until:   2026-12-04T10:00:00Z\r\nComment: from the vendor\r\n")
 	for len(body) > 50 {
 		rewrapped.WriteString("\t" + body[:50] + "  \r\n")
 		body = body[50:]
@@ -206,6 +206,7 @@ func TestParseMalformed(t *testing.T) {
 		"no end":            strings.Split(good, "-----END")[0],
 		"header lies":       strings.Replace(good, "Device: HWID-0001", "Device: HWID-0002", 1),
 		"valid-until lies":  strings.Replace(good, "Valid-Until: 2026-12-04", "Valid-Until: 2036-12-04", 1),
+		"added floating":    strings.Replace(good, "Version: 1\n", "Version: 1\nFloating: yes\n", 1),
 		"not base64":        strings.Replace(good, "\n\n", "\n\n!!!!\n", 1),
 		"truncated":         good[:len(good)/2] + "\n-----END KEYWARD LICENSE FILE-----\n",
 		"too big":           strings.Repeat(" ", MaxSize+1) + good,
