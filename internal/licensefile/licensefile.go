@@ -143,7 +143,14 @@ type File struct {
 
 // Sign returns the license file text of c signed with key. Times are
 // written in UTC to the second; V defaults to Version, Features to {}.
-// c.Kid must name key (KidOf of its public key).
+// c.Kid must name key (KidOf of its public key). On the server the key is
+// the Edge's active license-file key:
+//
+//	set := edge.LicenseKeys() // nil: no key, offline files cannot be issued
+//	c.Kid = set.Active.ID
+//	text, err := licensefile.Sign(c, set.Active.Private)
+//
+// and set.Publics() verifies what any of the server's keys signed.
 func Sign(c Claims, key ed25519.PrivateKey) (string, error) {
 	if len(key) != ed25519.PrivateKeySize {
 		return "", errors.New("licensefile: bad Ed25519 private key")
