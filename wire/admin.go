@@ -64,7 +64,7 @@ type KeyDetail struct {
 	Devices    []Device  `json:"devices"`
 	Sessions   []Session `json:"sessions"`
 	SeatsInUse int       `json:"seats_in_use"`
-	Seats      []Session `json:"seats"`
+	Seats      []Session `json:"seat_sessions"`
 }
 
 // Device is a machine bound to a key or an account.
