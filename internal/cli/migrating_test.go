@@ -179,14 +179,26 @@ func TestMigratingWalkthrough(t *testing.T) {
 		if r := up.Do("POST", "/api/admin/keys-import.php?dry_run=false&app_id="+hosted.ID, h, []byte(hostedExport)); r.Status != 200 {
 			t.Fatalf("hosted keys: %s", r)
 		}
+		// What later.csv says happened on the hosted side, happens there.
+		if r := up.Do("POST", "/api/admin/keys-import.php?dry_run=false&merge=true&app_id="+hosted.ID, h, []byte(hostedLater)); r.Status != 200 || r.Obj("report")["updated"] != 2.0 {
+			t.Fatalf("hosted changes: %s", r)
+		}
 		lateKey := hosted.GenerateKeys(1, "days", 30, 1)[0]
 		hosted.Login(lateKey, "FRANK-PC")
+		// A customer who never signs in to keyward before the end.
+		quietKey := hosted.GenerateKeys(1, "lifetime", 0, 1)[0]
+		hosted.Login(quietKey, "HEIDI-PC")
 		// A shipped copy works against the hosted service today.
 		hosted.Login("WALK3-AAAAA-AAAAA-AAAAA", "CAROL-PC")
+		export := up.Admin("GET", "/api/admin/keys.php?action=export&app_id="+hosted.ID, nil) // its export at the end
+		if export.Status != 200 {
+			t.Fatalf("hosted export: %s", export)
+		}
+		final := export.Raw
 
 		dir := t.TempDir()
 		files := map[string]string{}
-		for name, text := range map[string]string{"keys.csv": hostedExport, "later.csv": hostedLater} {
+		for name, text := range map[string]string{"keys.csv": hostedExport, "later.csv": hostedLater, "final.csv": string(final)} {
 			files[name] = filepath.Join(dir, name)
 			if err := os.WriteFile(files[name], []byte(text), 0o600); err != nil {
 				t.Fatal(err)
@@ -275,6 +287,14 @@ func TestMigratingWalkthrough(t *testing.T) {
 					shipped.Login("WALK4-AAAAA-AAAAA-AAAAA", "NEW-PC")
 					again := mustRun(t, append(args, dbArgs...)...)
 					want(t, again, "0 keys added, 0 updated, 7 unchanged")
+				case "import final.csv --merge":
+					// Every key keyward has — imported, merged, or
+					// imported on first use — is as the hosted service
+					// has it; only the quiet customer's key is new.
+					want(t, out, "9 keys, 9 valid, 1 to add, 0 to update, 8 unchanged", "Dry run")
+				case "import final.csv --merge --apply":
+					want(t, out, "1 keys added, 0 updated, 8 unchanged")
+					shipped.Login(quietKey, "HEIDI-PC")
 				default:
 					t.Fatalf("docs/migrating.md: keyward %s: a command the walkthrough does not know; add it here", flags)
 				}
@@ -317,6 +337,9 @@ func TestMigratingWalkthrough(t *testing.T) {
 			if srv == up {
 				route = "hosted " + route
 			}
+			if route == "PUT /api/admin/apps.php" && !strings.Contains(body, "upstream_url") {
+				route += " (off)"
+			}
 			done[route] = true
 			switch route {
 			case "POST /api/admin/login.php":
@@ -355,8 +378,19 @@ func TestMigratingWalkthrough(t *testing.T) {
 				}
 				kwtest.ExpectCode(t, shipped.Env("/api/auth/login.php", map[string]any{"license_key": lateKey, "hwid": "GRACE-PC"}), 200, "HWID_MISMATCH")
 				kwtest.ExpectCode(t, shipped.Env("/api/auth/login.php", map[string]any{"license_key": "NOWHERE-AAAAA-AAAAA", "hwid": "X"}), 200, "INVALID_KEY")
+			case "PUT /api/admin/apps.php (off)":
+				// Lookups stop: a key the hosted service sells now is unknown here.
+				s := r.Obj("app")["settings"].(map[string]any)
+				if s["upstream_enabled"] != false {
+					t.Fatalf("upstream off: %s", r)
+				}
+				newer := hosted.GenerateKeys(1, "days", 30, 1)[0]
+				kwtest.ExpectCode(t, shipped.Env("/api/auth/login.php", map[string]any{"license_key": newer, "hwid": "IVAN-PC"}), 200, "INVALID_KEY")
+				shipped.Login(lateKey, "FRANK-PC") // what was imported stays
 			case "GET /api/admin/apps.php":
-				if r.Body["imported"] != 1.0 || r.Body["remaining"] != 0.0 || r.Body["upstream_keys"] != 7.0 || r.Body["complete"] != true {
+				// The hosted service lists 9 keys; the quiet customer's is
+				// the one still to come.
+				if r.Body["imported"] != 1.0 || r.Body["remaining"] != 1.0 || r.Body["upstream_keys"] != 9.0 || r.Body["complete"] != true {
 					t.Fatalf("upstream-status: %s", r)
 				}
 			default:
@@ -369,6 +403,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 			"import later.csv --merge", "import later.csv --merge --apply",
 			"hosted POST /api/admin/members.php", "hosted POST /api/admin/login.php", "hosted POST /api/admin/tokens.php",
 			"PUT /api/admin/apps.php", "GET /api/admin/apps.php",
+			"import final.csv --merge", "import final.csv --merge --apply", "PUT /api/admin/apps.php (off)",
 		} {
 			if !done[step] {
 				t.Errorf("docs/migrating.md no longer shows the step %q", step)
@@ -381,8 +416,8 @@ func TestMigratingWalkthrough(t *testing.T) {
 		}
 		var report struct{ Entries []json.RawMessage }
 		_ = json.Unmarshal(kw.MustAdmin("GET", "/api/admin/audit.php?action=key.import&app_id="+vars["APP_ID"], nil).Raw, &report)
-		if len(report.Entries) != 3 {
-			t.Fatalf("%d key.import audit entries, want 3 (each --apply: the import, the merge and the merge again; dry runs write none)", len(report.Entries))
+		if len(report.Entries) != 4 {
+			t.Fatalf("%d key.import audit entries, want 4 (each --apply: the import, the merge, the merge again and the final one; dry runs write none)", len(report.Entries))
 		}
 	})
 }
