@@ -1,11 +1,21 @@
 package cli
 
 import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -136,13 +146,17 @@ WALK7-AAAAA-AAAAA-AAAAA,Active,Timed,30,2026-10-30 09:15:00,2026-11-29 09:15:00,
 // adopting the hosted app's secret; import the hosted-style CSV export
 // (dry run, apply; the API's dry run too); re-import a later export with
 // --merge (dry run, apply, again: nothing changes); on the hosted side make
-// a viewer's access token; set the upstream; count the keys to come. Along
-// the way a shipped client — the envelope wire with the hosted app's secret,
-// nothing else changed — signs in and beats with the imported keys, is
-// refused as the hosted service refused them, sees a ban from the merged
-// export at its next heartbeat, and signs in with a key only the hosted
-// service knows, imported on first use with its device. A command the test
-// does not expect, or an expected one the guide lost, fails it.
+// a viewer's access token; set the upstream; count the keys to come; merge
+// a final export and turn the upstream off. Along the way a shipped client
+// (legacyClient: the legacy generation's envelope wire, written from
+// sdk-compat.md, with the hosted app's secret and nothing else changed but
+// its base URL) signs in and beats with the imported keys, is refused as
+// the hosted service refused them, sees a ban from the merged export at its
+// next heartbeat, signs in with a key only the hosted service knows,
+// imported on first use with its device, and with the quiet customer's key
+// after the final merge. Every keyward command the guide names must parse.
+// A command the test does not expect, or an expected one the guide lost,
+// fails it.
 func TestMigratingWalkthrough(t *testing.T) {
 	doc := repoFile(t, "docs/migrating.md")
 	// Every keyward command the guide names, in code or in its text, parses.
@@ -189,7 +203,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 		quietKey := hosted.GenerateKeys(1, "lifetime", 0, 1)[0]
 		hosted.Login(quietKey, "HEIDI-PC")
 		// A shipped copy works against the hosted service today.
-		hosted.Login("WALK3-AAAAA-AAAAA-AAAAA", "CAROL-PC")
+		newLegacyClient(t, up, hosted.Secret).Login("WALK3-AAAAA-AAAAA-AAAAA", "CAROL-PC")
 		export := up.Admin("GET", "/api/admin/keys.php?action=export&app_id="+hosted.ID, nil) // its export at the end
 		if export.Status != 200 {
 			t.Fatalf("hosted export: %s", export)
@@ -222,7 +236,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 			}
 			return strings.NewReplacer(pairs...).Replace(s)
 		}
-		var shipped *kwtest.App // the shipped client, pointed at keyward
+		var shipped *legacyClient // the shipped client, pointed at keyward
 		var aliceSession string
 
 		done := map[string]bool{}
@@ -350,7 +364,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 					t.Fatalf("the app did not adopt the hosted secret: %s", r)
 				}
 				vars["APP_ID"] = app["app_id"].(string)
-				shipped = kw.NewApp(vars["APP_ID"], hosted.Secret)
+				shipped = newLegacyClient(t, kw, hosted.Secret)
 				kwtest.ExpectCode(t, shipped.Env("/api/auth/login.php", map[string]any{"license_key": "WALK1-AAAAA-AAAAA-AAAAA", "hwid": "ALICE-PC"}), 200, "INVALID_KEY")
 			case "POST /api/admin/keys-import.php":
 				// The same file through the API, after the command line
@@ -457,4 +471,99 @@ func want(t *testing.T, out string, subs ...string) {
 			t.Fatalf("output lacks %q:\n%s", s, out)
 		}
 	}
+}
+
+// legacyClient is a shipped client of the legacy generation as
+// ../shared/spec/sdk-compat.md §1 and §5 describe it (pwfauth-python 1.1:
+// compact JSON, its User-Agent), written here from the spec rather than on
+// keyward's envelope package, so the walkthrough's "shipped client" does not
+// share the server's code: enc_key = SHA256("enc:"+secret), mac_key =
+// SHA256("mac:"+secret), AES-256-CBC with PKCS#7 under a random IV, p =
+// base64(IV‖ciphertext), s = hex HMAC-SHA256(mac_key, p + decimal t).
+type legacyClient struct {
+	t        *testing.T
+	s        *kwtest.Server // where its base URL points
+	secret   string
+	enc, mac [32]byte
+}
+
+func newLegacyClient(t *testing.T, s *kwtest.Server, secret string) *legacyClient {
+	return &legacyClient{t: t, s: s, secret: secret,
+		enc: sha256.Sum256([]byte("enc:" + secret)), mac: sha256.Sum256([]byte("mac:" + secret))}
+}
+
+func (c *legacyClient) sign(p string, ts int64) string {
+	m := hmac.New(sha256.New, c.mac[:])
+	m.Write([]byte(p + strconv.FormatInt(ts, 10)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Env posts inner sealed to path and opens the enveloped reply; a plain
+// reply claiming success is a forgery to these clients and fails the test.
+func (c *legacyClient) Env(path string, inner map[string]any) *kwtest.Reply {
+	c.t.Helper()
+	plain, err := json.Marshal(inner)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pad := aes.BlockSize - len(plain)%aes.BlockSize
+	plain = append(plain, bytes.Repeat([]byte{byte(pad)}, pad)...)
+	block, _ := aes.NewCipher(c.enc[:])
+	out := make([]byte, aes.BlockSize+len(plain))
+	rand.Read(out[:aes.BlockSize])
+	cipher.NewCBCEncrypter(block, out[:aes.BlockSize]).CryptBlocks(out[aes.BlockSize:], plain)
+	p := base64.StdEncoding.EncodeToString(out)
+	now := c.s.Clock.Now().Unix()
+	body := fmt.Sprintf(`{"p":%q,"t":%d,"s":%q}`, p, now, c.sign(p, now))
+	h := http.Header{"X-App-Secret": {c.secret}, "Content-Type": {"application/json"},
+		"User-Agent": {"pwfauth-python/1.1.0 (+https://pwfauth.com)"}}
+	r := c.s.Do("POST", path, h, []byte(body))
+	var env struct {
+		P string `json:"p"`
+		T *int64 `json:"t"`
+		S string `json:"s"`
+	}
+	if json.Unmarshal(r.Raw, &env) != nil || env.P == "" || env.T == nil || env.S == "" {
+		if r.Body["success"] == true {
+			c.t.Fatalf("%s: a plain success on an envelope route, a forgery to a shipped client: %s", path, r)
+		}
+		return r
+	}
+	if !hmac.Equal([]byte(c.sign(env.P, *env.T)), []byte(env.S)) || *env.T-now > 300 || now-*env.T > 300 {
+		c.t.Fatalf("%s: the reply's envelope does not verify: %s", path, r)
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.P)
+	if err != nil || len(raw) < 2*aes.BlockSize || len(raw)%aes.BlockSize != 0 {
+		c.t.Fatalf("%s: the reply's p is no ciphertext: %s", path, r)
+	}
+	dec := make([]byte, len(raw)-aes.BlockSize)
+	cipher.NewCBCDecrypter(block, raw[:aes.BlockSize]).CryptBlocks(dec, raw[aes.BlockSize:])
+	n := int(dec[len(dec)-1])
+	if n < 1 || n > aes.BlockSize {
+		c.t.Fatalf("%s: bad padding in the reply", path)
+	}
+	r.Body, r.Sealed = nil, true
+	if err := json.Unmarshal(dec[:len(dec)-n], &r.Body); err != nil {
+		c.t.Fatalf("%s: the inner reply is no JSON object: %v", path, err)
+	}
+	return r
+}
+
+// Login signs in as the clients do and returns the session_id, which must
+// be a string, with heartbeat_interval an integer (sdk-compat §0.3).
+func (c *legacyClient) Login(key, hwid string) string {
+	c.t.Helper()
+	r := c.Env("/api/auth/login.php", map[string]any{"license_key": key, "hwid": hwid})
+	sid, ok := r.Body["session_id"].(string)
+	iv, _ := r.Body["heartbeat_interval"].(float64)
+	if r.Body["success"] != true || !ok || sid == "" || iv != float64(int(iv)) || iv < 1 {
+		c.t.Fatalf("login %s on %s: %s %v", key, hwid, r, r.Body)
+	}
+	return sid
+}
+
+// Heartbeat beats a session as the clients do.
+func (c *legacyClient) Heartbeat(sessionID, key string) *kwtest.Reply {
+	c.t.Helper()
+	return c.Env("/api/auth/heartbeat.php", map[string]any{"session_id": sessionID, "license_key": key})
 }
