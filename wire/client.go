@@ -427,6 +427,39 @@ type PricingReply struct {
 	Plans   []Plan `json:"plans,omitzero"`
 }
 
+// PublicKeysReply is the reply of GET app/public-keys.php (plain, public):
+// the operator's public keys an app pins — the Ed25519 keys that sign
+// offline license files (use "license-file") and the RSA keys that sign
+// replies (use "reply", PWF-REPLY-V1) — active and announced ones, sorted
+// by use then kid; [] when the server has none.
+type PublicKeysReply struct {
+	Success bool        `json:"success"`
+	Keys    []PublicKey `json:"keys"`
+}
+
+// PublicKey is one key of PublicKeysReply.
+type PublicKey struct {
+	Kid string `json:"kid"` // first 16 hex characters of SPKISHA256
+	Alg string `json:"alg"` // AlgEd25519 or AlgRSASHA256
+	Use string `json:"use"` // UseLicenseFile or UseReply
+	// PublicKey is the SubjectPublicKeyInfo as PEM ("PUBLIC KEY").
+	PublicKey string `json:"public_key"`
+	// SPKISHA256 is the lowercase hex SHA-256 of the SubjectPublicKeyInfo
+	// DER (what the SDKs' reply pinning compares).
+	SPKISHA256 string `json:"spki_sha256"`
+	// Active: the key signs now; announced keys (false) sign after a
+	// rotation and can be pinned before it.
+	Active bool `json:"active"`
+}
+
+// Uses and algorithms of PublicKey.
+const (
+	UseLicenseFile = "license-file"
+	UseReply       = "reply"
+	AlgEd25519     = "Ed25519"
+	AlgRSASHA256   = "RSA-PKCS1v15-SHA256" // RSA-3072, PKCS#1 v1.5 signatures over SHA-256
+)
+
 // OrderRequest is the body of POST app/pricing.php (plain, public): a
 // pending order of a plan (AppID may also be a query parameter).
 type OrderRequest struct {

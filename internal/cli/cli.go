@@ -31,7 +31,8 @@ type cli struct {
 	Serve    serveCmd    `cmd:"" help:"Run the keyward server."`
 	Migrate  migrateCmd  `cmd:"" help:"Apply database migrations and exit."`
 	Admin    adminCmd    `cmd:"" help:"Manage admin users."`
-	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing)."`
+	Keys     keysCmd     `cmd:"" help:"Manage keyward's keys (reply signing, license files, the secret key file)."`
+	License  licenseCmd  `cmd:"" help:"Work with offline license files (verify)."`
 	Import   importCmd   `cmd:"" help:"Import license keys from a CSV (keyward's export layout)."`
 	Backup   backupCmd   `cmd:"" help:"Write a consistent archive of a SQLite installation (database, artifacts, signing keys), also while it serves."`
 	Restore  restoreCmd  `cmd:"" help:"Restore an archive written by keyward backup into a data directory."`

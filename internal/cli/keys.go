@@ -7,11 +7,13 @@ import (
 	"github.com/keyward/keyward/internal/signing"
 )
 
-// keysCmd manages keys keyward holds: the reply-signing keys and the key
-// file encrypting the secrets stored in the database.
+// keysCmd manages keys keyward holds: the reply-signing keys, the
+// license-file signing keys and the key file encrypting the secrets stored
+// in the database.
 type keysCmd struct {
-	Signing signingCmd   `cmd:"" help:"Reply-signing keys (PWF-REPLY-V1): init, public, list, activate, retire."`
-	Secret  secretKeyCmd `cmd:"" help:"The secret key file (--secret-key-file) encrypting the secrets stored in the database: rotate."`
+	Signing     signingCmd     `cmd:"" help:"Reply-signing keys (PWF-REPLY-V1): init, public, list, activate, retire."`
+	LicenseFile licenseFileCmd `cmd:"" name:"license-file" help:"Ed25519 keys signing offline license files (in <signing-dir>/license-file): create, list, public, activate, retire."`
+	Secret      secretKeyCmd   `cmd:"" help:"The secret key file (--secret-key-file) encrypting the secrets stored in the database: rotate."`
 }
 
 type signingCmd struct {

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +69,11 @@ func TestBackupRestoreWhileServing(t *testing.T) {
 	s, a := in.s, in.app
 	mustRun(t, "keys", "signing", "init", "--data", s.DataDir)
 	signingFiles := readTree(t, filepath.Join(s.DataDir, "signing"))
+	// The license-file key the server generated at its first start is in
+	// the signing directory, so the archive carries it.
+	if _, ok := signingFiles["license-file/active"]; !ok {
+		t.Fatalf("no license-file key in the signing directory: %v", slices.Collect(maps.Keys(signingFiles)))
+	}
 
 	// Logins keep writing (sessions, devices, audit) while the backup runs.
 	stop := make(chan struct{})

@@ -1,9 +1,9 @@
 // Package clientapi is the client API shipped apps call (sdk-compat):
 // sign-in, heartbeat, logout, key checks, HWID resets, trials, app user
-// accounts, remote content, updates, and the public price list, orders and
-// fulfilment. Its route table states each route's transport (envelope,
-// plain, mirrored, sealed GET), replay scope and limiter; the transports
-// themselves are the edge's.
+// accounts, remote content, updates, the public price list, orders and
+// fulfilment, and the operator's public keys. Its route table states each
+// route's transport (envelope, plain, mirrored, sealed GET), replay scope
+// and limiter; the transports themselves are the edge's.
 package clientapi
 
 import (
@@ -104,6 +104,9 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, direct(get+"/api/app/changelog.php", edge.Public, a.changelog))
 	rs = append(rs, direct(get+"/api/app/pricing.php", edge.Public, a.pricingRoute), direct(post+"/api/app/pricing.php", edge.Public, a.createOrder))
 	rs = append(rs, direct(post+"/api/app/fulfill.php", edge.Public, a.fulfill))
+	// The operator's public keys (license files, replies): public, the
+	// general per-IP bucket.
+	rs = append(rs, edge.Route{Pattern: get + "/api/app/public-keys.php", Auth: edge.Public, Limit: edge.LimitGeneral, Handler: http.HandlerFunc(a.publicKeys)})
 	return rs
 }
 

@@ -92,6 +92,8 @@ type Edge struct {
 	adminSigned func(r *http.Request) bool
 	// signer holds the reply-signing keys (nil: replies are not signed).
 	signer atomic.Pointer[signing.Set]
+	// licenseKeys holds the license-file keys (nil: none).
+	licenseKeys atomic.Pointer[signing.LicenseKeys]
 }
 
 // New returns an Edge.
@@ -119,6 +121,14 @@ func (e *Edge) SetSigning(set *signing.Set) { e.signer.Store(set) }
 
 // Signing returns the keys replies are signed with (nil: none).
 func (e *Edge) Signing() *signing.Set { return e.signer.Load() }
+
+// SetLicenseKeys sets the Ed25519 keys license files are signed with (nil:
+// none; offline license files cannot be issued).
+func (e *Edge) SetLicenseKeys(set *signing.LicenseKeys) { e.licenseKeys.Store(set) }
+
+// LicenseKeys returns the license-file keys: Active signs, every key is
+// published (nil: none).
+func (e *Edge) LicenseKeys() *signing.LicenseKeys { return e.licenseKeys.Load() }
 
 // requestID gives every request an id, on its context (so every log line
 // written with it carries request_id) and in the X-Request-Id reply header:

@@ -53,7 +53,7 @@ type Config struct {
 // API serves every HTTP route.
 type API struct {
 	// Edge is the shared middleware, transports and error writer; its
-	// SetSigning, InFlight and WaitIdle are the API's.
+	// SetSigning, SetLicenseKeys, InFlight and WaitIdle are the API's.
 	*edge.Edge
 	routes []Route
 	ui     UI

@@ -72,6 +72,7 @@ var clientWireSchemas = []wireSchema{
 	{"/api/app/social-click.php", "POST", true, "Message", []any{wire.Reply{}}},
 	{"/api/app/changelog.php", "GET", true, "ChangelogReply", []any{wire.ChangelogReply{}}},
 	{"/api/app/pricing.php", "GET", true, "PricingReply", []any{wire.PricingReply{}}},
+	{"/api/app/public-keys.php", "GET", true, "PublicKeysReply", []any{wire.PublicKeysReply{}}},
 	{"/api/app/pricing.php", "GET", true, "SubscriptionCheckReply", []any{wire.SubscriptionCheckReply{}}},
 	{"/api/app/pricing.php", "POST", false, "CreateOrderRequest", []any{wire.OrderRequest{}}},
 	{"/api/app/pricing.php", "POST", true, "OrderCreatedReply", []any{wire.OrderReply{}}},

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/seal"
 )
 
@@ -33,6 +35,8 @@ type upstreamProxy struct {
 	// at the same moment and race to insert.
 	pair  atomic.Bool
 	gates map[string]chan struct{}
+	// inFlight counts the requests being answered; peak is its highest.
+	inFlight, peak atomic.Int64
 }
 
 func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
@@ -44,6 +48,10 @@ func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p := &upstreamProxy{lookups: map[string]int{}, auth: map[string]bool{}, gates: map[string]chan struct{}{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := p.inFlight.Add(1)
+		defer p.inFlight.Add(-1)
+		for m := p.peak.Load(); n > m && !p.peak.CompareAndSwap(m, n); m = p.peak.Load() {
+		}
 		p.mu.Lock()
 		if k := r.URL.Query().Get("license_key"); k != "" {
 			p.lookups[k]++
@@ -409,6 +417,47 @@ func TestUpstreamSettings(t *testing.T) {
 // Two keyward processes on one database importing the same upstream key at
 // once: every login succeeds, the key is inserted once (the loser of the
 // unique constraint reads the winner's), audited once and counted once.
+// A flood of unknown key strings (each a new one to ask about) reaches a
+// hanging upstream at most UpstreamConcurrency at a time per process, and
+// every request still gets INVALID_KEY once its lookup times out. The bound
+// is per process and the same code on both engines, so SQLite shows it.
+func TestUpstreamLookupsBounded(t *testing.T) {
+	t.Parallel()
+	up := kwtest.Start(t, kwtest.Options{})
+	hosted := up.CreateApp("Product")
+	token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+	proxy := newUpstreamProxy(t, up.URL)
+	proxy.hang.Store(true)
+	a := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) {
+		c.WebhookAllowNetworks = "127.0.0.0/8"
+		c.UpstreamTimeout = 300 * time.Millisecond
+	}})
+	app := a.CreateApp("Product")
+	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"upstream_url": proxy.URL, "upstream_app_id": hosted.ID,
+		"upstream_token": token, "upstream_enabled": true})
+	const n = 2*license.UpstreamConcurrency + 8
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := app.Env("/api/auth/login.php", map[string]any{"license_key": fmt.Sprintf("FLOOD-%05d", i), "hwid": "dev-1"})
+			if r.Body["error_code"] != "INVALID_KEY" {
+				t.Errorf("login %d: %v", i, r.Body)
+			}
+		}()
+	}
+	wg.Wait()
+	if peak := proxy.peak.Load(); peak != license.UpstreamConcurrency {
+		t.Errorf("at most %d lookups reached the upstream at once, want exactly the bound %d", peak, license.UpstreamConcurrency)
+	}
+	proxy.mu.Lock()
+	defer proxy.mu.Unlock()
+	if len(proxy.lookups) != n {
+		t.Errorf("%d keys were asked about, want %d (a waiting lookup still goes)", len(proxy.lookups), n)
+	}
+}
+
 func TestUpstreamImportAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {

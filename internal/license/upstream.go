@@ -75,6 +75,13 @@ const (
 	upstreamMissCap = 10000
 	// UpstreamStatusPages bounds the pages upstream-status reads.
 	UpstreamStatusPages = 200
+	// UpstreamConcurrency bounds the lookups one process has at an
+	// upstream at once: a flood of made-up key strings (each a new key to
+	// ask about) neither floods the service being left nor piles up
+	// goroutines here. A lookup waits up to upstreamSlotWait for a slot,
+	// then counts as failed (INVALID_KEY, not remembered).
+	UpstreamConcurrency = 16
+	upstreamSlotWait    = 5 * time.Second
 )
 
 // upstreamState is a Service's lazy-migration machinery.
@@ -83,6 +90,7 @@ type upstreamState struct {
 	allowed func(netip.Addr) bool
 	report  UpstreamReport
 	flight  singleflight.Group
+	slots   chan struct{} // UpstreamConcurrency lookups at once
 
 	mu     sync.Mutex
 	misses map[string]time.Time // app ID + "\x00" + key → believed until
@@ -96,7 +104,8 @@ func (s *Service) SetUpstream(client Upstream, allowed func(netip.Addr) bool, re
 	if report == nil {
 		report = func(string, string, error) {}
 	}
-	s.up = &upstreamState{client: client, allowed: allowed, report: report, misses: map[string]time.Time{}}
+	s.up = &upstreamState{client: client, allowed: allowed, report: report, misses: map[string]time.Time{},
+		slots: make(chan struct{}, UpstreamConcurrency)}
 }
 
 // validateUpstream checks the upstream settings of a: a plain http(s) URL
@@ -181,7 +190,16 @@ func (s *Service) fromUpstream(ctx context.Context, app *App, licenseKey string)
 		_, err := s.store.Key(ctx, app.ID, licenseKey)
 		return err == nil, nil
 	}
+	slot := time.NewTimer(upstreamSlotWait)
+	select {
+	case s.up.slots <- struct{}{}:
+		slot.Stop()
+	case <-slot.C:
+		s.up.report(app.ID, UpstreamFailed, fmt.Errorf("%d lookups already waiting on upstreams; this one gave up after %s", UpstreamConcurrency, upstreamSlotWait))
+		return false, nil
+	}
 	obj, err := s.up.client.FetchKey(ctx, app, licenseKey)
+	<-s.up.slots
 	switch {
 	case errors.Is(err, ErrUpstreamNoKey):
 		s.up.miss(id, s.now(), upstreamMissTTL)

@@ -14,7 +14,9 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -265,6 +267,9 @@ func (s *Server) init(ctx context.Context) error {
 	if keys != nil {
 		s.api.SetSigning(keys)
 		s.opts.Log.Info("signing replies", "key", keys.Active.ID, "spki_sha256", keys.Active.SPKISHA256, "keys", len(keys.Keys))
+	}
+	if err := s.loadLicenseKeys(); err != nil {
+		return err
 	}
 	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
 	if flush <= 0 {
@@ -739,4 +744,32 @@ func openBlobs(ctx context.Context, cfg config.Config) (blob.Store, error) {
 		return nil, fmt.Errorf("blob directory %s: %w", dir, err)
 	}
 	return d, nil
+}
+
+// loadLicenseKeys loads the Ed25519 keys that sign offline license files
+// (the license-file subdirectory of the signing directory) and hands them
+// to the API. A directory without a key gets one, active, at first start,
+// as the secret key file does: offline files then work without a setup
+// step, and processes sharing the directory agree on the key. When it
+// cannot be written (a read-only mount of the reply keys) keyward starts
+// without license-file keys and says so; a key file that does not load
+// stops the start, as a bad reply key does.
+func (s *Server) loadLicenseKeys() error {
+	dir := signing.LicenseKeyDir(s.cfg.SigningPath(s.cfg.Data))
+	set, created, err := signing.EnsureLicenseKeys(dir)
+	if err != nil {
+		if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasSuffix(e.Name(), ".pem") }) {
+			return fmt.Errorf("license-file keys (%s): %w", dir, err) // keys that do not load
+		}
+		s.opts.Log.Warn("no license-file signing key: offline license files cannot be issued until one is created (keyward keys license-file create)",
+			"dir", dir, "err", err)
+		return nil
+	}
+	if created {
+		s.opts.Log.Warn("generated a license-file signing key: back up the signing directory, and give every process the same one",
+			"dir", dir, "kid", set.Active.ID)
+	}
+	s.api.SetLicenseKeys(set)
+	s.opts.Log.Info("license-file keys", "kid", set.Active.ID, "keys", len(set.Keys))
+	return nil
 }
