@@ -265,7 +265,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 				flags := strings.Join(args[2:], " ")
 				name := "import " + file + flagNames(args)
 				t.Logf("keyward %s", flags)
-				out := mustRun(t, append(args, dbArgs...)...)
+				out := mustRunAt(t, kw.Clock.Now, append(args, dbArgs...)...)
 				done[name] = true
 				switch name {
 				case "import keys.csv":
@@ -299,7 +299,7 @@ func TestMigratingWalkthrough(t *testing.T) {
 					shipped.Login("WALK7-AAAAA-AAAAA-AAAAA", "ERIN-PC")
 					// WALK4 was activated here after the export said unused: kept.
 					shipped.Login("WALK4-AAAAA-AAAAA-AAAAA", "NEW-PC")
-					again := mustRun(t, append(args, dbArgs...)...)
+					again := mustRunAt(t, kw.Clock.Now, append(args, dbArgs...)...)
 					want(t, again, "0 keys added, 0 updated, 7 unchanged")
 				case "import final.csv --merge":
 					// Every key keyward has — imported, merged, or
