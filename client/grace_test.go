@@ -67,7 +67,7 @@ func TestUnsignedTrustUntilIgnored(t *testing.T) {
 type memStore struct{ b []byte }
 
 func (m *memStore) Load() ([]byte, error) { return m.b, nil }
-func (m *memStore) Save(b []byte) error  { m.b = append([]byte(nil), b...); return nil }
+func (m *memStore) Save(b []byte) error   { m.b = append([]byte(nil), b...); return nil }
 
 // The stored trust record is untrusted bytes: whatever they are, loading
 // them never panics, and anything adopted verified with the pinned key and
