@@ -156,11 +156,13 @@ func refused(err error) (*APIError, bool) {
 }
 
 // noteRefusal drops the trust of the key a trust route was refused for.
+// SESSION_EXPIRED is about the session, not the licence (an outage longer
+// than the session timeout causes it): the trust stays for the new login.
 func (c *Client) noteRefusal(cl call, err error) {
 	if !trustPaths[cl.path] {
 		return
 	}
-	if _, ok := refused(err); ok {
+	if api, ok := refused(err); ok && api.Code != CodeSessionExpired {
 		c.dropTrust(requestKey(cl.body))
 	}
 }
