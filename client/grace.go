@@ -119,6 +119,17 @@ type exchange struct {
 // trustPaths are the routes whose signed replies carry trust_until.
 var trustPaths = map[string]bool{"/api/auth/login.php": true, "/api/auth/heartbeat.php": true, "/api/auth/check-key.php": true}
 
+// trustRoute reports whether a request path (the base URL's path prefix
+// included) is a trust route's.
+func trustRoute(path string) bool {
+	for p := range trustPaths {
+		if strings.HasSuffix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Trust returns the offline trust the client holds (ok false: none).
 func (c *Client) Trust() (t Trust, ok bool) {
 	c.mu.Lock()
@@ -309,7 +320,7 @@ func (c *Client) trustOf(ex *exchange) (*trustState, error) {
 	if len(c.pins) == 0 {
 		return nil, ErrNoTrust
 	}
-	if !trustPaths[ex.Path] || ex.Method != "POST" || ex.Status != 200 {
+	if !trustRoute(ex.Path) || ex.Method != "POST" || ex.Status != 200 {
 		return nil, fmt.Errorf("%w: %s %s %d is not a trust route's success", ErrBadReply, ex.Method, ex.Path, ex.Status)
 	}
 	if err := VerifyReplySignature(c.pins, ReplyCanonical(ex.Nonce, ex.Method, ex.Path, ex.Request, ex.Status, ex.Reply), ex.Signature); err != nil {

@@ -97,7 +97,7 @@ func (s *Session) Beat(ctx context.Context) error {
 // outage longer than the server's session timeout ends the session on the
 // server; so when the first answer after a grace is SESSION_EXPIRED, Run
 // signs in again once with the session's key and device (a key session
-// only): success is an EventRelogin and Session.ID changes (read it from
+// only; an account session ends as before): success is an EventRelogin and Session.ID changes (read it from
 // OnEvent, or after Run returns); a refusal of that login (BANNED, …) ends
 // the session with its code.
 func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
@@ -127,7 +127,7 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 			return ctx.Err()
 		}
 		ev, kill := b.classify(err)
-		if kill != nil && kill.Code == CodeSessionExpired && inGrace && s.LicenseKey != "" {
+		if kill != nil && kill.Code == CodeSessionExpired && inGrace && s.LicenseKey != "" && s.User.Username == "" {
 			ev, kill = s.relogin(ctx, ev, err)
 		}
 		if kill != nil && kill.Code == CodeNetworkLost && unreachable(err) {
