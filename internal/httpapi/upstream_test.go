@@ -35,8 +35,6 @@ type upstreamProxy struct {
 	// at the same moment and race to insert.
 	pair  atomic.Bool
 	gates map[string]chan struct{}
-	// inFlight counts the requests being answered; peak is its highest.
-	inFlight, peak atomic.Int64
 }
 
 func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
@@ -48,10 +46,6 @@ func newUpstreamProxy(t *testing.T, target string) *upstreamProxy {
 	rp := httputil.NewSingleHostReverseProxy(u)
 	p := &upstreamProxy{lookups: map[string]int{}, auth: map[string]bool{}, gates: map[string]chan struct{}{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := p.inFlight.Add(1)
-		defer p.inFlight.Add(-1)
-		for m := p.peak.Load(); n > m && !p.peak.CompareAndSwap(m, n); m = p.peak.Load() {
-		}
 		p.mu.Lock()
 		if k := r.URL.Query().Get("license_key"); k != "" {
 			p.lookups[k]++
@@ -417,24 +411,29 @@ func TestUpstreamSettings(t *testing.T) {
 // Two keyward processes on one database importing the same upstream key at
 // once: every login succeeds, the key is inserted once (the loser of the
 // unique constraint reads the winner's), audited once and counted once.
-// A flood of unknown key strings (each a new one to ask about) reaches a
-// hanging upstream at most UpstreamConcurrency at a time per process, and
-// every request still gets INVALID_KEY once its lookup times out. The bound
-// is per process and the same code on both engines, so SQLite shows it.
+// A flood of unknown key strings (each a new one to ask about) reaches the
+// upstream at most UpstreamConcurrency at a time per process: with the
+// upstream holding every lookup, exactly that many arrive and no more
+// until it answers; then every request gets INVALID_KEY. The bound is per
+// process and the same code on both engines, so SQLite shows it.
 func TestUpstreamLookupsBounded(t *testing.T) {
 	t.Parallel()
-	up := kwtest.Start(t, kwtest.Options{})
-	hosted := up.CreateApp("Product")
-	token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
-	proxy := newUpstreamProxy(t, up.URL)
-	proxy.hang.Store(true)
+	var arrived atomic.Int64
+	gate := make(chan struct{})
+	held := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-gate
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"success":false,"error_code":"NOT_FOUND","message":"Key not found."}`))
+	}))
+	t.Cleanup(held.Close)
 	a := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) {
 		c.WebhookAllowNetworks = "127.0.0.0/8"
-		c.UpstreamTimeout = 300 * time.Millisecond
+		c.UpstreamTimeout = 30 * time.Second // nothing times out: the upstream answers when the test says
 	}})
 	app := a.CreateApp("Product")
-	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"upstream_url": proxy.URL, "upstream_app_id": hosted.ID,
-		"upstream_token": token, "upstream_enabled": true})
+	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"upstream_url": held.URL, "upstream_app_id": "hosted",
+		"upstream_token": "tok", "upstream_enabled": true})
 	const n = 2*license.UpstreamConcurrency + 8
 	var wg sync.WaitGroup
 	for i := range n {
@@ -447,14 +446,25 @@ func TestUpstreamLookupsBounded(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
-	if peak := proxy.peak.Load(); peak != license.UpstreamConcurrency {
-		t.Errorf("at most %d lookups reached the upstream at once, want exactly the bound %d", peak, license.UpstreamConcurrency)
+	waitFor := func(what string, ok func() bool) {
+		for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 10 s for %s (%d lookups arrived)", what, arrived.Load())
+			}
+		}
 	}
-	proxy.mu.Lock()
-	defer proxy.mu.Unlock()
-	if len(proxy.lookups) != n {
-		t.Errorf("%d keys were asked about, want %d (a waiting lookup still goes)", len(proxy.lookups), n)
+	waitFor("the bound's worth of lookups", func() bool { return arrived.Load() >= license.UpstreamConcurrency })
+	// Every other request is inside keyward by now or soon; none may reach
+	// the upstream while the first ones are held. Without the bound all n
+	// arrive within milliseconds.
+	time.Sleep(300 * time.Millisecond)
+	if got := arrived.Load(); got != license.UpstreamConcurrency {
+		t.Errorf("%d lookups reached the upstream at once, want exactly the bound %d", got, license.UpstreamConcurrency)
+	}
+	close(gate)
+	wg.Wait()
+	if got := arrived.Load(); got != n {
+		t.Errorf("%d keys were asked about, want %d (a waiting lookup still goes)", got, n)
 	}
 }
 
