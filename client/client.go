@@ -41,6 +41,8 @@ type Client struct {
 
 	mu     sync.Mutex
 	offset time.Duration // server clock − local clock, learned from clock refusals
+	trust  *trustState   // the newest signed trust_until (grace.go); nil: none
+	store  Store         // where trust outlives the process (nil: nowhere)
 
 	// tick makes the heartbeat loop's ticker; tests replace it to drive beats.
 	tick func(d time.Duration) (<-chan time.Time, func())
@@ -144,6 +146,9 @@ func New(baseURL, appSecret string, opts ...Option) (*Client, error) {
 			return nil, fmt.Errorf("keyward: %w", err)
 		}
 	}
+	if c.store != nil {
+		c.loadTrust()
+	}
 	if len(c.pins) > 0 {
 		h := *c.http
 		h.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -183,7 +188,8 @@ type reply struct {
 	status int
 	sealed bool
 	body   map[string]any
-	raw    []byte // inner JSON (decrypted for envelopes)
+	raw    []byte    // inner JSON (decrypted for envelopes)
+	signed *exchange // the verified signed exchange (pinning on), else nil
 }
 
 // do performs c, resending once after a clock refusal when auto-correction
@@ -207,8 +213,10 @@ func (c *Client) do(ctx context.Context, cl call, out any) (*reply, error) {
 		}
 	}
 	if err := c.check(r, cl); err != nil {
+		c.noteRefusal(cl, err)
 		return r, err
 	}
+	c.noteSuccess(r, cl)
 	if out != nil {
 		if err := json.Unmarshal(r.raw, out); err != nil {
 			return r, fmt.Errorf("keyward: %s: %w: %v", cl.path, ErrBadReply, err)
@@ -315,6 +323,10 @@ func (c *Client) roundTrip(ctx context.Context, cl call) (*reply, error) {
 		return nil, fmt.Errorf("keyward: %s: %w: HTTP %d to %q", cl.path, ErrBadReply, resp.StatusCode, resp.Header.Get("Location"))
 	}
 	r := &reply{status: resp.StatusCode}
+	if nonce != "" {
+		r.signed = &exchange{Nonce: nonce, Method: req.Method, Path: req.URL.Path, Request: body, Status: resp.StatusCode,
+			Reply: raw, Signature: resp.Header.Get("X-PWF-Signature")}
+	}
 	if envelope.IsEnvelope(raw) {
 		env, err := envelope.Parse(raw)
 		if err != nil {

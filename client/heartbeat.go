@@ -28,6 +28,10 @@ const (
 	EventUnanswered  EventKind = "unanswered"   // no usable answer; counts toward MaxUnanswered
 	EventRateLimited EventKind = "rate_limited" // plain 429; counts toward MaxRateLimited
 	EventKill        EventKind = "kill"         // the session ended; Code says why
+	// EventGrace: a failure budget ran out with the server unreachable, and
+	// the newest signed reply's trust_until (Event.GraceUntil) keeps the
+	// session running; every beat until the server answers is one.
+	EventGrace EventKind = "grace"
 )
 
 // Event describes one beat of the loop.
@@ -39,14 +43,16 @@ type Event struct {
 	RateLimited int
 	// ClockOffset is the client's clock correction after this beat.
 	ClockOffset time.Duration
-	Err         error // the failure, if any
+	// GraceUntil is when the grace ends (EventGrace only).
+	GraceUntil time.Time
+	Err        error // the failure, if any
 }
 
 // HeartbeatOptions configure Session.Run.
 type HeartbeatOptions struct {
 	// OnKill is called once with the code that ends the session: one of
-	// the eight server kill codes, NETWORK_LOST or CLOCK_SKEW. Stop using
-	// the licensed features when it is called.
+	// the eight server kill codes, NETWORK_LOST, CLOCK_SKEW or
+	// CLOCK_ROLLBACK. Stop using the licensed features when it is called.
 	OnKill func(code string)
 	// OnEvent, when set, is called after every beat.
 	OnEvent func(Event)
@@ -75,6 +81,15 @@ func (s *Session) Beat(ctx context.Context) error {
 // correction could not fix), after MaxRateLimited consecutive plain 429s
 // with NETWORK_LOST. The two budgets do not reset each other; an enveloped
 // answer resets both. Unknown codes are transient.
+//
+// Outage grace: when a budget runs out with the server unreachable (no
+// answer, timeouts, 5xx, plain 429s, replies that cannot be trusted — not
+// clock or other plain refusals), and the client holds a signed
+// trust_until for the session's key (pinned keys, offline trust on), the
+// session goes on: each such beat is an EventGrace until the server
+// answers again (an OK ends the grace; a kill code ends the session at
+// once) or trust_until passes (NETWORK_LOST, wrapping ErrGraceExpired). A
+// clock turned back ends it with CLOCK_ROLLBACK (ErrClockRollback).
 func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 	d := o.Interval
 	if d <= 0 {
@@ -101,6 +116,17 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 			return ctx.Err()
 		}
 		ev, kill := b.classify(err)
+		if kill != nil && kill.Code == CodeNetworkLost && unreachable(err) {
+			switch v := s.Verdict(err); v.Status {
+			case Grace:
+				ev.Kind, ev.Code, ev.GraceUntil, kill = EventGrace, "", v.Until, nil
+			case Refused:
+				if !errors.Is(v.Err, ErrNoTrust) { // trust ran out, or the clock was turned back
+					kill = &KillError{Code: v.Code, Message: graceMessage(v.Code), Err: v.Err}
+					ev.Code, ev.Err = v.Code, v.Err
+				}
+			}
+		}
 		ev.ClockOffset = s.c.ClockOffset()
 		if kill != nil {
 			s.c.log.Warn("keyward: session ended", "code", kill.Code, "err", kill.Err)
@@ -117,6 +143,25 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 			return kill
 		}
 	}
+}
+
+// unreachable reports whether a beat's failure says nothing from the
+// server: no answer, a 5xx, a rate limit, a reply that could not be trusted
+// — anything but a plain 4xx refusal (the server's own word about the
+// request: a bad secret, a revoked app, the clock).
+func unreachable(err error) bool {
+	var api *APIError
+	if !errors.As(err, &api) {
+		return true
+	}
+	return api.Status >= 500 || api.Status == 429 || api.Sealed
+}
+
+func graceMessage(code string) string {
+	if code == CodeClockRollback {
+		return "this computer's clock was turned back; the licence server must be reached"
+	}
+	return "the licence server has been unreachable for longer than the offline grace"
 }
 
 // budget holds the loop's two failure counters.

@@ -77,6 +77,15 @@ type AppSettings struct {
 	SuspiciousTrials           int    `json:"suspicious_trials"`
 	SuspiciousWindowMinutes    int    `json:"suspicious_window_minutes"`
 
+	// Offline trust (docs/clients.md, Outage grace). With OfflineEnabled,
+	// every signed reply (PWF-REPLY-V1) to login, heartbeat and check-key
+	// carries trust_until = server time + OfflineTTLHours: how long an SDK
+	// that pins the reply key may keep running while the server is
+	// unreachable. Off (the default): replies are unchanged. OfflineTTLHours
+	// (1 to 8760, default 168) is also the validity of license files.
+	OfflineEnabled  bool `json:"offline_enabled"`
+	OfflineTTLHours int  `json:"offline_ttl_hours"`
+
 	// Branding is sent with app/info.php for the app to style itself.
 	Branding Branding `json:"branding"`
 

@@ -84,6 +84,12 @@ type LoginReply struct {
 	User              KeyUser         `json:"user"`
 	Features          json.RawMessage `json:"features"`
 	App               AppSummary      `json:"app"`
+	// TrustUntil is sent only in a signed reply (PWF-REPLY-V1) of an app with
+	// offline_enabled: the server's time plus offline_ttl_hours, until when
+	// an SDK that pins the reply key may keep running while the server is
+	// unreachable. Absent otherwise, so unsigned and legacy clients see the
+	// reply they always did.
+	TrustUntil *time.Time `json:"trust_until,omitempty"`
 }
 
 // HeartbeatRequest is the inner body of auth/heartbeat.php (envelope).
@@ -95,8 +101,13 @@ type HeartbeatRequest struct {
 }
 
 // HeartbeatReply is the inner reply of a heartbeat that keeps the session;
-// an ended session answers an [ErrorReply] with a kill code.
-type HeartbeatReply = Reply
+// an ended session answers an [ErrorReply] with a kill code. TrustUntil: see
+// [LoginReply].
+type HeartbeatReply struct {
+	Success    bool       `json:"success"`
+	Message    string     `json:"message"`
+	TrustUntil *time.Time `json:"trust_until,omitempty"`
+}
 
 // LogoutRequest is the inner body of auth/logout.php (envelope). An unknown
 // session logs out fine.
@@ -120,6 +131,9 @@ type CheckKeyReply struct {
 	Message  string          `json:"message"`
 	Key      KeyInfo         `json:"key"`
 	Features json.RawMessage `json:"features"`
+	// TrustUntil: see [LoginReply]; sent by check-key (never validate) for
+	// a key that is valid.
+	TrustUntil *time.Time `json:"trust_until,omitempty"`
 }
 
 // HWIDResetRequest is the body of the deprecated auth/request-hwid-reset.php

@@ -45,7 +45,22 @@ func (a *API) login(ctx context.Context, c *edge.Call) (any, error) {
 		User:              wire.KeyUser{KeyInfo: keyInfo(&res.Key, a.lic.Now()), HWID: res.HWID},
 		Features:          c.App.Features(res.Key.Features),
 		App:               appBlock(c.App),
+		TrustUntil:        a.trustUntil(c),
 	}, nil
+}
+
+// trustUntil is the trust_until of a signed reply to c (login, heartbeat,
+// check-key): the server's time plus the app's offline_ttl_hours, or nil
+// when the app has offline trust off or the reply will not be signed. Only
+// a signed reply may promise it: an SDK pinning the reply key keeps running
+// through an outage until then, and an unsigned value could be forged.
+func (a *API) trustUntil(c *edge.Call) *time.Time {
+	st := &c.App.Settings
+	if !st.OfflineEnabled || !a.Signs(c.R) {
+		return nil
+	}
+	t := wire.At(a.lic.Now().Add(time.Duration(st.OfflineTTLHours) * time.Hour))
+	return &t
 }
 
 // keyInfo is the client view of k at now.
@@ -71,6 +86,33 @@ var heartbeatOK = &wire.HeartbeatReply{Success: true, Message: "Heartbeat OK"}
 // heartbeatOKReply is heartbeatOK encoded once: the heartbeat's answer
 // costs no encoding.
 var heartbeatOKReply = edge.Marshal(heartbeatOK)
+
+// trustedBeat is a heartbeat success with trust_until, encoded once per
+// (TTL, second) and kept in API.beats: with offline trust on, a signed beat
+// costs no encoding or allocation either, but for the first beat of each
+// second.
+type trustedBeat struct {
+	ttl   int   // offline_ttl_hours
+	until int64 // trust_until, Unix seconds
+	reply []byte
+}
+
+// trustedBeatReply is heartbeatOKReply with trust_until = now + ttl hours:
+// the same bytes as edge.Marshal of a wire.HeartbeatReply with TrustUntil.
+func (a *API) trustedBeatReply(ttl int, now time.Time) []byte {
+	until := now.Unix() + int64(ttl)*3600
+	slot := &a.beats[uint(ttl)%uint(len(a.beats))]
+	if p := slot.Load(); p != nil && p.ttl == ttl && p.until == until {
+		return p.reply
+	}
+	b := make([]byte, 0, len(heartbeatOKReply)+40)
+	b = append(b, heartbeatOKReply[:len(heartbeatOKReply)-1]...) // without its closing brace
+	b = append(b, `,"trust_until":"`...)
+	b = time.Unix(until, 0).UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, `"}`...)
+	slot.Store(&trustedBeat{ttl: ttl, until: until, reply: b})
+	return b
+}
 
 // heartbeatNames are the inner body's members the heartbeat reads.
 var heartbeatNames = []string{"session_id", "license_key"}
@@ -107,6 +149,9 @@ func (a *API) heartbeat(ctx context.Context, c *edge.Call, plain []byte) ([]byte
 		}
 		return nil, err
 	}
+	if st := &c.App.Settings; st.OfflineEnabled && a.Signs(c.R) {
+		return a.trustedBeatReply(st.OfflineTTLHours, a.lic.Now()), nil
+	}
 	return heartbeatOKReply, nil
 }
 
@@ -137,7 +182,11 @@ func (a *API) checkKey(ctx context.Context, c *edge.Call) (any, error) {
 		}
 		return nil, err
 	}
-	return keyReply(c.App, k, a.lic.Now()), nil
+	r := keyReply(c.App, k, a.lic.Now())
+	if r.Valid {
+		r.TrustUntil = a.trustUntil(c)
+	}
+	return r, nil
 }
 
 // keyReply is the check-key / validate answer for a known key.

@@ -9,6 +9,7 @@ package clientapi
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyward/keyward/internal/abuse"
@@ -53,6 +54,9 @@ type API struct {
 	usage    *analytics.Recorder
 	metrics  *metrics.Metrics
 	now      func() time.Time
+	// beats caches the heartbeat replies with trust_until, by TTL
+	// (client.go, trustedBeatReply).
+	beats [16]atomic.Pointer[trustedBeat]
 }
 
 // New returns the client API over e.

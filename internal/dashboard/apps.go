@@ -99,6 +99,10 @@ var settingGroups = []struct {
 		{Name: "suspicious_trials", Label: "Trials per IP before flagging", Kind: "int"},
 		{Name: "suspicious_window_minutes", Label: "Flagging window (minutes)", Kind: "int"},
 	}},
+	{"Offline", []setting{
+		{Name: "offline_enabled", Label: "Offline trust enabled", Kind: "bool", Help: "Signed replies carry trust_until: apps on the Go SDK keep running through a server outage until then."},
+		{Name: "offline_ttl_hours", Label: "Offline trust (hours)", Kind: "int", Help: "How long past the last signed reply an app may run without reaching the server (1 to 8760)."},
+	}},
 }
 
 func (d *Dashboard) appSettings(c *Ctx) {

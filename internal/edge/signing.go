@@ -37,6 +37,15 @@ func headerValue(h http.Header, key string) string {
 	return ""
 }
 
+// Signs reports whether the reply to r will be signed: a signing key is
+// active and r carries a well-formed X-PWF-Nonce. Handlers add what only a
+// signed reply may promise (trust_until) when it is true; it costs a header
+// lookup and no allocation.
+func (e *Edge) Signs(r *http.Request) bool {
+	keys := e.signer.Load()
+	return keys != nil && keys.Active != nil && signing.ValidNonce(headerValue(r.Header, nonceKey))
+}
+
 // signReplies wraps next with reply signing by the signer's active key.
 func (e *Edge) signReplies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -41,7 +41,7 @@ var clientWireSchemas = []wireSchema{
 	{"/api/auth/login.php", "POST", false, "LoginRequest", []any{wire.LoginRequest{}}},
 	{"/api/auth/login.php", "POST", true, "LoginReply", []any{wire.LoginReply{}}},
 	{"/api/auth/heartbeat.php", "POST", false, "HeartbeatRequest", []any{wire.HeartbeatRequest{}}},
-	{"/api/auth/heartbeat.php", "POST", true, "Message", []any{wire.HeartbeatReply{}}},
+	{"/api/auth/heartbeat.php", "POST", true, "HeartbeatReply", []any{wire.HeartbeatReply{}}},
 	{"/api/auth/logout.php", "POST", false, "LogoutRequest", []any{wire.LogoutRequest{}}},
 	{"/api/auth/logout.php", "POST", true, "Message", []any{wire.Reply{}}},
 	{"/api/auth/check-key.php", "POST", false, "CheckKeyRequest", []any{wire.CheckKeyRequest{}}},

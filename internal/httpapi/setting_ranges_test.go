@@ -34,6 +34,7 @@ func TestSettingRangesNamed(t *testing.T) {
 		{"suspicious_envelope_failures", 0, 1000000, "0 (off) to 1000000"},
 		{"suspicious_trials", 0, 1000000, "0 (off) to 1000000"},
 		{"suspicious_window_minutes", 1, 10080, "1 to 10080 minutes"},
+		{"offline_ttl_hours", 1, 8760, "1 to 8760 hours"},
 	}
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})

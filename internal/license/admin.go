@@ -74,6 +74,7 @@ var settingRanges = []SettingRange{
 	{"suspicious_envelope_failures", 0, 1000000, "", "off", func(s *AppSettings) int { return s.SuspiciousEnvelopeFailures }},
 	{"suspicious_trials", 0, 1000000, "", "off", func(s *AppSettings) int { return s.SuspiciousTrials }},
 	{"suspicious_window_minutes", 1, 10080, "minutes", "", func(s *AppSettings) int { return s.SuspiciousWindowMinutes }},
+	{"offline_ttl_hours", 1, 8760, "hours", "", func(s *AppSettings) int { return s.OfflineTTLHours }},
 }
 
 // trialDurationAllowed is trial_duration's range, by unit.

@@ -89,6 +89,8 @@ func DefaultSettings() AppSettings {
 		SuspiciousEnvelopeFailures: 30,
 		SuspiciousTrials:           10,
 		SuspiciousWindowMinutes:    60,
+
+		OfflineTTLHours: 168,
 	}
 }
 
