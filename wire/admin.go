@@ -36,16 +36,19 @@ type AdminLoginReply struct {
 }
 
 // Key is a license key as the admin API shows it: the client's KeyInfo
-// fields plus the key string, note, features and creation time.
+// fields plus the key string, floating, note, features and creation time.
 type Key struct {
-	LicenseKey      string          `json:"license_key"`
-	Status          string          `json:"status"`
-	KeyType         string          `json:"key_type"`
-	Duration        int             `json:"duration"`
-	ActivatedAt     *string         `json:"activated_at"`
-	ExpiresAt       *string         `json:"expires_at"`
-	DaysRemaining   *int            `json:"days_remaining"`
-	MaxDevices      int             `json:"max_devices"`
+	LicenseKey    string  `json:"license_key"`
+	Status        string  `json:"status"`
+	KeyType       string  `json:"key_type"`
+	Duration      int     `json:"duration"`
+	ActivatedAt   *string `json:"activated_at"`
+	ExpiresAt     *string `json:"expires_at"`
+	DaysRemaining *int    `json:"days_remaining"`
+	MaxDevices    int     `json:"max_devices"`
+	// Floating keys bind no device: MaxDevices counts the live sessions on
+	// any machines (seats held while the app runs).
+	Floating        bool            `json:"floating"`
 	Note            string          `json:"note"`
 	Features        json.RawMessage `json:"features"`
 	CreatedAt       string          `json:"created_at"`
@@ -53,11 +56,15 @@ type Key struct {
 }
 
 // KeyDetail is one key with its bound devices and live sessions (GET
-// keys.php?license_key=).
+// keys.php?license_key=). Seats are the sessions holding a seat (heard from
+// within the session timeout; last_seen_at as fresh as the server knows),
+// SeatsInUse their count: for a floating key, what max_devices limits.
 type KeyDetail struct {
 	Key
-	Devices  []Device  `json:"devices"`
-	Sessions []Session `json:"sessions"`
+	Devices    []Device  `json:"devices"`
+	Sessions   []Session `json:"sessions"`
+	SeatsInUse int       `json:"seats_in_use"`
+	Seats      []Session `json:"seats"`
 }
 
 // Device is a machine bound to a key or an account.

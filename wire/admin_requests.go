@@ -65,6 +65,9 @@ type GenerateKeysRequest struct {
 	DurationValue *int            `json:"duration_value,omitempty"`
 	MaxDevices    *int            `json:"max_devices,omitempty"`
 	Features      json.RawMessage `json:"features,omitempty"`
+	// Floating makes the keys floating: max_devices counts live sessions
+	// on any machines instead of bound devices.
+	Floating bool `json:"floating,omitempty"`
 }
 
 // KeyActionRequest is the body of POST keys.php?action= (ban, unban,
@@ -78,13 +81,16 @@ type KeyActionRequest struct {
 }
 
 // KeyUpdateRequest is the body of PUT keys.php: Note and Features replace
-// the key's; MaxDevices only when given.
+// the key's; MaxDevices and Floating only when given.
 type KeyUpdateRequest struct {
 	AppID      string          `json:"app_id"`
 	LicenseKey string          `json:"license_key"`
 	Note       string          `json:"note"`
 	MaxDevices *int            `json:"max_devices,omitempty"`
 	Features   json.RawMessage `json:"features"`
+	// Floating, when given, switches the key floating (true) or back to
+	// device seats (false).
+	Floating *bool `json:"floating,omitempty"`
 }
 
 // KeyRequest names one key: the body of DELETE keys.php.

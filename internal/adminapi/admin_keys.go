@@ -44,7 +44,8 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v := wire.KeyDetail{Key: d.Key.AdminView(now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions)}
+		v := wire.KeyDetail{Key: d.Key.AdminView(now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions),
+			SeatsInUse: len(d.Seats), Seats: sessionViews(d.Seats)}
 		return wire.KeyDetailReply{Success: true, Key: v}, nil
 	}
 	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),
@@ -228,6 +229,9 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 	if in.Note, err = c.f.Str("note"); err != nil {
 		return nil, err
 	}
+	if in.Floating, _, err = c.f.Bool("floating"); err != nil {
+		return nil, err
+	}
 	in.Count = int(count)
 	keys, err := a.lic.GenerateKeys(ctx, c.actor, in)
 	if err != nil {
@@ -272,7 +276,7 @@ func (a *API) convertTrial(ctx context.Context, c *adminCall, appID, lk string) 
 	return wire.KeyReply{Success: true, Key: k.AdminView(a.lic.Now())}, nil
 }
 
-// updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?}.
+// updateKey: PUT keys.php {app_id, license_key, max_devices?, note?, features?, floating?}.
 func (a *API) updateKey(ctx context.Context, c *adminCall) (any, error) {
 	appID, err := c.required("app_id")
 	if err != nil {
@@ -298,6 +302,11 @@ func (a *API) updateKey(ctx context.Context, c *adminCall) (any, error) {
 	}
 	if raw, ok := c.f["features"]; ok {
 		u.Features = json.RawMessage(raw)
+	}
+	if v, ok, err := c.f.Bool("floating"); err != nil {
+		return nil, err
+	} else if ok {
+		u.Floating = &v
 	}
 	k, err := a.lic.UpdateKey(ctx, c.actor, appID, lk, u)
 	if err != nil {

@@ -54,4 +54,5 @@ const (
 	// keyward's own events, beyond the API reference's list.
 	AccountCreated = "account.created" // an app user account signed up
 	KeyRedeemed    = "key.redeemed"    // a key's time went to an account
+	SeatDenied     = "seat.denied"     // a login to a floating key found every seat held
 )

@@ -418,6 +418,8 @@ type GenerateInput struct {
 	MaxDevices int
 	Note       string
 	Features   json.RawMessage
+	// Floating keys bind no device: MaxDevices counts live sessions.
+	Floating bool
 }
 
 // MaxBatch is the largest number of keys one request may generate.
@@ -459,7 +461,7 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 		}
 		strs[i] = str
 		keys[i] = Key{AppID: app.ID, LicenseKey: str, Status: StatusUnused, Type: in.Type, Duration: in.Duration,
-			MaxDevices: in.MaxDevices, Note: in.Note, Features: features, CreatedAt: now, UpdatedAt: now}
+			MaxDevices: in.MaxDevices, Floating: in.Floating, Note: in.Note, Features: features, CreatedAt: now, UpdatedAt: now}
 	}
 	err = s.store.InTx(ctx, func(tx Tx) error {
 		if err := tx.InsertKeys(ctx, keys); err != nil {
@@ -474,7 +476,7 @@ func (s *Service) GenerateKeys(ctx context.Context, actor audit.Actor, in Genera
 			return err
 		}
 		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "key.generate", app.ID, fmt.Sprintf("%d keys", in.Count),
-			map[string]any{"count": in.Count, "key_type": in.Type, "duration": in.Duration, "max_devices": in.MaxDevices}))
+			map[string]any{"count": in.Count, "key_type": in.Type, "duration": in.Duration, "max_devices": in.MaxDevices, "floating": in.Floating}))
 	})
 	if err != nil {
 		return nil, err
@@ -547,11 +549,15 @@ func (s *Service) ListKeys(ctx context.Context, f KeyFilter) ([]Key, int64, erro
 	return keys, next, nil
 }
 
-// KeyDetail is one key with its devices and open sessions.
+// KeyDetail is one key with its devices and open sessions. Seats are the
+// sessions that hold a seat: those heard from within the session timeout
+// (a silent one still open until the reaper ends it holds none); for a
+// floating key, what its max_devices counts.
 type KeyDetail struct {
 	Key      Key
 	Devices  []Device
 	Sessions []Session
+	Seats    []Session
 }
 
 // GetKey returns a key of app with its devices and open sessions.
@@ -570,7 +576,16 @@ func (s *Service) GetKey(ctx context.Context, appID, licenseKey string) (*KeyDet
 	if err != nil {
 		return nil, err
 	}
-	return &KeyDetail{Key: *k, Devices: devices, Sessions: sessions}, nil
+	staleBefore := s.Now().Add(-s.cfg.SessionTimeout)
+	seats := []Session{}
+	for i := range sessions {
+		ss := sessions[i]
+		if seen := s.lastSeen(&ss); !seen.Before(staleBefore) {
+			ss.LastSeenAt = seen
+			seats = append(seats, ss)
+		}
+	}
+	return &KeyDetail{Key: *k, Devices: devices, Sessions: sessions, Seats: seats}, nil
 }
 
 // KeyUpdate holds the editable fields of a key; nil fields stay unchanged.
@@ -578,9 +593,13 @@ type KeyUpdate struct {
 	MaxDevices *int
 	Note       *string
 	Features   json.RawMessage
+	// Floating switches seat counting: on, max_devices counts live sessions
+	// on any machines and bound devices are ignored (kept, and counted again
+	// if it is switched off). Sessions open at the switch keep running.
+	Floating *bool
 }
 
-// UpdateKey edits a key's seats, note or features.
+// UpdateKey edits a key's seats, note, features or floating switch.
 func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licenseKey string, u KeyUpdate) (*Key, error) {
 	if u.MaxDevices != nil && (*u.MaxDevices < 1 || *u.MaxDevices > 10000) {
 		return nil, apperr.InvalidField("max_devices", "must be 1 to 10000")
@@ -612,6 +631,9 @@ func (s *Service) UpdateKey(ctx context.Context, actor audit.Actor, appID, licen
 		}
 		if features != nil {
 			k.Features = features
+		}
+		if u.Floating != nil {
+			k.Floating = *u.Floating
 		}
 		return nil
 	})

@@ -100,11 +100,11 @@ func (k *Key) Info(now time.Time) map[string]any {
 }
 
 // AdminView returns the key as the admin and reseller APIs show it:
-// KeyInfo plus the key string, note, features and creation time.
+// KeyInfo plus the key string, note, features, floating and creation time.
 func (k *Key) AdminView(now time.Time) wire.Key {
 	return wire.Key{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type), Duration: k.Duration,
 		ActivatedAt: OptTimestamp(k.ActivatedAt), ExpiresAt: OptTimestamp(k.ExpiresAt), DaysRemaining: k.DaysRemaining(now),
-		MaxDevices: k.MaxDevices, Note: k.Note, Features: k.FeaturesJSON(), CreatedAt: Timestamp(k.CreatedAt),
+		MaxDevices: k.MaxDevices, Floating: k.Floating, Note: k.Note, Features: k.FeaturesJSON(), CreatedAt: Timestamp(k.CreatedAt),
 		LastSelfResetAt: OptTimestamp(k.LastSelfResetAt)}
 }
 

@@ -127,13 +127,16 @@ const (
 
 // Key is a license key of one app.
 type Key struct {
-	ID              int64
-	AppID           string
-	LicenseKey      string
-	Status          Status // as stored; see StatusAt for the effective state
-	Type            KeyType
-	Duration        int // days for TypeDays; 0 for lifetime
-	MaxDevices      int
+	ID         int64
+	AppID      string
+	LicenseKey string
+	Status     Status // as stored; see StatusAt for the effective state
+	Type       KeyType
+	Duration   int // days for TypeDays; 0 for lifetime
+	MaxDevices int
+	// Floating keys bind no device: MaxDevices counts live sessions on
+	// any machines (seats, held while the app runs; see Seats.TakeSeat).
+	Floating        bool
 	Note            string
 	Features        json.RawMessage // a JSON object
 	ActivatedAt     *time.Time

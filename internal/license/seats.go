@@ -2,6 +2,7 @@ package license
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
@@ -105,4 +106,65 @@ func (st Seats) RetireOverflow(hwid string, staleBefore time.Time) error {
 		live = append(live[:victim], live[victim+1:]...)
 	}
 	return nil
+}
+
+// SeatTaken is the seat a floating login took: how many seats were held
+// with it, and of how many.
+type SeatTaken struct {
+	InUse, Max int
+}
+
+// TakeSeat is login's rule for a floating holder (Key.Floating), which
+// binds no device: Max counts live sessions on any machines. A session
+// silent since before staleBefore (by lastSeen, which may know of a
+// heartbeat not yet written) holds no seat and is ended as
+// SESSION_EXPIRED, as the reaper would; a session of the same hwid is
+// replaced (an app restarting after a crash reuses its own seat rather
+// than being refused). When every other seat is held the login is refused
+// with DEVICE_LIMIT, saying so, and nothing is ended but the stale
+// sessions. The caller must hold the holder's row lock (the key read for
+// update), so the count and the session insert that follows are one step
+// across processes.
+func (st Seats) TakeSeat(hwid string, staleBefore time.Time, lastSeen func(*Session) time.Time) (SeatTaken, error) {
+	live, err := st.Live()
+	if err != nil {
+		return SeatTaken{}, err
+	}
+	var held, same []Session
+	for i := range live {
+		ss := &live[i]
+		switch {
+		case lastSeen(ss).Before(staleBefore):
+			if err := st.End(ss.ID, CodeSessionExpired); err != nil {
+				return SeatTaken{}, err
+			}
+		case ss.HWID == hwid:
+			same = append(same, *ss)
+		default:
+			held = append(held, *ss)
+		}
+	}
+	limit := max(st.Max, 1)
+	if len(held) >= limit {
+		return SeatTaken{InUse: len(held), Max: limit}, SeatsFull(len(held), limit)
+	}
+	for _, ss := range same {
+		if err := st.End(ss.ID, CodeSessionExpired); err != nil {
+			return SeatTaken{}, err
+		}
+	}
+	return SeatTaken{InUse: len(held) + 1, Max: limit}, nil
+}
+
+// SeatsFull is the DEVICE_LIMIT refusal of a floating login: every one of
+// limit seats is held. It carries devices_used and max_devices like the
+// device-limit refusal shipped clients know.
+func SeatsFull(inUse, limit int) error {
+	what := fmt.Sprintf("All %d seats of this license are in use", limit)
+	if limit == 1 {
+		what = "The one seat of this license is in use"
+	}
+	return apperr.New(apperr.Forbidden, CodeDeviceLimit,
+		what+"; close the app on another machine or wait for a seat to free.").
+		With("devices_used", inUse).With("max_devices", limit)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/envelope"
+	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/lockout"
 )
 
@@ -41,6 +42,8 @@ type Service struct {
 	apps    *appCache
 	touches touchBuffer
 	up      *upstreamState // lazy migration (SetUpstream); nil: off
+
+	seatDenied func(appID string) // OnSeatDenied; nil: nobody to tell
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -122,7 +125,9 @@ type LoginResult struct {
 }
 
 // Login activates a key on first use, binds the device, and opens a session,
-// retiring the oldest session when the key's seats are full. It returns
+// retiring the oldest session when the key's seats are full. A floating
+// key binds no device and refuses a login when all its seats are held
+// (Seats.TakeSeat). It returns
 // MISSING_FIELDS, INVALID_KEY, MAINTENANCE, BANNED, PAUSED, EXPIRED,
 // HWID_MISMATCH or DEVICE_LIMIT.
 func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*LoginResult, error) {
@@ -165,7 +170,9 @@ var errUnknownKey = errors.New("unknown key")
 // login is one attempt of Login.
 func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token string, now time.Time) (*LoginResult, error) {
 	var res *LoginResult
+	var denied error // a floating key's seats were all held
 	err := s.store.InTx(ctx, func(tx Tx) error {
+		res, denied = nil, nil
 		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
 			// A string rotated away for a suspected leak still signs in its
@@ -180,7 +187,19 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 		if e := statusError(k.StatusAt(now)); e != nil {
 			return e
 		}
-		if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+		if k.Floating {
+			taken, err := KeySeats(ctx, tx, k, now).TakeSeat(req.HWID, now.Add(-s.cfg.SessionTimeout), s.lastSeen)
+			if apperr.CodeOf(err) == CodeDeviceLimit {
+				// Refused, but committed: the stale sessions ended on the way
+				// stay ended, and seat.denied is written under the key's lock.
+				denied = err
+				return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.SeatDenied, CreatedAt: now, Subject: event.KeySubject(k.ID),
+					Data: map[string]any{"app_id": app.ID, "key_id": k.ID, "license_key": k.LicenseKey, "hwid": req.HWID,
+						"seats_in_use": taken.InUse, "max_devices": taken.Max}})
+			} else if err != nil {
+				return err
+			}
+		} else if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
 			return err
 		}
 		activated := k.Status == StatusUnused
@@ -189,8 +208,10 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 				return err
 			}
 		}
-		if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
-			return err
+		if !k.Floating {
+			if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
+				return err
+			}
 		}
 		sess := &Session{
 			ID: NewID(s.random), TokenHash: HashToken(token), AppID: app.ID, KeyID: &k.ID,
@@ -205,8 +226,19 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 	if err != nil {
 		return nil, err
 	}
+	if denied != nil {
+		if s.seatDenied != nil {
+			s.seatDenied(app.ID)
+		}
+		return nil, denied
+	}
 	return res, nil
 }
+
+// OnSeatDenied sets fn to be told of every login refused because a
+// floating key's seats were all held (the server counts them in
+// keyward_seat_denials_total). Call it before serving.
+func (s *Service) OnSeatDenied(fn func(appID string)) { s.seatDenied = fn }
 
 // Heartbeat keeps a session alive, or ends it and returns the kill code:
 // SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,

@@ -29,6 +29,7 @@ type Metrics struct {
 	blobFails *prometheus.CounterVec
 	webhooks  *prometheus.CounterVec
 	upstream  *prometheus.CounterVec
+	seats     prometheus.Counter
 }
 
 // New returns the metrics of one server, with the Go runtime and process
@@ -57,8 +58,10 @@ func New() *Metrics {
 		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_upstream_lookups_total",
 			Help: "Lookups of unknown keys at an app's upstream (lazy migration), by outcome: imported, not_found, error or invalid."},
 			[]string{"outcome"}),
+		seats: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_seat_denials_total",
+			Help: "Logins to floating keys refused because every seat was held (DEVICE_LIMIT)."}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks, m.upstream)
+	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks, m.upstream, m.seats)
 	return m
 }
 
@@ -113,6 +116,14 @@ func (m *Metrics) Job(name string, d time.Duration, err error) {
 func (m *Metrics) UpstreamLookup(outcome string) {
 	if m != nil {
 		m.upstream.WithLabelValues(outcome).Inc()
+	}
+}
+
+// SeatDenied counts a login refused because all seats of a floating key
+// were held.
+func (m *Metrics) SeatDenied() {
+	if m != nil {
+		m.seats.Inc()
 	}
 }
 

@@ -146,7 +146,7 @@ func affected(res sql.Result, err error) error {
 }
 
 const keyCols = `id, app_id, license_key, status, key_type, duration, max_devices, note, features,
-	activated_at, expires_at, last_self_reset_at, created_at, updated_at`
+	activated_at, expires_at, last_self_reset_at, created_at, updated_at, floating`
 
 func scanKey(row interface{ Scan(...any) error }) (*license.Key, error) {
 	var k license.Key
@@ -154,7 +154,7 @@ func scanKey(row interface{ Scan(...any) error }) (*license.Key, error) {
 	var activated, expires, lastReset sql.NullInt64
 	var created, updated int64
 	if err := row.Scan(&k.ID, &k.AppID, &k.LicenseKey, &k.Status, &k.Type, &k.Duration, &k.MaxDevices, &k.Note, &features,
-		&activated, &expires, &lastReset, &created, &updated); err != nil {
+		&activated, &expires, &lastReset, &created, &updated, &k.Floating); err != nil {
 		return nil, translate(err)
 	}
 	k.Features = json.RawMessage(features)
@@ -316,16 +316,16 @@ func (t licenseTx) insertKeys(ctx context.Context, keys []license.Key, resellerI
 		part := keys[start:min(start+chunk, len(keys))]
 		var b strings.Builder
 		b.WriteString(`INSERT INTO license_keys (app_id, license_key, status, key_type, duration, max_devices, note, features,
-			activated_at, expires_at, last_self_reset_at, created_at, updated_at, reseller_id) VALUES `)
-		args := make([]any, 0, len(part)*14)
+			activated_at, expires_at, last_self_reset_at, created_at, updated_at, reseller_id, floating) VALUES `)
+		args := make([]any, 0, len(part)*15)
 		for i, k := range part {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, k.AppID, k.LicenseKey, string(k.Status), string(k.Type), k.Duration, k.MaxDevices, k.Note,
 				string(k.FeaturesJSON()), optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.CreatedAt), ms(k.UpdatedAt),
-				resellerID)
+				resellerID, k.Floating)
 		}
 		b.WriteString(" RETURNING id, license_key")
 		rows, err := t.tx.QueryContext(ctx, t.db.rebind(b.String()), args...)
@@ -355,9 +355,9 @@ func (t licenseTx) insertKeys(ctx context.Context, keys []license.Key, resellerI
 
 func (t licenseTx) UpdateKey(ctx context.Context, k *license.Key) error {
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET license_key = ?, status = ?, key_type = ?, duration = ?,
-		max_devices = ?, note = ?, features = ?, activated_at = ?, expires_at = ?, last_self_reset_at = ?, updated_at = ? WHERE id = ?`),
+		max_devices = ?, note = ?, features = ?, activated_at = ?, expires_at = ?, last_self_reset_at = ?, updated_at = ?, floating = ? WHERE id = ?`),
 		k.LicenseKey, string(k.Status), string(k.Type), k.Duration, k.MaxDevices, k.Note, string(k.FeaturesJSON()),
-		optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.UpdatedAt), k.ID)
+		optMS(k.ActivatedAt), optMS(k.ExpiresAt), optMS(k.LastSelfResetAt), ms(k.UpdatedAt), k.Floating, k.ID)
 	return affected(res, err)
 }
 
