@@ -27,6 +27,8 @@ const (
 	CodeSelfResetDisabled = wire.CodeSelfResetDisabled
 	CodeNotFound          = wire.CodeNotFound
 	CodeConflict          = wire.CodeConflict
+	CodeOfflineDisabled   = wire.CodeOfflineDisabled
+	CodeLicenseFileRevoked = wire.CodeLicenseFileRevoked
 )
 
 // endLogout is the end reason of a session closed by its own client; a later
