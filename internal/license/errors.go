@@ -9,25 +9,25 @@ import (
 
 // Wire error codes used by this package (sdk-compat §2.1).
 const (
-	CodeMissingFields     = wire.CodeMissingFields
-	CodeInvalidKey        = wire.CodeInvalidKey
-	CodeHWIDMismatch      = wire.CodeHWIDMismatch
-	CodeDeviceLimit       = wire.CodeDeviceLimit
-	CodeExpired           = wire.CodeExpired
-	CodeBanned            = wire.CodeBanned
-	CodePaused            = wire.CodePaused
-	CodeMaintenance       = wire.CodeMaintenance
-	CodeSessionExpired    = wire.CodeSessionExpired
-	CodeSessionMismatch   = wire.CodeSessionMismatch
-	CodeSessionRevoked    = wire.CodeSessionRevoked
-	CodeHWIDReset         = wire.CodeHWIDReset
-	CodeKeyNotActive      = wire.CodeKeyNotActive
-	CodeNoHWID            = wire.CodeNoHWID
-	CodeRateLimited       = wire.CodeRateLimited
-	CodeSelfResetDisabled = wire.CodeSelfResetDisabled
-	CodeNotFound          = wire.CodeNotFound
-	CodeConflict          = wire.CodeConflict
-	CodeOfflineDisabled   = wire.CodeOfflineDisabled
+	CodeMissingFields      = wire.CodeMissingFields
+	CodeInvalidKey         = wire.CodeInvalidKey
+	CodeHWIDMismatch       = wire.CodeHWIDMismatch
+	CodeDeviceLimit        = wire.CodeDeviceLimit
+	CodeExpired            = wire.CodeExpired
+	CodeBanned             = wire.CodeBanned
+	CodePaused             = wire.CodePaused
+	CodeMaintenance        = wire.CodeMaintenance
+	CodeSessionExpired     = wire.CodeSessionExpired
+	CodeSessionMismatch    = wire.CodeSessionMismatch
+	CodeSessionRevoked     = wire.CodeSessionRevoked
+	CodeHWIDReset          = wire.CodeHWIDReset
+	CodeKeyNotActive       = wire.CodeKeyNotActive
+	CodeNoHWID             = wire.CodeNoHWID
+	CodeRateLimited        = wire.CodeRateLimited
+	CodeSelfResetDisabled  = wire.CodeSelfResetDisabled
+	CodeNotFound           = wire.CodeNotFound
+	CodeConflict           = wire.CodeConflict
+	CodeOfflineDisabled    = wire.CodeOfflineDisabled
 	CodeLicenseFileRevoked = wire.CodeLicenseFileRevoked
 )
 
