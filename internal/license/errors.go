@@ -27,6 +27,7 @@ const (
 	CodeSelfResetDisabled  = wire.CodeSelfResetDisabled
 	CodeNotFound           = wire.CodeNotFound
 	CodeConflict           = wire.CodeConflict
+	CodeForbidden          = wire.CodeForbidden
 	CodeOfflineDisabled    = wire.CodeOfflineDisabled
 	CodeLicenseFileRevoked = wire.CodeLicenseFileRevoked
 )

@@ -2,13 +2,16 @@ package license
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/licensefile"
+	"github.com/keyward/keyward/wire"
 )
 
 // License files (issue 23, docs/offline.md): signed documents an app
@@ -162,8 +165,9 @@ func (s *Service) IssueFile(ctx context.Context, app *App, req FileRequest, sign
 func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign FileSigner, now time.Time) (*IssuedFile, error) {
 	var out *IssuedFile
 	var denied error
+	fresh := false // a new file, not the one of a repeated request
 	err := s.store.InTx(ctx, func(tx Tx) error {
-		out, denied = nil, nil
+		out, denied, fresh = nil, nil, false
 		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
 		if errors.Is(err, apperr.ErrNotFound) {
 			k, err = tx.KeyByAliasForUpdate(ctx, app.ID, req.LicenseKey, req.HWID)
@@ -245,7 +249,7 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 		if err := tx.AddAudit(ctx, audit.NewEntry(req.Actor, now, "license_file.issue", app.ID, k.LicenseKey, details)); err != nil {
 			return err
 		}
-		out = f
+		out, fresh = f, true
 		return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.LicenseFileIssued, CreatedAt: now, Subject: event.KeySubject(k.ID),
 			Data: map[string]any{"app_id": app.ID, "key_id": k.ID, "license_key": k.LicenseKey, "hwid": f.HWID, "file_id": f.ID,
 				"source": f.Source, "floating": f.Floating, "issued_at": Timestamp(f.IssuedAt), "valid_until": Timestamp(f.ValidUntil)}})
@@ -258,6 +262,9 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 			s.seatDenied(app.ID)
 		}
 		return nil, denied
+	}
+	if s.fileIssued != nil && fresh {
+		s.fileIssued(out.Source)
 	}
 	return out, nil
 }
@@ -360,4 +367,100 @@ func (s *Service) RevokeFile(ctx context.Context, appID, id string, actor audit.
 // first (at most 200).
 func (s *Service) LicenseFiles(ctx context.Context, appID string, keyID int64) ([]IssuedFile, error) {
 	return s.store.LicenseFiles(ctx, appID, keyID, 200)
+}
+
+// Reply is the reply carrying f ([wire.LicenseFileReply]), for the client,
+// portal and admin routes that issue files. A floating key's file carries
+// its borrow id as session_id.
+func (f *IssuedFile) Reply() *wire.LicenseFileReply {
+	r := &wire.LicenseFileReply{Success: true, Message: "License file issued", LicenseFile: f.Text, FileID: f.ID,
+		ValidUntil: f.ValidUntil.UTC(), Floating: f.Floating}
+	if f.Floating {
+		r.SessionID = f.ID
+	}
+	return r
+}
+
+// View is f as the key detail lists it (no text).
+func (f *IssuedFile) View() wire.LicenseFile {
+	return wire.LicenseFile{ID: f.ID, HWID: f.HWID, Kid: f.Kid, Source: f.Source, Floating: f.Floating,
+		IssuedAt: Timestamp(f.IssuedAt), ValidUntil: Timestamp(f.ValidUntil), ReturnedAt: OptTimestamp(f.ReturnedAt),
+		RevokedAt: OptTimestamp(f.RevokedAt)}
+}
+
+// Activation requests older than MaxRequestAge, or made more than
+// maxRequestSkew in the server's future, are refused: an air-gapped
+// machine's request is carried by hand, which takes days, not months.
+const (
+	MaxRequestAge  = 30 * 24 * time.Hour
+	maxRequestSkew = 10 * time.Minute
+)
+
+// OfflineRequest is an air-gapped activation: the activation request's
+// text and who turns it into a file.
+type OfflineRequest struct {
+	// AppID is the app the caller may act on (the customer token's, the
+	// admin's app_id): the request must be for it.
+	AppID string
+	// Text is the activation request as the machine made it.
+	Text string
+	// LicenseKeys, when not empty, are the only keys the request may name
+	// (a customer's own key, or the keys redeemed onto their account).
+	LicenseKeys []string
+	Source      string // FileOffline (customer portal) or FileAdmin
+	Actor       audit.Actor
+}
+
+// OfflineActivate turns an air-gapped machine's activation request into a
+// license file (docs/offline.md). The request must be well-formed, for
+// req.AppID, MACed with that app's secret (a request edited on the way, to
+// another device say, fails), made within MaxRequestAge, and name one of
+// req.LicenseKeys when those are given. The device is then bound and
+// counted exactly as an online login would (IssueFile, with the request's
+// nonce: the same request again answers the same file; its nonce never
+// produces a file for another device or key).
+func (s *Service) OfflineActivate(ctx context.Context, req OfflineRequest, sign FileSigner) (*IssuedFile, error) {
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, apperr.Missing("request")
+	}
+	if len(req.Text) > licensefile.MaxSize {
+		return nil, apperr.InvalidField("request", "larger than 64 KiB")
+	}
+	doc, err := licensefile.ParseRequest(req.Text)
+	if err != nil {
+		return nil, apperr.InvalidField("request", "not an activation request ("+truncate(err.Error(), 200)+")")
+	}
+	if doc.AppID != req.AppID {
+		return nil, apperr.New(apperr.Forbidden, CodeForbidden, "This activation request is for another application.")
+	}
+	app, err := s.store.App(ctx, req.AppID)
+	if err != nil {
+		return nil, err
+	}
+	if app.RevokedAt != nil {
+		return nil, ErrAppRevoked
+	}
+	if err := doc.Verify(app.Secret); err != nil {
+		return nil, apperr.InvalidField("request", "it does not match this application's secret (changed after it was made, or made for another application)")
+	}
+	now := s.Now()
+	if doc.CreatedAt.Before(now.Add(-MaxRequestAge)) {
+		return nil, apperr.InvalidField("request", "made more than 30 days ago; make a new one")
+	}
+	if doc.CreatedAt.After(now.Add(maxRequestSkew)) {
+		return nil, apperr.InvalidField("request", "made in the future (check the machine's clock)")
+	}
+	if len(req.LicenseKeys) > 0 {
+		mine := false
+		for _, k := range req.LicenseKeys {
+			if subtle.ConstantTimeCompare([]byte(k), []byte(doc.LicenseKey)) == 1 {
+				mine = true
+			}
+		}
+		if !mine {
+			return nil, apperr.New(apperr.Forbidden, CodeForbidden, "This activation request is for another license key.")
+		}
+	}
+	return s.IssueFile(ctx, app, FileRequest{LicenseKey: doc.LicenseKey, HWID: doc.HWID, Source: req.Source, Nonce: doc.Nonce,
+		Actor: req.Actor}, sign)
 }

@@ -43,7 +43,8 @@ type Service struct {
 	touches touchBuffer
 	up      *upstreamState // lazy migration (SetUpstream); nil: off
 
-	seatDenied func(appID string) // OnSeatDenied; nil: nobody to tell
+	seatDenied func(appID string)  // OnSeatDenied; nil: nobody to tell
+	fileIssued func(source string) // OnFileIssued; nil: nobody to tell
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -239,6 +240,11 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 // floating key's seats were all held (the server counts them in
 // keyward_seat_denials_total). Call it before serving.
 func (s *Service) OnSeatDenied(fn func(appID string)) { s.seatDenied = fn }
+
+// OnFileIssued sets fn to be told of every license file issued, with its
+// source (the server counts them in keyward_license_files_issued_total).
+// Call it before serving.
+func (s *Service) OnFileIssued(fn func(source string)) { s.fileIssued = fn }
 
 // Heartbeat keeps a session alive, or ends it and returns the kill code:
 // SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,

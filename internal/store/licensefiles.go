@@ -65,7 +65,7 @@ func (t licenseTx) LicenseFileForUpdate(ctx context.Context, appID, id string) (
 
 func (t licenseTx) LatestLicenseFile(ctx context.Context, keyID int64, hwid string) (*license.IssuedFile, error) {
 	return scanLicenseFile(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+licenseFileCols+` FROM license_files
-		WHERE key_id = ? AND hwid = ? ORDER BY issued_at DESC, id DESC LIMIT 1`), keyID, hwid))
+		WHERE key_id = ? AND hwid = ? ORDER BY seq DESC LIMIT 1`), keyID, hwid))
 }
 
 func (t licenseTx) SetLicenseFileState(ctx context.Context, f *license.IssuedFile) error {
@@ -75,7 +75,7 @@ func (t licenseTx) SetLicenseFileState(ctx context.Context, f *license.IssuedFil
 
 func (t licenseTx) BorrowsOfKey(ctx context.Context, keyID int64, now time.Time) ([]license.IssuedFile, error) {
 	return scanLicenseFiles(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+licenseFileCols+` FROM license_files
-		WHERE key_id = ? AND floating AND returned_at IS NULL AND valid_until > ? ORDER BY issued_at, id`), keyID, ms(now)))
+		WHERE key_id = ? AND floating AND returned_at IS NULL AND valid_until > ? ORDER BY seq`), keyID, ms(now)))
 }
 
 func (s licenseStore) LicenseFiles(ctx context.Context, appID string, keyID int64, limit int) ([]license.IssuedFile, error) {
@@ -83,5 +83,5 @@ func (s licenseStore) LicenseFiles(ctx context.Context, appID string, keyID int6
 		limit = 1000
 	}
 	return scanLicenseFiles(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+licenseFileCols+` FROM license_files
-		WHERE app_id = ? AND key_id = ? ORDER BY issued_at DESC, id DESC LIMIT ?`), appID, keyID, limit))
+		WHERE app_id = ? AND key_id = ? ORDER BY seq DESC LIMIT ?`), appID, keyID, limit))
 }

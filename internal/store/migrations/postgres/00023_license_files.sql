@@ -3,9 +3,11 @@
 -- server hands out, for listing and revoking, for borrowed seats of floating
 -- keys (an unreturned file holds a seat until valid_until) and for the
 -- single use of an air-gapped activation request's nonce. The file text is
--- kept so a repeated request answers with the same file.
+-- kept so a repeated request answers with the same file. seq orders the
+-- files as issued (issued_at is to the second).
 CREATE TABLE license_files (
-    id          TEXT PRIMARY KEY,
+    seq         BIGSERIAL PRIMARY KEY,
+    id          TEXT NOT NULL UNIQUE,
     app_id      TEXT NOT NULL REFERENCES apps(id) ON DELETE CASCADE,
     key_id      BIGINT NOT NULL REFERENCES license_keys(id) ON DELETE CASCADE,
     hwid        TEXT NOT NULL,
@@ -19,7 +21,7 @@ CREATE TABLE license_files (
     revoked_at  BIGINT,
     file        TEXT NOT NULL
 );
-CREATE INDEX license_files_key ON license_files (key_id, issued_at);
+CREATE INDEX license_files_key ON license_files (key_id, seq);
 CREATE UNIQUE INDEX license_files_nonce ON license_files (app_id, nonce) WHERE nonce IS NOT NULL;
 
 -- +goose Down
