@@ -35,6 +35,19 @@
 // CLOCK_SKEW when each was a clock refusal), ten consecutive plain 429s with
 // NETWORK_LOST.
 //
+// # Outage grace
+//
+// With pinned keys and an app whose offline trust is on, every signed reply
+// to login, heartbeat and check-key carries trust_until, and the client
+// keeps the newest (Trust). While the server is unreachable (network
+// errors, timeouts, 5xx, plain 429s, untrustworthy replies) Run goes on in
+// grace (EventGrace) until trust_until, then ends with NETWORK_LOST
+// wrapping ErrGraceExpired; a real refusal (kill code, INVALID_KEY, …)
+// ends it at once; a local clock turned back behind the last signed server
+// time ends it with CLOCK_ROLLBACK (ErrClockRollback). Verdict turns any
+// call's outcome into Allowed, Refused or Grace. Unsigned replies never
+// give trust. WithStore keeps the trust across restarts (FileStore).
+//
 // # Clock correction
 //
 // With WithAutoCorrectClock (on by default) a plain clock refusal carrying

@@ -104,3 +104,34 @@ func ExampleReplyCanonical() {
 	// 200
 	// 838963bcdf02b67117c36eeb954325549ed7439686f2964a5171061b91ce698c
 }
+
+// Ride out an outage of the licence server: pin its reply key, keep the
+// signed trust in a file, and let Verdict say whether to run. The app's
+// offline trust (offline_enabled) must be on for the server to promise any.
+func ExampleClient_Verdict() {
+	ctx := context.Background()
+	pem, err := os.ReadFile("keyward-reply-key.pem")
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := client.New("https://licenses.example.com", os.Getenv("APP_SECRET"),
+		client.WithPinnedKeys(pem), client.WithStore(client.FileStore("licence-trust.json")))
+	if err != nil {
+		log.Fatal(err)
+	}
+	const key = "ABCDE-FGHIJ-KLMNO"
+	s, err := c.Login(ctx, key, "machine-id")
+	switch v := c.Verdict(key, err); v.Status {
+	case client.Allowed:
+		err = s.Run(ctx, client.HeartbeatOptions{OnEvent: func(e client.Event) {
+			if e.Kind == client.EventGrace {
+				fmt.Println("licence server unreachable; running until", e.GraceUntil)
+			}
+		}})
+		fmt.Println("session ended:", client.KillCode(err))
+	case client.Grace:
+		fmt.Println("licence server unreachable; running until", v.Until, "- sign in again later")
+	case client.Refused:
+		fmt.Println("licence refused:", v.Code, v.Err)
+	}
+}

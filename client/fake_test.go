@@ -31,7 +31,7 @@ var testKeys struct {
 }
 
 // signingKeys returns two RSA-3072 test keys, generated once per process.
-func signingKeys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
+func signingKeys(t testing.TB) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	t.Helper()
 	testKeys.once.Do(func() {
 		var err error
@@ -45,7 +45,7 @@ func signingKeys(t *testing.T) (*rsa.PrivateKey, *rsa.PrivateKey) {
 	return testKeys.sign, testKeys.alt
 }
 
-func publicPEM(t *testing.T, k *rsa.PrivateKey) []byte {
+func publicPEM(t testing.TB, k *rsa.PrivateKey) []byte {
 	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ type canonParts struct {
 // SDK's own envelope code, answers what answer says and, with signer set,
 // signs its replies (PWF-REPLY-V1) like a server with an operator key.
 type fake struct {
-	t      *testing.T
+	t      testing.TB
 	keys   envelope.Keys
 	now    func() time.Time
 	signer *rsa.PrivateKey
@@ -80,7 +80,7 @@ type fake struct {
 	srv      *httptest.Server
 }
 
-func newFake(t *testing.T) *fake {
+func newFake(t testing.TB) *fake {
 	f := &fake{t: t, keys: envelope.Derive(fakeSecret), now: time.Now}
 	f.answer = func(path string, inner map[string]any) (int, any, bool, http.Header) {
 		switch path {

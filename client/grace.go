@@ -119,6 +119,17 @@ type exchange struct {
 // trustPaths are the routes whose signed replies carry trust_until.
 var trustPaths = map[string]bool{"/api/auth/login.php": true, "/api/auth/heartbeat.php": true, "/api/auth/check-key.php": true}
 
+// trustRoute reports whether a request path (the base URL's path prefix
+// included) is a trust route's.
+func trustRoute(path string) bool {
+	for p := range trustPaths {
+		if strings.HasSuffix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // Trust returns the offline trust the client holds (ok false: none).
 func (c *Client) Trust() (t Trust, ok bool) {
 	c.mu.Lock()
@@ -156,11 +167,13 @@ func refused(err error) (*APIError, bool) {
 }
 
 // noteRefusal drops the trust of the key a trust route was refused for.
+// SESSION_EXPIRED is about the session, not the licence (an outage longer
+// than the session timeout causes it): the trust stays for the new login.
 func (c *Client) noteRefusal(cl call, err error) {
 	if !trustPaths[cl.path] {
 		return
 	}
-	if _, ok := refused(err); ok {
+	if api, ok := refused(err); ok && api.Code != CodeSessionExpired {
 		c.dropTrust(requestKey(cl.body))
 	}
 }
@@ -307,7 +320,7 @@ func (c *Client) trustOf(ex *exchange) (*trustState, error) {
 	if len(c.pins) == 0 {
 		return nil, ErrNoTrust
 	}
-	if !trustPaths[ex.Path] || ex.Method != "POST" || ex.Status != 200 {
+	if !trustRoute(ex.Path) || ex.Method != "POST" || ex.Status != 200 {
 		return nil, fmt.Errorf("%w: %s %s %d is not a trust route's success", ErrBadReply, ex.Method, ex.Path, ex.Status)
 	}
 	if err := VerifyReplySignature(c.pins, ReplyCanonical(ex.Nonce, ex.Method, ex.Path, ex.Request, ex.Status, ex.Reply), ex.Signature); err != nil {

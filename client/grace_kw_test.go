@@ -370,3 +370,48 @@ func TestGraceStoreAcrossRestart(t *testing.T) {
 		t.Fatalf("trust file after the refusal: %v", err)
 	}
 }
+
+// An outage longer than the session timeout: the session expired on the
+// server meanwhile, so the first answer after the grace is SESSION_EXPIRED;
+// the loop signs in again with the same key and device (EventRelogin, a new
+// Session.ID) and beats on. Had the key been banned, that login's refusal
+// ends the session with BANNED.
+func TestGraceReloginAfterLongOutage(t *testing.T) {
+	for _, banned := range []bool{false, true} {
+		g := startGrace(t, "sqlite", 168)
+		lk := g.app.GenerateKeys(1, "lifetime", 0, 1)[0]
+		c := g.client(t, true)
+		sess, b := g.login(t, c, lk)
+		old := sess.ID
+		g.down.Store(true)
+		for i := 1; i <= MaxUnanswered; i++ {
+			b.beat(t)
+		}
+		g.s.Clock.Advance(10 * time.Minute) // past the 180 s session timeout
+		g.clock.Advance(10 * time.Minute)
+		if e := b.beat(t); e.Kind != EventGrace {
+			t.Fatalf("ten minutes into the outage: %+v", e)
+		}
+		if banned {
+			g.app.KeyAction("ban", lk, nil)
+		}
+		g.down.Store(false)
+		e := b.beat(t)
+		if banned {
+			if e.Kind != EventKill || e.Code != CodeBanned {
+				t.Fatalf("back online, key banned: %+v", e)
+			}
+			b.ended(t, CodeBanned)
+			continue
+		}
+		if e.Kind != EventRelogin || e.Code != CodeSessionExpired || sess.ID == old || sess.ID == "" {
+			t.Fatalf("back online after the session timed out: %+v (id %s, was %s)", e, sess.ID, old)
+		}
+		if e := b.beat(t); e.Kind != EventOK {
+			t.Fatalf("beat on the new session: %+v", e)
+		}
+		if tr, ok := c.Trust(); !ok || !tr.Until.Equal(g.s.Clock.Now().Add(168*time.Hour).Truncate(time.Second)) {
+			t.Fatalf("trust after the relogin: %+v %v", tr, ok)
+		}
+	}
+}

@@ -32,6 +32,10 @@ const (
 	// the newest signed reply's trust_until (Event.GraceUntil) keeps the
 	// session running; every beat until the server answers is one.
 	EventGrace EventKind = "grace"
+	// EventRelogin: the first answer after a grace was SESSION_EXPIRED (the
+	// session timed out on the server during the outage), and the loop
+	// signed in again with the same key and device: Session.ID is new.
+	EventRelogin EventKind = "relogin"
 )
 
 // Event describes one beat of the loop.
@@ -89,7 +93,13 @@ func (s *Session) Beat(ctx context.Context) error {
 // session goes on: each such beat is an EventGrace until the server
 // answers again (an OK ends the grace; a kill code ends the session at
 // once) or trust_until passes (NETWORK_LOST, wrapping ErrGraceExpired). A
-// clock turned back ends it with CLOCK_ROLLBACK (ErrClockRollback).
+// clock turned back ends it with CLOCK_ROLLBACK (ErrClockRollback). An
+// outage longer than the server's session timeout ends the session on the
+// server; so when the first answer after a grace is SESSION_EXPIRED, Run
+// signs in again once with the session's key and device (a key session
+// only; an account session ends as before): success is an EventRelogin and Session.ID changes (read it from
+// OnEvent, or after Run returns); a refusal of that login (BANNED, …) ends
+// the session with its code.
 func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 	d := o.Interval
 	if d <= 0 {
@@ -102,6 +112,7 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 	defer stop()
 	var b budget
 	first := o.Immediate
+	inGrace := false // an EventGrace since the last OK
 	for {
 		if !first {
 			select {
@@ -116,6 +127,9 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 			return ctx.Err()
 		}
 		ev, kill := b.classify(err)
+		if kill != nil && kill.Code == CodeSessionExpired && inGrace && s.LicenseKey != "" && s.User.Username == "" {
+			ev, kill = s.relogin(ctx, ev, err)
+		}
 		if kill != nil && kill.Code == CodeNetworkLost && unreachable(err) {
 			switch v := s.Verdict(err); v.Status {
 			case Grace:
@@ -126,6 +140,12 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 					ev.Code, ev.Err = v.Code, v.Err
 				}
 			}
+		}
+		switch ev.Kind {
+		case EventGrace:
+			inGrace = true
+		case EventOK:
+			inGrace = false
 		}
 		ev.ClockOffset = s.c.ClockOffset()
 		if kill != nil {
@@ -142,6 +162,27 @@ func (s *Session) Run(ctx context.Context, o HeartbeatOptions) error {
 			}
 			return kill
 		}
+	}
+}
+
+// relogin signs the session's key in again after the session expired on
+// the server during an outage. ev and the kill are those of the
+// SESSION_EXPIRED beat (cause).
+func (s *Session) relogin(ctx context.Context, ev Event, cause error) (Event, *KillError) {
+	ns, err := s.c.Login(ctx, s.LicenseKey, s.HWID)
+	if err == nil {
+		s.ID = ns.ID
+		s.c.log.Info("keyward: signed in again after an outage", "code", CodeSessionExpired)
+		ev.Kind, ev.Err = EventRelogin, cause
+		return ev, nil
+	}
+	switch v := s.Verdict(err); v.Status {
+	case Grace: // the server went away again: still in grace, retried at the next beat
+		ev.Kind, ev.Code, ev.GraceUntil, ev.Err = EventGrace, "", v.Until, err
+		return ev, nil
+	default:
+		ev.Kind, ev.Code, ev.Err = EventKill, v.Code, err
+		return ev, &KillError{Code: v.Code, Message: "signing in again after the outage was refused", Err: err}
 	}
 }
 

@@ -123,6 +123,15 @@ func printSession(w io.Writer, s *client.Session) {
 		fmt.Fprintf(w, "key %s\n", s.LicenseKey)
 	}
 	fmt.Fprintf(w, "status %s\nexpires %s\n", s.User.Status, printTime(s.User.ExpiresAt))
+	printTrust(w, s.Verdict(nil))
+}
+
+// printTrust prints the signed offline trust an answer left the client
+// with (pinned keys and an app with offline trust on), if any.
+func printTrust(w io.Writer, v client.Verdict) {
+	if !v.Until.IsZero() {
+		fmt.Fprintf(w, "trust_until %s\n", printTime(&v.Until))
+	}
 }
 
 type clientLoginCmd struct {
@@ -187,6 +196,8 @@ func (c *clientHeartbeatCmd) Run(e *env, k *kong.Context) error {
 				line += fmt.Sprintf(" %d/%d", ev.Unanswered, client.MaxUnanswered)
 			case client.EventRateLimited:
 				line += fmt.Sprintf(" %d/%d", ev.RateLimited, client.MaxRateLimited)
+			case client.EventGrace:
+				line += " until " + printTime(&ev.GraceUntil)
 			}
 			if ev.Err != nil && ev.Kind != client.EventKill {
 				line += ": " + ev.Err.Error()
@@ -225,6 +236,7 @@ func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
 	}
 	fmt.Fprintf(e.stdout, "valid %v\nstatus %s\ntype %s\nexpires %s\nmax_devices %d\n",
 		st.Valid, st.Key.Status, st.Key.KeyType, printTime(st.Key.ExpiresAt), st.Key.MaxDevices)
+	printTrust(e.stdout, cl.Verdict(c.Key, nil))
 	if !st.Valid {
 		k.Exit(exitClientRefused)
 	}

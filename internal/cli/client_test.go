@@ -16,7 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
+	"github.com/keyward/keyward/internal/signing"
 )
 
 // `keyward client …` against a real server: check, login, trial, update
@@ -238,4 +240,33 @@ func TestClientURLEndingInAPI(t *testing.T) {
 	}
 	// The root works, and a 404 there carries no hint.
 	mustRun(t, "client", "check", "--key", key, "--url", s.URL, "--secret", app.Secret)
+}
+
+// With the server's reply key pinned and the app's offline trust on,
+// `keyward client check` and `login` print the signed trust_until the
+// answer left the client with; without a pin they print none.
+func TestClientShowsTrust(t *testing.T) {
+	clearEnv(t)
+	dir := filepath.Join(t.TempDir(), "signing")
+	key, err := signing.Init(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := filepath.Join(t.TempDir(), "pin.pem")
+	os.WriteFile(pin, key.PublicPEM, 0o644)
+	s := kwtest.Start(t, kwtest.Options{Configure: func(c *config.Config) { c.SigningDir = dir }})
+	app := s.CreateApp("Trust app")
+	s.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"offline_enabled": true, "offline_ttl_hours": 24}})
+	lk := app.GenerateKeys(1, "lifetime", 0, 1)[0]
+	want := "trust_until " + s.Clock.Now().Add(24*time.Hour).UTC().Format(time.RFC3339) + "\n"
+	conn := []string{"--url", s.URL, "--secret", app.Secret}
+	for _, cmd := range [][]string{{"check", "--key", lk}, {"login", "--key", lk, "--hwid", "pc-1"}} {
+		args := append(append([]string{"client"}, cmd...), conn...)
+		if out := mustRun(t, append(args, "--pin", pin)...); !strings.Contains(out, want) {
+			t.Errorf("%v pinned: %q, want %q", cmd, out, want)
+		}
+		if out := mustRun(t, args...); strings.Contains(out, "trust_until") {
+			t.Errorf("%v unpinned: %q", cmd, out)
+		}
+	}
 }

@@ -171,3 +171,35 @@ func TestAppsOfOthersAreRefused(t *testing.T) {
 		t.Error("a viewer changed the settings")
 	}
 }
+
+// The Offline group of the settings form shows offline_enabled and
+// offline_ttl_hours with their defaults, saves them, and a TTL outside 1 to
+// 8760 hours is refused with the API's message naming the range.
+func TestAppsSettingsOffline(t *testing.T) {
+	s := newSite(t)
+	app := s.CreateApp("Offline")
+	s.signIn()
+	path := "/dashboard/apps/" + app.ID
+	p := s.get(path).must(t)
+	if !p.Has("Offline trust enabled") || !strings.Contains(p.Body, `name="offline_ttl_hours" value="168"`) {
+		t.Fatalf("settings page without the offline fields: %q", p.Text())
+	}
+	form := settingsForm(t, s, path)
+	if form.Get("offline_enabled") != "" {
+		t.Fatal("offline trust is on by default")
+	}
+	form.Set("offline_enabled", "on")
+	form.Set("offline_ttl_hours", "72")
+	if p := s.post(path+"/settings", form).must(t); p.flash() != "Settings saved." {
+		t.Fatalf("save: flash %q", p.flash())
+	}
+	st := s.MustAdmin("GET", "/api/admin/apps.php?app_id="+app.ID, nil).Obj("app")["settings"].(map[string]any)
+	if st["offline_enabled"] != true || st["offline_ttl_hours"] != 72.0 {
+		t.Fatalf("after save: %v %v", st["offline_enabled"], st["offline_ttl_hours"])
+	}
+	form = settingsForm(t, s, path)
+	form.Set("offline_ttl_hours", "8761")
+	if p := s.post(path+"/settings", form); !strings.Contains(p.flash(), "1 to 8760 hours") {
+		t.Fatalf("TTL out of range: flash %q", p.flash())
+	}
+}
