@@ -64,7 +64,7 @@ type KeyDetail struct {
 	Devices    []Device  `json:"devices"`
 	Sessions   []Session `json:"sessions"`
 	SeatsInUse int       `json:"seats_in_use"`
-	Seats      []Session `json:"seats"`
+	Seats      []Session `json:"seat_sessions"`
 	// LicenseFiles are the license files issued for the key, newest first
 	// (at most 200).
 	LicenseFiles []LicenseFile `json:"license_files"`

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/keyward/keyward/client"
+	"github.com/keyward/keyward/wire"
 )
 
 // Exit codes of `keyward client …`, as docs/clients.md lists them. A kill
@@ -103,11 +105,32 @@ func clientExit(k *kong.Context, e *env, err error, open bool) error {
 		code = exitClientRefused
 	}
 	printError(e.stderr, err)
+	if errors.As(err, &api) && api.Code == wire.CodeDeviceLimit {
+		// The refusal carries how many devices (or, for a floating key,
+		// seats held by running machines) are in use, of how many.
+		used, uok := fieldInt(api.Fields["devices_used"])
+		limit, lok := fieldInt(api.Fields["max_devices"])
+		if uok && lok {
+			fmt.Fprintf(e.stderr, "keyward: in use: %d of %d\n", used, limit)
+		}
+	}
 	if errors.As(err, &api) && api.Status == 404 && strings.HasSuffix(strings.TrimRight(e.baseURL, "/"), "/api") {
 		fmt.Fprintf(e.stderr, "keyward: hint: --url %s ends in /api; give the server's root (without /api): the client adds /api/… itself\n", e.baseURL)
 	}
 	k.Exit(code)
 	return nil
+}
+
+// fieldInt reads a whole number of a decoded reply (float64 or json.Number).
+func fieldInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int(n), n == float64(int(n))
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
 }
 
 func printTime(t *time.Time) string {
@@ -123,6 +146,11 @@ func printSession(w io.Writer, s *client.Session) {
 		fmt.Fprintf(w, "key %s\n", s.LicenseKey)
 	}
 	fmt.Fprintf(w, "status %s\nexpires %s\n", s.User.Status, printTime(s.User.ExpiresAt))
+	if s.User.MaxDevices > 0 {
+		// Devices for a key bound to machines; seats (machines running at
+		// once) for a floating key. The client wire does not say which.
+		fmt.Fprintf(w, "max_devices %d\n", s.User.MaxDevices)
+	}
 	printTrust(w, s.Verdict(nil))
 }
 

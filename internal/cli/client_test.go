@@ -138,6 +138,39 @@ func TestClientCommands(t *testing.T) {
 	}
 }
 
+// `keyward client` on a floating key: a login prints the seats
+// (max_devices); a login when every seat is held exits 3 with the server's
+// seat message and how many are in use; the same machine signing in again
+// reuses its seat; check takes none.
+func TestClientFloatingSeats(t *testing.T) {
+	clearEnv(t)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		app := s.CreateApp("CLI seats")
+		r := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime",
+			"max_devices": 2, "floating": true})
+		key := r.Body["keys"].([]any)[0].(map[string]any)["license_key"].(string)
+		cmd := func(args ...string) []string {
+			return append(append([]string{"client"}, args...), "--url", s.URL, "--secret", app.Secret, "--key", key)
+		}
+		for _, hwid := range []string{"pc-1", "pc-2"} {
+			if out := mustRun(t, cmd("login", "--keep", "--hwid", hwid)...); !strings.Contains(out, "\nmax_devices 2\n") {
+				t.Fatalf("login %s: %q", hwid, out)
+			}
+		}
+		code, _, errOut := run(t, cmd("login", "--hwid", "pc-3")...)
+		if code != 3 || !strings.Contains(errOut, "DEVICE_LIMIT: All 2 seats of this license are in use") ||
+			!strings.Contains(errOut, "keyward: in use: 2 of 2\n") {
+			t.Fatalf("login with every seat held: exit %d, %q", code, errOut)
+		}
+		if out := mustRun(t, cmd("check")...); !strings.Contains(out, "valid true\n") || !strings.Contains(out, "max_devices 2\n") {
+			t.Fatalf("check: %q", out)
+		}
+		mustRun(t, cmd("login", "--hwid", "pc-1")...) // a restart on pc-1 reuses its seat (and signs out: one seat frees)
+		mustRun(t, cmd("login", "--keep", "--hwid", "pc-3")...)
+	})
+}
+
 // Errors are printed as one line with one "keyward: " prefix, also when the
 // error comes from the client SDK, whose messages name the program already.
 func TestErrorPrefixOnce(t *testing.T) {

@@ -62,7 +62,7 @@ func TestImportKeys(t *testing.T) {
 				t.Fatalf("re-import: exit %d\n%s", code, errOut)
 			}
 			bad := filepath.Join(t.TempDir(), "bad.csv")
-			os.WriteFile(bad, []byte(strings.SplitN(first, "\n", 2)[0]+"\nNEW-1,unused,days,30,1,,,,{},,\nNEW-1,unused,days,30,1,,,,{},,\nNEW-2,fine,days,30,1,,,,{},,\n"), 0o600)
+			os.WriteFile(bad, []byte(strings.SplitN(first, "\n", 2)[0]+"\nNEW-1,unused,days,30,1,,,,{},,,false\nNEW-1,unused,days,30,1,,,,{},,,false\nNEW-2,fine,days,30,1,,,,{},,,false\n"), 0o600)
 			code, _, errOut = run(t, append([]string{"import", "keys", "--app", src.ID, "--file", bad, "--apply"}, args...)...)
 			if code != 1 || !strings.Contains(errOut, "line 3 NEW-1 (license_key): duplicate of line 2") || !strings.Contains(errOut, "line 4 NEW-2 (status)") {
 				t.Fatalf("bad file: exit %d\n%s", code, errOut)

@@ -108,6 +108,7 @@ func (d *Dashboard) keysGenerate(c *Ctx) {
 		return
 	}
 	body.Features = features
+	body.Floating = formBool(c, "floating")
 	var out wire.KeysReply
 	if err := c.Call("POST", "/api/admin/keys.php", c.AppQuery(), body, &out); err != nil {
 		c.Done(back, "", err)
@@ -414,6 +415,8 @@ func (d *Dashboard) keyAction(c *Ctx) {
 			features = json.RawMessage("{}")
 		}
 		body.Features = features
+		floating := formBool(c, "floating") // the edit form always shows the box: unchecked is off
+		body.Floating = &floating
 		c.Done(page, "Key saved.", c.Call("PUT", "/api/admin/keys.php", c.AppQuery(), body, nil))
 	case "revoke-session":
 		id := strings.TrimSpace(c.R.PostFormValue("session_id"))

@@ -268,7 +268,7 @@ func TestAdminExportCSV(t *testing.T) {
 		if err != nil {
 			t.Fatalf("export is not CSV: %v", err)
 		}
-		header := "license_key,status,key_type,duration,max_devices,activated_at,expires_at,note,features,hwids,created_at"
+		header := "license_key,status,key_type,duration,max_devices,activated_at,expires_at,note,features,hwids,created_at,floating"
 		if got := strings.Join(rows[0], ","); got != header {
 			t.Fatalf("header %q, want %q", got, header)
 		}
@@ -293,7 +293,8 @@ func TestAdminExportCSV(t *testing.T) {
 		row := by[special]
 		now := license.Timestamp(s.Clock.Now())
 		if row[1] != "active" || row[2] != "days" || row[3] != "30" || row[4] != "2" || row[5] != now ||
-			row[6] != license.Timestamp(s.Clock.Now().Add(30*24*time.Hour)) || row[7] != "line1\nsaid \"hi\", ok" || row[10] != now {
+			row[6] != license.Timestamp(s.Clock.Now().Add(30*24*time.Hour)) || row[7] != "line1\nsaid \"hi\", ok" || row[10] != now ||
+			row[11] != "false" {
 			t.Errorf("special key row: %q", row)
 		}
 		var f map[string]any

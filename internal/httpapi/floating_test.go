@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,7 +38,7 @@ func seatHWIDs(t *testing.T, app *kwtest.App, key string) []string {
 	t.Helper()
 	d := floatDetail(t, app, key)
 	var out []string
-	for _, s := range d["seats"].([]any) {
+	for _, s := range d["seat_sessions"].([]any) {
 		out = append(out, s.(map[string]any)["hwid"].(string))
 	}
 	if n := int(d["seats_in_use"].(float64)); n != len(out) {
@@ -186,7 +187,7 @@ func TestFloatingSeatsFree(t *testing.T) {
 
 		t.Run("revoking a session frees its seat", func(t *testing.T) {
 			var id string
-			for _, ss := range floatDetail(t, app, key)["seats"].([]any) {
+			for _, ss := range floatDetail(t, app, key)["seat_sessions"].([]any) {
 				if m := ss.(map[string]any); m["hwid"] == "pc-c" {
 					id = m["id"].(string)
 				}
@@ -225,6 +226,7 @@ func TestFloatingSeatsFree(t *testing.T) {
 				t.Fatalf("the live seat was taken: %v", r)
 			}
 			held := seatHWIDs(t, app, key)
+			slices.Sort(held)
 			if len(held) != 2 || held[0] != "pc-e" || held[1] != "pc-g" {
 				t.Fatalf("seats %v, want [pc-e pc-g]", held)
 			}
@@ -265,6 +267,42 @@ func TestFloatingKeyEdit(t *testing.T) {
 		s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "floating": false})
 		if d := floatDetail(t, app, key); d["floating"] != false {
 			t.Fatalf("floating not switched off")
+		}
+	})
+}
+
+// The key export's floating column brings a floating key into another app
+// as floating, and a merge import switches it.
+func TestFloatingKeyExportImport(t *testing.T) {
+	t.Parallel()
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		src := s.CreateApp("Source")
+		fk := floatingKey(t, src, 4)
+		plain := src.GenerateKeys(1, "lifetime", 0, 2)[0]
+		src.Login(fk, "pc-1")
+		dst := s.CreateApp("Destination")
+		if r := importCSV(s, dst.ID, "&dry_run=false", exportCSV(t, s, src.ID)); r.Status != 200 {
+			t.Fatalf("import: %s", r)
+		}
+		if d := floatDetail(t, dst, fk); d["floating"] != true || d["max_devices"] != float64(4) || len(d["devices"].([]any)) != 0 {
+			t.Fatalf("imported floating key: %v", d)
+		}
+		if d := floatDetail(t, dst, plain); d["floating"] != false {
+			t.Fatalf("imported plain key: %v", d)
+		}
+		// It behaves as one: four machines, not one device.
+		for i := range 4 {
+			dst.Login(fk, fmt.Sprintf("m-%d", i))
+		}
+		expectSeatsFull(t, floatLogin(dst, fk, "m-5"), 4)
+
+		r := importCSV(s, dst.ID, "&merge=true&dry_run=false", []byte("key,floating\n"+plain+",yes\n"+fk+",false\n"))
+		if r.Status != 200 {
+			t.Fatalf("merge: %s", r)
+		}
+		if floatDetail(t, dst, plain)["floating"] != true || floatDetail(t, dst, fk)["floating"] != false {
+			t.Fatalf("merge did not switch floating")
 		}
 	})
 }

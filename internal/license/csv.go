@@ -18,7 +18,7 @@ import (
 // KeyCSVHeader is the header of key exports and imports, in the order
 // exports write it. Imports accept the columns in any order.
 var KeyCSVHeader = []string{"license_key", "status", "key_type", "duration", "max_devices", "activated_at", "expires_at",
-	"note", "features", "hwids", "created_at"}
+	"note", "features", "hwids", "created_at", "floating"}
 
 // Limits of one key import.
 const (
@@ -238,7 +238,8 @@ func keyRecord(k *Key, status Status, hwids []string) []string {
 		created = Timestamp(k.CreatedAt)
 	}
 	return []string{k.LicenseKey, string(status), string(k.Type), strconv.Itoa(k.Duration), strconv.Itoa(k.MaxDevices),
-		opt(k.ActivatedAt), opt(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), hwidsCell(hwids), created}
+		opt(k.ActivatedAt), opt(k.ExpiresAt), k.Note, string(k.FeaturesJSON()), hwidsCell(hwids), created,
+		strconv.FormatBool(k.Floating)}
 }
 
 // hwidsCell joins device IDs with ';'. One ID with a ',' gets a trailing

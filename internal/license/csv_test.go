@@ -106,6 +106,7 @@ func FuzzParseKeyCSV(f *testing.F) {
 	f.Add([]byte(csvHeader + `K-2,active,days,30,2,2026-11-01T12:00:00Z,2026-12-01T12:00:00.5+01:00,"a` + "\r\r\n" + `b","{""x"":1e21}",pc-1;pc-2,` + "\n"))
 	f.Add([]byte(csvHeader + "K-3,banned,lifetime,0,1,,,,,,\nK-3,unused,days,1,1,,,,{},,\n"))
 	f.Add([]byte("license_key\n\"unterminated\n"))
+	f.Add([]byte("key,type,seats,floating\nF-1,lifetime,5,true\nF-2,lifetime,2,No\nF-3,lifetime,1,\nF-4,lifetime,1,maybe\n"))
 	f.Add([]byte("Key,Status,Expires,HWID,Notes\nAAAA-1,Active,2026-11-20 10:00:00,pc-1,null\nAAAA-2,Unused,null,,\n"))
 	f.Add([]byte("licence_key,state,expiry,devices,type,days\nB,new,,a,b,days,30\nC,Revoked,1700000000,\"x,y\",,\nD,active,never,,lifetime,\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -153,5 +154,45 @@ func TestKeyCSVCommaHWID(t *testing.T) {
 	p := ParseKeyCSV(&buf)
 	if p.ErrorCount != 0 || len(p.Rows) != 1 || !reflect.DeepEqual(p.Rows[0].HWIDs, []string{"CPU-1,DISK-2"}) {
 		t.Fatalf("read back: %+v, errors %v", p.Rows, p.Errors)
+	}
+}
+
+// A floating key survives export and import: the floating column is read
+// as a boolean (true/false, yes/no, 1/0, any case; empty: false) and
+// written as true or false.
+func TestKeyCSVFloating(t *testing.T) {
+	in := "key,key_type,max_devices,Floating\nF-1,lifetime,5,TRUE\nF-2,lifetime,2,no\nF-3,lifetime,1,\nF-4,lifetime,3,1\n"
+	p := ParseKeyCSV(strings.NewReader(in))
+	if p.ErrorCount != 0 || len(p.Rows) != 4 {
+		t.Fatalf("rows %d, errors %v", len(p.Rows), p.Errors)
+	}
+	for i, want := range []bool{true, false, false, true} {
+		if got := p.Rows[i].Key.Floating; got != want {
+			t.Fatalf("row %d floating = %v, want %v", i, got, want)
+		}
+	}
+	if !p.Rows[0].Has("floating") {
+		t.Fatal("the floating column is not noted as given")
+	}
+	var buf bytes.Buffer
+	if err := WriteKeyCSV(&buf, p.Rows); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(buf.String(), "\n"); !strings.HasSuffix(lines[0], ",floating") || !strings.HasSuffix(lines[1], ",true") ||
+		!strings.HasSuffix(lines[2], ",false") {
+		t.Fatalf("export %q", buf.String())
+	}
+	q := ParseKeyCSV(&buf)
+	if q.ErrorCount != 0 {
+		t.Fatalf("re-parse errors %v", q.Errors)
+	}
+	sameRows(t, p.Rows, q.Rows)
+
+	bad := ParseKeyCSV(strings.NewReader("key,key_type,floating\nF-1,lifetime,sometimes\n"))
+	if bad.ErrorCount != 1 || bad.Errors[0].Field != "floating" || bad.Errors[0].Line != 2 {
+		t.Fatalf("a bad floating cell: errors %v", bad.Errors)
+	}
+	if row, errs := ImportRowFromObject(1, []byte(`{"key":"J-1","key_type":"lifetime","floating":true}`)); errs != nil || !row.Key.Floating {
+		t.Fatalf("JSON floating: %+v %v", row.Key, errs)
 	}
 }

@@ -359,6 +359,9 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 	if row.Has("features") {
 		n.Features = f.Features
 	}
+	if row.Has("floating") {
+		n.Floating = f.Floating
+	}
 	bound := make(map[string]bool, len(devs))
 	for _, d := range devs {
 		bound[d.HWID] = true
@@ -382,6 +385,7 @@ func mergeKey(k *Key, devs []Device, row *ImportRow, now time.Time) (m keyMerge,
 	ch("expires_at", optStamp(k.ExpiresAt), optStamp(n.ExpiresAt))
 	ch("note", k.Note, n.Note)
 	ch("features", string(k.FeaturesJSON()), string(n.FeaturesJSON()))
+	ch("floating", strconv.FormatBool(k.Floating), strconv.FormatBool(n.Floating))
 	if len(m.addHWIDs) > 0 {
 		old := make([]string, len(devs))
 		for i, d := range devs {
@@ -426,7 +430,7 @@ func (m *keyMerge) apply(ctx context.Context, tx Tx, actor audit.Actor, appID st
 		k.Status = n.Status
 		k.Type, k.Duration, k.ActivatedAt, k.ExpiresAt = n.Type, n.Duration, n.ActivatedAt, n.ExpiresAt
 	}
-	k.MaxDevices, k.Note, k.Features, k.UpdatedAt = n.MaxDevices, n.Note, n.Features, now
+	k.MaxDevices, k.Note, k.Features, k.Floating, k.UpdatedAt = n.MaxDevices, n.Note, n.Features, n.Floating, now
 	if err := tx.UpdateKey(ctx, k); err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ const (
 	fFeatures
 	fHWIDs
 	fCreated
+	fFloating
 	numImportFields
 )
 
@@ -45,6 +46,13 @@ var importAliases = map[string]int{
 	"hwids": fHWIDs, "hwid": fHWIDs, "devices": fHWIDs, "device": fHWIDs, "hardware_id": fHWIDs,
 	"hardware_ids": fHWIDs, "device_ids": fHWIDs,
 	"created_at": fCreated, "created": fCreated, "created_on": fCreated, "creation_date": fCreated,
+	"floating": fFloating, "is_floating": fFloating, "floating_license": fFloating, "concurrent": fFloating,
+}
+
+// importBools maps a normalized boolean cell (importName) to its value.
+var importBools = map[string]bool{
+	"true": true, "1": true, "yes": true, "y": true, "on": true,
+	"false": false, "0": false, "no": false, "n": false, "off": false,
 }
 
 // importName normalizes a column or member name: trimmed, lower case, runs
@@ -232,6 +240,14 @@ func (p *ParsedCSV) importRow(line int, raw *rawRow) (ImportRow, bool) {
 		} else {
 			k.MaxDevices = n
 		}
+	}
+
+	if v, has := val(fFloating); has {
+		b, known := importBools[importName(v)]
+		if !known {
+			bad(fFloating, "must be true or false, not %q", clip(v))
+		}
+		k.Floating = b
 	}
 
 	optTime := func(f int) *time.Time {

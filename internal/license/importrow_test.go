@@ -139,7 +139,7 @@ func TestImportRowFromObject(t *testing.T) {
 	act := "2026-11-01T12:00:00Z"
 	detail := wire.KeyDetail{
 		Key: wire.Key{LicenseKey: "K-1", Status: "active", KeyType: "days", Duration: 30, ActivatedAt: &act, ExpiresAt: &exp,
-			MaxDevices: 2, Note: "n", Features: json.RawMessage(`{"pro":true}`), CreatedAt: "2026-10-01T00:00:00Z"},
+			MaxDevices: 2, Floating: true, Note: "n", Features: json.RawMessage(`{"pro":true}`), CreatedAt: "2026-10-01T00:00:00Z"},
 		Devices:  []wire.Device{{HWID: "pc-1", FirstSeenAt: act, LastSeenAt: act}, {HWID: "pc-2"}},
 		Sessions: []wire.Session{},
 	}
@@ -151,7 +151,7 @@ func TestImportRowFromObject(t *testing.T) {
 	k := row.Key
 	if row.Line != 7 || k.LicenseKey != "K-1" || k.Status != StatusActive || k.Type != TypeDays || k.Duration != 30 ||
 		Timestamp(*k.ExpiresAt) != exp || Timestamp(*k.ActivatedAt) != act || k.MaxDevices != 2 || k.Note != "n" ||
-		string(k.Features) != `{"pro":true}` || Timestamp(k.CreatedAt) != "2026-10-01T00:00:00Z" ||
+		string(k.Features) != `{"pro":true}` || Timestamp(k.CreatedAt) != "2026-10-01T00:00:00Z" || !k.Floating ||
 		!reflect.DeepEqual(row.HWIDs, []string{"pc-1", "pc-2"}) {
 		t.Fatalf("row = %+v %v", k, row.HWIDs)
 	}

@@ -2,6 +2,7 @@ package license
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,5 +118,59 @@ func TestSeatsRetireOverflow(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TakeSeat: a stale session holds no seat (and is ended), the same machine
+// reuses its seat, and when every other seat is held the login is refused
+// with the seat message, ending nothing but stale sessions.
+func TestSeatsTakeSeat(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	stale := now.Add(-180 * time.Second)
+	sess := func(id, hwid string, silent time.Duration) Session {
+		return Session{ID: id, HWID: hwid, LastSeenAt: now.Add(-silent)}
+	}
+	cases := []struct {
+		name      string
+		max       int
+		live      []Session
+		hwid      string
+		wantCode  string
+		wantEnded []string
+		wantInUse int
+	}{
+		{"free seat", 2, []Session{sess("a", "pc-a", 0)}, "pc-b", "", nil, 2},
+		{"full", 2, []Session{sess("a", "pc-a", 0), sess("b", "pc-b", 179*time.Second)}, "pc-c", CodeDeviceLimit, nil, 2},
+		{"stale seat frees", 2, []Session{sess("a", "pc-a", 0), sess("b", "pc-b", 181*time.Second)}, "pc-c", "", []string{"b"}, 2},
+		{"same machine reuses its seat", 2, []Session{sess("a", "pc-a", 0), sess("b", "pc-b", 0)}, "pc-a", "", []string{"a"}, 2},
+		{"same machine, but the others fill the seats", 1, []Session{sess("a", "pc-a", 0), sess("b", "pc-b", 0)}, "pc-a",
+			CodeDeviceLimit, nil, 1},
+		{"refused, stale ones still end", 1, []Session{sess("a", "pc-a", 0), sess("b", "pc-b", 200*time.Second)}, "pc-c",
+			CodeDeviceLimit, []string{"b"}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeSeats{live: c.live}
+			seen := func(s *Session) time.Time { return s.LastSeenAt }
+			taken, err := f.seats(c.max).TakeSeat(c.hwid, stale, seen)
+			if got := apperr.CodeOf(err); got != c.wantCode {
+				t.Fatalf("code %q, want %q (%v)", got, c.wantCode, err)
+			}
+			if fmt.Sprint(f.ended) != fmt.Sprint(c.wantEnded) {
+				t.Fatalf("ended %v, want %v", f.ended, c.wantEnded)
+			}
+			if taken.InUse != c.wantInUse || taken.Max != c.max {
+				t.Fatalf("taken %+v, want %d of %d", taken, c.wantInUse, c.max)
+			}
+			if err != nil && c.max > 1 && !strings.Contains(err.Error(), fmt.Sprintf("All %d seats", c.max)) {
+				t.Fatalf("message %q", err.Error())
+			}
+		})
+	}
+	// lastSeen decides staleness: a heartbeat only buffered in memory keeps a seat.
+	f := &fakeSeats{live: []Session{sess("z", "pc-z", time.Hour)}}
+	_, err := f.seats(1).TakeSeat("pc-y", stale, func(*Session) time.Time { return now })
+	if apperr.CodeOf(err) != CodeDeviceLimit || len(f.ended) != 0 {
+		t.Fatalf("a session with a buffered heartbeat lost its seat: %v, ended %v", err, f.ended)
 	}
 }
