@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/keyward/keyward/client"
+	"github.com/keyward/keyward/internal/licensefile"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -35,6 +36,43 @@ type clientCmd struct {
 	Check     clientCheckCmd     `cmd:"" help:"Check a licence key without opening a session (exit 3 when not valid)."`
 	Trial     clientTrialCmd     `cmd:"" help:"Start (or resume) this device's trial and print its key."`
 	Update    clientUpdateCmd    `cmd:"" help:"Check for and download updates."`
+	// OfflineRequest runs on the air-gapped machine: no --url, no network.
+	OfflineRequest clientOfflineRequestCmd `cmd:"" name:"offline-request" help:"Print an activation request for an air-gapped machine (no network needed); paste it into the customer portal or give it to the vendor for a license file."`
+}
+
+// clientOfflineRequestCmd is `keyward client offline-request`: it prints
+// the air-gapped activation request (docs/offline.md) for a key on this
+// device, MACed with the app secret, with a fresh nonce. It needs no
+// server: the request is carried by hand.
+type clientOfflineRequestCmd struct {
+	AppSecret  string `name:"app-secret" required:"" env:"KEYWARD_CLIENT_SECRET" help:"The app's secret (64 hex characters); it MACs the request."`
+	AppID      string `name:"app-id" env:"KEYWARD_CLIENT_APP_ID" help:"The app's id, written into the request for people (the server knows the app by the MAC); default: unknown."`
+	clientKey  `embed:""`
+	clientHWID `embed:""`
+	Out        string `name:"out" type:"path" placeholder:"FILE" help:"Write the request to FILE (0600) instead of standard output."`
+}
+
+func (c *clientOfflineRequestCmd) Run(e *env) error {
+	if len(c.AppSecret) != 64 {
+		return errors.New("--app-secret must be the app's 64-character secret")
+	}
+	appID := c.AppID
+	if appID == "" {
+		appID = "unknown"
+	}
+	req, err := licensefile.NewRequest(appID, strings.TrimSpace(c.Key), c.value(), time.Now())
+	if err != nil {
+		return err
+	}
+	text, err := licensefile.MakeRequest(req, c.AppSecret)
+	if err != nil {
+		return err
+	}
+	if c.Out != "" {
+		return os.WriteFile(c.Out, []byte(text), 0o600)
+	}
+	_, err = io.WriteString(e.stdout, text)
+	return err
 }
 
 type clientUpdateCmd struct {

@@ -412,8 +412,8 @@ type OfflineRequest struct {
 }
 
 // OfflineActivate turns an air-gapped machine's activation request into a
-// license file (docs/offline.md). The request must be well-formed, for
-// req.AppID, MACed with that app's secret (a request edited on the way, to
+// license file (docs/offline.md). The request must be well-formed, MACed
+// with req.AppID's secret (a request edited on the way, to
 // another device say, fails), made within MaxRequestAge, and name one of
 // req.LicenseKeys when those are given. The device is then bound and
 // counted exactly as an online login would (IssueFile, with the request's
@@ -430,9 +430,6 @@ func (s *Service) OfflineActivate(ctx context.Context, req OfflineRequest, sign 
 	if err != nil {
 		return nil, apperr.InvalidField("request", "not an activation request ("+truncate(err.Error(), 200)+")")
 	}
-	if doc.AppID != req.AppID {
-		return nil, apperr.New(apperr.Forbidden, CodeForbidden, "This activation request is for another application.")
-	}
 	app, err := s.store.App(ctx, req.AppID)
 	if err != nil {
 		return nil, err
@@ -440,7 +437,15 @@ func (s *Service) OfflineActivate(ctx context.Context, req OfflineRequest, sign 
 	if app.RevokedAt != nil {
 		return nil, ErrAppRevoked
 	}
+	// The MAC decides which app a request is for: only code holding this
+	// app's secret makes one that verifies. Its app_id is the machine's
+	// word (a machine that never reached the server may not know it:
+	// keyward client offline-request without --app-id), so it refuses
+	// only a request that does not verify.
 	if err := doc.Verify(app.Secret); err != nil {
+		if doc.AppID != req.AppID {
+			return nil, apperr.New(apperr.Forbidden, CodeForbidden, "This activation request is for another application.")
+		}
 		return nil, apperr.InvalidField("request", "it does not match this application's secret (changed after it was made, or made for another application)")
 	}
 	now := s.Now()
