@@ -183,7 +183,9 @@ func TestSeatsBorrowed(t *testing.T) {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	stale := now.Add(-180 * time.Second)
 	seen := func(s *Session) time.Time { return s.LastSeenAt }
-	borrow := func(hwid string) IssuedFile { return IssuedFile{HWID: hwid, Floating: true, ValidUntil: now.Add(time.Hour)} }
+	borrow := func(hwid string) IssuedFile {
+		return IssuedFile{HWID: hwid, Floating: true, ValidUntil: now.Add(time.Hour)}
+	}
 	cases := []struct {
 		name      string
 		max       int
