@@ -390,3 +390,35 @@ func TestOfflineActivate(t *testing.T) {
 		}
 	})
 }
+
+// TestLicenseFilesPurged: the session reaper deletes the records of files
+// valid until more than 30 days ago (their activation requests are refused
+// as too old by then), but keeps revoked ones, which go on refusing a new
+// file for their device.
+func TestLicenseFilesPurged(t *testing.T) {
+	t.Parallel()
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
+		app := s.CreateApp("Purge")
+		offlineOn(t, app, 1)
+		key := app.GenerateKeys(1, "lifetime", 0, 2)[0]
+		old, _ := mustFile(t, app, key, "old")
+		_, r := mustFile(t, app, key, "revoked")
+		s.MustAdmin("POST", "/api/admin/keys.php?action=revoke-license-file&app_id="+app.ID, map[string]any{"id": r.Str("file_id")})
+		keyID := old.Claims.KeyID
+
+		s.Clock.Advance(30*24*time.Hour + time.Hour + time.Second)
+		if _, err := s.License.ReapSessions(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		files, err := s.License.LicenseFiles(t.Context(), app.ID, keyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != 1 || files[0].HWID != "revoked" || files[0].RevokedAt == nil {
+			t.Fatalf("files after the purge %+v", files)
+		}
+		kwtest.ExpectCode(t, fileRequest(app, key, "revoked"), 200, "LICENSE_FILE_REVOKED")
+		mustFile(t, app, key, "old")
+	})
+}

@@ -80,6 +80,13 @@ type FileTx interface {
 type FileStore interface {
 	// LicenseFiles lists the files of one key of the app, newest first.
 	LicenseFiles(ctx context.Context, appID string, keyID int64, limit int) ([]IssuedFile, error)
+	// PurgeLicenseFiles deletes the records of files not revoked whose
+	// valid_until and issued_at are both before cutoff, and returns how
+	// many. With cutoff = now - MaxRequestAge this never reopens a nonce:
+	// the request of a purged file was made before cutoff, so it is
+	// refused as too old anyway. Revoked files are kept: their record
+	// is what refuses a new file for the device.
+	PurgeLicenseFiles(ctx context.Context, cutoff time.Time) (int, error)
 }
 
 // FileSigner signs a license file's claims with the server's active
@@ -301,7 +308,8 @@ func (s *Service) signFile(app *App, k *Key, req FileRequest, sign FileSigner, n
 }
 
 // ReturnFile returns a borrowed seat (a floating key's license file, named
-// by its borrow id, the file's borrow_id): its seat frees at once.
+// by its borrow id, the file's borrow_id): its seat frees at once. A file
+// of a key that is not floating is no borrow: NOT_FOUND.
 // Returning a file already returned, or one past its valid_until, succeeds;
 // an id that names no file of the app is NOT_FOUND. The returned file stays
 // cryptographically valid until its valid_until: the app must discard it
@@ -311,13 +319,13 @@ func (s *Service) ReturnFile(ctx context.Context, app *App, id string, actor aud
 		return apperr.Missing("session_id")
 	}
 	if len(id) > 64 {
-		return apperr.NotFoundOf("License file")
+		return apperr.NotFoundOf("Borrowed seat")
 	}
 	now := s.Now()
 	return s.store.InTx(ctx, func(tx Tx) error {
 		f, err := tx.LicenseFileForUpdate(ctx, app.ID, id)
-		if errors.Is(err, apperr.ErrNotFound) {
-			return apperr.NotFoundOf("License file")
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && !f.Floating) {
+			return apperr.NotFoundOf("Borrowed seat")
 		} else if err != nil {
 			return err
 		}

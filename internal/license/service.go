@@ -349,7 +349,14 @@ func (s *Service) ReapSessions(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := s.Now()
-	return s.store.ReapSessions(ctx, now.Add(-s.cfg.SessionTimeout), now, now.Add(-24*time.Hour))
+	n, err := s.store.ReapSessions(ctx, now.Add(-s.cfg.SessionTimeout), now, now.Add(-24*time.Hour))
+	if err != nil {
+		return n, err
+	}
+	// Issued license files are kept until MaxRequestAge after their
+	// valid_until (see PurgeLicenseFiles).
+	_, err = s.store.PurgeLicenseFiles(ctx, now.Add(-MaxRequestAge))
+	return n, err
 }
 
 // Logout closes a session at once and frees its seat; the device stays bound.

@@ -85,3 +85,13 @@ func (s licenseStore) LicenseFiles(ctx context.Context, appID string, keyID int6
 	return scanLicenseFiles(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT `+licenseFileCols+` FROM license_files
 		WHERE app_id = ? AND key_id = ? ORDER BY seq DESC LIMIT ?`), appID, keyID, limit))
 }
+
+func (s licenseStore) PurgeLicenseFiles(ctx context.Context, cutoff time.Time) (int, error) {
+	res, err := s.db.write.ExecContext(ctx, s.db.rebind(`DELETE FROM license_files
+		WHERE revoked_at IS NULL AND valid_until < ? AND issued_at < ?`), ms(cutoff), ms(cutoff))
+	if err != nil {
+		return 0, translate(err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -151,6 +151,19 @@ func testLicenseFiles(t *testing.T, db *store.DB) {
 		t.Errorf("LicenseFiles(limit 1) = %v, %v; want one", fileIDs(list), err)
 	}
 
+	// Purge: files not revoked, both issued and valid before the cutoff.
+	// f-1 is revoked (kept); f-2 and f-4 (valid until t0+1h1m, t0+1h) go
+	// with a cutoff of t0+2h; f-3 (issued t0+2m, valid until t0+1h2m) too.
+	if n, err := ls.PurgeLicenseFiles(ctx, t0.Add(time.Hour)); err != nil || n != 0 {
+		t.Errorf("PurgeLicenseFiles(t0+1h) = %d, %v; want 0 (none valid before)", n, err)
+	}
+	if n, err := ls.PurgeLicenseFiles(ctx, t0.Add(2*time.Hour)); err != nil || n != 3 {
+		t.Errorf("PurgeLicenseFiles(t0+2h) = %d, %v; want 3", n, err)
+	}
+	if list, err := ls.LicenseFiles(ctx, "app", k, 10); err != nil || !reflect.DeepEqual(fileIDs(list), []string{"f-1"}) {
+		t.Errorf("LicenseFiles after the purge = %v, %v; want f-1 (revoked, kept)", fileIDs(list), err)
+	}
+
 	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteKey(ctx, k) })
 	if list, err := ls.LicenseFiles(ctx, "app", k, 10); err != nil || len(list) != 0 {
 		t.Errorf("LicenseFiles after deleting the key = %v, %v; want none", fileIDs(list), err)
