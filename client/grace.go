@@ -253,7 +253,8 @@ func (c *Client) dropTrust(key string) {
 // newest signed reply for key promises trust and the clock has not been
 // turned back, else Refused with NETWORK_LOST or CLOCK_ROLLBACK. Grace
 // needs pinned reply keys (WithPinnedKeys) and an app with offline trust
-// on. A check-key reply with valid:false is the caller's to refuse.
+// on. A check-key reply with valid:false is the caller's to refuse. The
+// *KillError that Run returns is Refused with its code.
 func (c *Client) Verdict(key string, err error) Verdict {
 	key = strings.TrimSpace(key)
 	if err == nil {
@@ -262,6 +263,10 @@ func (c *Client) Verdict(key string, err error) Verdict {
 			v.Until = t.Until
 		}
 		return v
+	}
+	var kill *KillError
+	if errors.As(err, &kill) { // Run's end: the session is over, whatever ended it
+		return Verdict{Status: Refused, Code: kill.Code, Err: err}
 	}
 	if api, ok := refused(err); ok {
 		return Verdict{Status: Refused, Code: api.Code, Err: err}

@@ -192,6 +192,9 @@ func TestGraceProxy5xxThenKill(t *testing.T) {
 		if v := sess.Verdict(e.Err); v.Status != Refused || v.Code != CodeBanned {
 			t.Fatalf("verdict of the kill: %+v", v)
 		}
+		if v := sess.Verdict(&KillError{Code: CodeBanned}); v.Status != Refused || v.Code != CodeBanned {
+			t.Fatalf("verdict of Run's KillError: %+v", v)
+		}
 		// And the outage again: no trust left, so no grace.
 		g.down.Store(true)
 		_, err := c.CheckKey(context.Background(), lk)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/journal"
 	"github.com/keyward/keyward/internal/lockout"
 	"github.com/keyward/keyward/wire"
 )
@@ -42,26 +43,21 @@ type User struct {
 	CreatedAt   time.Time
 }
 
-// Store is the persistence admin needs.
+// Store is the persistence admin needs: the reads, the claims of a second
+// factor (each one conditional update, usable once), and InTx for every
+// audited change.
 type Store interface {
 	AdminByUsername(ctx context.Context, username string) (*User, error)
 	AdminByID(ctx context.Context, id string) (*User, error)
 	// AdminForJWT returns the admin id and whether the JWT jti was signed out.
 	AdminForJWT(ctx context.Context, id, jti string) (*User, bool, error)
 	CountAdmins(ctx context.Context) (int, error)
-	// InsertAdmin stores u and its audit entry in one transaction.
-	InsertAdmin(ctx context.Context, u *User, e audit.Entry) error
-	// UpdateAdmin stores u's email, password hash, token generation and TOTP
-	// secrets, and replaces its recovery codes unless codes is nil, with e.
-	UpdateAdmin(ctx context.Context, u *User, codes []string, e audit.Entry) error
 	// ClaimTOTPStep records step as the user's last accepted TOTP step if it
 	// is later than the stored one, reporting whether it was.
 	ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error)
 	// UseRecoveryCode marks an unused recovery code (by hash) used,
 	// reporting whether there was one.
 	UseRecoveryCode(ctx context.Context, userID, hash string, at time.Time) (bool, error)
-	// RevokeJWT signs out the JWT jti until it expires.
-	RevokeJWT(ctx context.Context, jti string, expires time.Time, e audit.Entry) error
 
 	TokenStore
 	MemberStore
@@ -69,6 +65,33 @@ type Store interface {
 	// generate's value first when there is none (first writer wins across
 	// processes).
 	ServerSecret(ctx context.Context, name string, generate func() (string, error)) (string, error)
+	// InTx runs fn in one write transaction, committed when fn returns nil
+	// and rolled back otherwise.
+	InTx(ctx context.Context, fn func(Tx) error) error
+}
+
+// Tx is a write transaction of admin accounts, their sign-outs, access
+// tokens and app teams. Each change writes its audit entry through the
+// embedded Journal, so the entry commits or rolls back with the change.
+type Tx interface {
+	// AdminByIDForUpdate reads an admin and locks its row until the
+	// transaction ends (SQLite's single writer serialises write
+	// transactions; PostgreSQL takes the row lock), so a change computed
+	// from it is never lost to, nor undoes, another change of the account.
+	AdminByIDForUpdate(ctx context.Context, id string) (*User, error)
+	// InsertAdmin stores u (ErrConflict when the username is taken).
+	InsertAdmin(ctx context.Context, u *User) error
+	// UpdateAdmin stores u's email, password hash, token generation and TOTP
+	// secrets, and replaces its recovery code hashes unless codes is nil
+	// (empty: none). A missing admin is ErrNotFound.
+	UpdateAdmin(ctx context.Context, u *User, codes []string) error
+	// RevokeJWT signs out the JWT jti until it expires; signing one out
+	// again is no error.
+	RevokeJWT(ctx context.Context, jti string, expires time.Time) error
+
+	TokenTx
+	MemberTx
+	journal.Journal
 }
 
 // Config holds the admin service's tunables.
@@ -152,7 +175,12 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, username, p
 		return nil, err
 	}
 	u.Operator = true
-	err = s.store.InsertAdmin(ctx, u, audit.NewEntry(actor, u.CreatedAt, "admin.create", "", username, nil))
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.InsertAdmin(ctx, u); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, u.CreatedAt, "admin.create", "", username, nil))
+	})
 	if errors.Is(err, apperr.ErrConflict) {
 		return nil, apperr.New(apperr.Conflict, wire.CodeConflict, "An admin with that username already exists.")
 	}

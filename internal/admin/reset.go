@@ -38,10 +38,19 @@ type ResetResult struct {
 // the TOTP secret (confirmed or pending) and every recovery code, for a
 // lost authenticator. Unknown usernames are NOT_FOUND. The reset is audited
 // as admin.password.reset by actor.
+//
+// The new password is hashed first; then one transaction reads the account
+// again with its row locked, changes it and writes it with the audit entry.
+// A password change committed before that read is overwritten (its token
+// carries the generation this moves past); one that checked the old
+// password but commits after is refused by its own transaction (see
+// updateUser). So the reset is never lost and never undone, and no token
+// minted around it survives it.
 func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, username, password string, disable2FA bool) (*ResetResult, error) {
+	notFound := apperr.New(apperr.NotFound, wire.CodeNotFound, fmt.Sprintf("No admin has the username %q.", username))
 	u, err := s.store.AdminByUsername(ctx, username)
 	if errors.Is(err, apperr.ErrNotFound) {
-		return nil, apperr.New(apperr.NotFound, wire.CodeNotFound, fmt.Sprintf("No admin has the username %q.", username))
+		return nil, notFound
 	} else if err != nil {
 		return nil, err
 	}
@@ -52,32 +61,33 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, username
 	if err != nil {
 		return nil, apperr.Wrap(err, "hash password")
 	}
-	u.PasswordHash = string(hash)
-	// Two generations on, not one: a password change of the admin racing
-	// this reset (read before it, written after or before) moves the
-	// generation on by one, so a token it mints never carries this one.
-	u.TokenGen += 2
-	res := &ResetResult{User: u}
-	var codes []string // nil: recovery codes unchanged
-	if disable2FA {
-		res.TwoFactorDisabled = u.TOTPSecret != "" || u.TOTPPending != ""
-		u.TOTPSecret, u.TOTPPending = "", ""
-		codes = []string{}
-	}
-	e := audit.NewEntry(actor, s.now().UTC(), "admin.password.reset", "", u.Username,
-		map[string]any{"sessions_ended": true, "two_factor_disabled": res.TwoFactorDisabled})
-	if err := s.store.UpdateAdmin(ctx, u, codes, e); err != nil {
+	var res *ResetResult
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		cur, err := tx.AdminByIDForUpdate(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		cur.PasswordHash = string(hash)
+		cur.TokenGen++
+		res = &ResetResult{User: cur}
+		var codes []string // nil: recovery codes unchanged
+		if disable2FA {
+			res.TwoFactorDisabled = cur.TOTPSecret != "" || cur.TOTPPending != ""
+			cur.TOTPSecret, cur.TOTPPending = "", ""
+			codes = []string{}
+		}
+		if err := tx.UpdateAdmin(ctx, cur, codes); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, s.now().UTC(), "admin.password.reset", "", cur.Username,
+			map[string]any{"sessions_ended": true, "two_factor_disabled": res.TwoFactorDisabled}))
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, notFound
+	} else if err != nil {
 		return nil, err
 	}
-	// A change of the account written between the read above and the
-	// update (a password change, an e-mail change writing back the old
-	// hash) would be lost or undo the reset; the account read back says.
-	if now, err := s.store.AdminByID(ctx, u.ID); err != nil {
-		return nil, err
-	} else if now.TokenGen != u.TokenGen || now.PasswordHash != u.PasswordHash {
-		return nil, apperr.New(apperr.Conflict, wire.CodeConflict,
-			fmt.Sprintf("The account of %q changed while its password was being reset; run the command again.", u.Username))
-	}
+	u = res.User
 	if toks, err := s.store.Tokens(ctx, u.ID); err == nil {
 		for _, t := range toks {
 			if t.RevokedAt == nil {

@@ -94,7 +94,7 @@ type Member struct {
 	CreatedAt time.Time
 }
 
-// MemberStore is the persistence of app membership.
+// MemberStore reads app membership.
 type MemberStore interface {
 	// MemberRole returns userID's role on appID ("" when not a member) and
 	// whether the app exists.
@@ -102,13 +102,18 @@ type MemberStore interface {
 	// Roles returns userID's role on every app it is a member of.
 	Roles(ctx context.Context, userID string) (map[string]Role, error)
 	Members(ctx context.Context, appID string) ([]Member, error)
-	// PutMember adds or changes m (inserting newUser first when not nil) with
-	// e, in one transaction that fails with ErrLastOwner when the app would
-	// be left without an owner.
-	PutMember(ctx context.Context, m *Member, newUser *User, e audit.Entry) error
-	// DeleteMember removes userID from appID with e (ErrNotFound when not a
-	// member; ErrLastOwner as PutMember).
-	DeleteMember(ctx context.Context, appID, userID string, e audit.Entry) error
+}
+
+// MemberTx changes app membership in a Tx. Both lock the app row and fail
+// with ErrLastOwner when the app would be left without an owner, and with
+// ErrNotFound when the app does not exist.
+type MemberTx interface {
+	// PutMember adds or changes m (inserting newUser first when not nil;
+	// ErrConflict when its username is taken).
+	PutMember(ctx context.Context, m *Member, newUser *User) error
+	// DeleteMember removes userID from appID (ErrNotFound when not a
+	// member).
+	DeleteMember(ctx context.Context, appID, userID string) error
 }
 
 // ErrLastOwner is returned by a store when a change would leave an app
@@ -170,7 +175,13 @@ func (s *Service) SetMember(ctx context.Context, actor audit.Actor, appID, usern
 	if fresh != nil {
 		details["created_admin"] = true
 	}
-	if err := s.store.PutMember(ctx, m, fresh, audit.NewEntry(actor, now, "member.set", appID, u.Username, details)); err != nil {
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.PutMember(ctx, m, fresh); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "member.set", appID, u.Username, details))
+	})
+	if err != nil {
 		if errors.Is(err, apperr.ErrConflict) {
 			return nil, apperr.New(apperr.Conflict, wire.CodeConflict, "An admin with that username already exists.")
 		}
@@ -185,6 +196,11 @@ func (s *Service) RemoveMember(ctx context.Context, actor audit.Actor, appID, us
 	if err != nil {
 		return apperr.NotFoundAs(err, "Member")
 	}
-	err = s.store.DeleteMember(ctx, appID, u.ID, audit.NewEntry(actor, s.now().UTC(), "member.remove", appID, u.Username, nil))
+	err = s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.DeleteMember(ctx, appID, u.ID); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(actor, s.now().UTC(), "member.remove", appID, u.Username, nil))
+	})
 	return apperr.NotFoundAs(err, "Member")
 }

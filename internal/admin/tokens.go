@@ -33,18 +33,24 @@ type Token struct {
 	RevokedAt  *time.Time
 }
 
-// TokenStore is the persistence of personal access tokens; only the
-// SHA-256 of a token is stored.
+// TokenStore reads personal access tokens; only the SHA-256 of a token is
+// stored.
 type TokenStore interface {
-	InsertToken(ctx context.Context, t *Token, hash string, e audit.Entry) error
 	// TokenByHash returns the token with that hash and its admin.
 	TokenByHash(ctx context.Context, hash string) (*Token, *User, error)
 	Tokens(ctx context.Context, userID string) ([]Token, error)
-	// RevokeToken marks userID's token id revoked with e (ErrNotFound when
-	// the admin has no such token).
-	RevokeToken(ctx context.Context, userID, id string, at time.Time, e audit.Entry) error
-	// TouchToken sets a token's last use.
+	// TouchToken sets a token's last use (bookkeeping, not audited).
 	TouchToken(ctx context.Context, id string, at time.Time) error
+}
+
+// TokenTx changes personal access tokens in a Tx.
+type TokenTx interface {
+	// InsertToken stores t with the SHA-256 hash of its secret
+	// (ErrConflict when the hash is taken).
+	InsertToken(ctx context.Context, t *Token, hash string) error
+	// RevokeToken marks userID's token id revoked at at, keeping an earlier
+	// revocation's time (ErrNotFound when the admin has no such token).
+	RevokeToken(ctx context.Context, userID, id string, at time.Time) error
 }
 
 // touchEvery is how stale a token's last use may be before a request
@@ -80,8 +86,13 @@ func (s *Service) MintToken(ctx context.Context, p *Principal, ip, name string) 
 	secret := TokenPrefix + "_" + base64.RawURLEncoding.EncodeToString(raw)
 	now := s.now().UTC()
 	t := &Token{ID: uuid.NewString(), UserID: p.UserID, Name: name, Hint: secret[:len(TokenPrefix)+5], CreatedAt: now}
-	e := audit.NewEntry(p.Actor(ip), now, "token.create", "", t.ID, map[string]any{"name": name})
-	if err := s.store.InsertToken(ctx, t, hashToken(secret), e); err != nil {
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.InsertToken(ctx, t, hashToken(secret)); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "token.create", "", t.ID, map[string]any{"name": name}))
+	})
+	if err != nil {
 		return "", nil, err
 	}
 	return secret, t, nil
@@ -95,7 +106,12 @@ func (s *Service) Tokens(ctx context.Context, p *Principal) ([]Token, error) {
 // RevokeToken revokes one of p's tokens; a revoked token is refused at once.
 func (s *Service) RevokeToken(ctx context.Context, p *Principal, ip, id string) error {
 	now := s.now().UTC()
-	err := s.store.RevokeToken(ctx, p.UserID, id, now, audit.NewEntry(p.Actor(ip), now, "token.revoke", "", id, nil))
+	err := s.store.InTx(ctx, func(tx Tx) error {
+		if err := tx.RevokeToken(ctx, p.UserID, id, now); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, audit.NewEntry(p.Actor(ip), now, "token.revoke", "", id, nil))
+	})
 	return apperr.NotFoundAs(err, "Token")
 }
 

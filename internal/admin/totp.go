@@ -66,8 +66,14 @@ func (s *Service) BeginTOTP(ctx context.Context, p *Principal, ip string) (*Enro
 	if err := png.Encode(&buf, img); err != nil {
 		return nil, apperr.Wrap(err, "totp png")
 	}
-	u.TOTPPending = key.Secret()
-	if err := s.store.UpdateAdmin(ctx, u, nil, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.enrol", "", u.Username, nil)); err != nil {
+	_, err = s.updateUser(ctx, u, func(cur *User) ([]string, audit.Entry, error) {
+		if cur.TOTPSecret != "" {
+			return nil, audit.Entry{}, errTOTPOn
+		}
+		cur.TOTPPending = key.Secret()
+		return nil, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.enrol", "", cur.Username, nil), nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &Enrolment{Secret: key.Secret(), URI: key.URL(), QRPNG: buf.Bytes()}, nil
@@ -99,8 +105,17 @@ func (s *Service) ConfirmTOTP(ctx context.Context, p *Principal, ip, code string
 	if err != nil {
 		return nil, err
 	}
-	u.TOTPSecret, u.TOTPPending = u.TOTPPending, ""
-	if err := s.store.UpdateAdmin(ctx, u, hashes, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.enable", "", u.Username, nil)); err != nil {
+	_, err = s.updateUser(ctx, u, func(cur *User) ([]string, audit.Entry, error) {
+		if cur.TOTPSecret != "" {
+			return nil, audit.Entry{}, errTOTPOn
+		}
+		if cur.TOTPPending != u.TOTPPending { // enrolled again since: the code was of the old secret
+			return nil, audit.Entry{}, errBadCode
+		}
+		cur.TOTPSecret, cur.TOTPPending = cur.TOTPPending, ""
+		return hashes, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.enable", "", cur.Username, nil), nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return codes, nil
@@ -119,7 +134,13 @@ func (s *Service) RegenerateRecoveryCodes(ctx context.Context, p *Principal, ip,
 	if err != nil {
 		return nil, err
 	}
-	if err := s.store.UpdateAdmin(ctx, u, hashes, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.recovery_codes", "", u.Username, nil)); err != nil {
+	_, err = s.updateUser(ctx, u, func(cur *User) ([]string, audit.Entry, error) {
+		if err := sameSecondFactor(cur, u); err != nil {
+			return nil, audit.Entry{}, err
+		}
+		return hashes, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.recovery_codes", "", cur.Username, nil), nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return codes, nil
@@ -137,8 +158,26 @@ func (s *Service) DisableTOTP(ctx context.Context, p *Principal, ip, password, c
 	if err := s.checkSecondFactor(ctx, u, code); err != nil {
 		return err
 	}
-	u.TOTPSecret, u.TOTPPending = "", ""
-	return s.store.UpdateAdmin(ctx, u, []string{}, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.disable", "", u.Username, nil))
+	_, err = s.updateUser(ctx, u, func(cur *User) ([]string, audit.Entry, error) {
+		if err := sameSecondFactor(cur, u); err != nil {
+			return nil, audit.Entry{}, err
+		}
+		cur.TOTPSecret, cur.TOTPPending = "", ""
+		return []string{}, audit.NewEntry(p.Actor(ip), s.now().UTC(), "admin.2fa.disable", "", cur.Username, nil), nil
+	})
+	return err
+}
+
+// sameSecondFactor checks that the account as it is now (cur) still has the
+// confirmed TOTP secret a code was checked against (u's).
+func sameSecondFactor(cur, u *User) error {
+	if cur.TOTPSecret == "" {
+		return errTOTPOff
+	}
+	if cur.TOTPSecret != u.TOTPSecret {
+		return errBadCode
+	}
+	return nil
 }
 
 // CompleteTOTP finishes a two-factor sign-in: the step-1 token from Login

@@ -229,12 +229,15 @@ func (a *API) adminPrincipal(w http.ResponseWriter, r *http.Request) (*admin.Pri
 }
 
 // streamsBody reports whether the request carries raw bytes its handler
-// streams (an artifact upload; a file to a route that takes one) rather
-// than a JSON object to read up front. A CSV sent elsewhere is read up
-// front within adminBodyLimit, and refused as not JSON.
+// streams (an artifact upload; any body of a route that takes a file, whose
+// handler judges the content type itself, so that a file sent with the
+// wrong one — curl -d's form type, or none — is told which to use rather
+// than that it is not JSON) instead of a JSON object to read up front. A
+// CSV sent elsewhere is read up front within adminBodyLimit, and refused
+// as not JSON.
 func streamsBody(r *http.Request, o op) bool {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return ct == "application/octet-stream" || o.file && (ct == "text/csv" || ct == "application/json" || ct == "text/plain")
+	return o.file || ct == "application/octet-stream"
 }
 
 // param reads a string from the query string or, failing that, the body.

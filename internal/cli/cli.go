@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -49,6 +50,26 @@ type env struct {
 	stderr io.Writer
 	// baseURL is the --url of a client command, once its client is built.
 	baseURL string
+}
+
+// clockKey is the context key of the clock set by withClock.
+type clockKey struct{}
+
+// withClock returns ctx carrying now as the clock of the commands that
+// write to the database directly (import keys, admin create and
+// reset-password): a test sharing a database with a server on an injected
+// clock runs them at that server's time, so what they store (an imported
+// key's creation time, whether its expiry has passed) agrees with it.
+func withClock(ctx context.Context, now func() time.Time) context.Context {
+	return context.WithValue(ctx, clockKey{}, now)
+}
+
+// clockOf is the clock withClock put on ctx, else time.Now.
+func clockOf(ctx context.Context) func() time.Time {
+	if now, ok := ctx.Value(clockKey{}).(func() time.Time); ok {
+		return now
+	}
+	return time.Now
 }
 
 // Run executes the command line args (without the program name) and returns

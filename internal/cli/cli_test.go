@@ -44,6 +44,17 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// mustRunAt is mustRun with the commands' clock set to now (withClock),
+// for a command sharing a database with a server on an injected clock.
+func mustRunAt(t *testing.T, now func() time.Time, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := Run(withClock(context.Background(), now), args, &out, &errOut); code != 0 {
+		t.Fatalf("keyward %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out.String(), errOut.String())
+	}
+	return out.String()
+}
+
 // mustRun is run that fails the test on a non-zero exit.
 func mustRun(t *testing.T, args ...string) string {
 	t.Helper()

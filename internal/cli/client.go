@@ -178,6 +178,19 @@ func printTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
+// keyExpiry is a checked key's expiry as check prints it. The wire's null
+// expires_at means "never" only for a lifetime key: a days key nobody has
+// activated yet has none so far, and starts its days at activation.
+func keyExpiry(k client.KeyInfo) string {
+	switch {
+	case k.ExpiresAt != nil, k.KeyType == "lifetime":
+		return printTime(k.ExpiresAt)
+	case k.ActivatedAt == nil:
+		return fmt.Sprintf("not activated (%d days from activation)", k.Duration)
+	}
+	return "none"
+}
+
 func printSession(w io.Writer, s *client.Session) {
 	fmt.Fprintf(w, "session %s\ninterval %ds\n", s.ID, int(s.Interval/time.Second))
 	if s.LicenseKey != "" {
@@ -301,7 +314,7 @@ func (c *clientCheckCmd) Run(e *env, k *kong.Context) error {
 		return clientExit(k, e, err, false)
 	}
 	fmt.Fprintf(e.stdout, "valid %v\nstatus %s\ntype %s\nexpires %s\nmax_devices %d\n",
-		st.Valid, st.Key.Status, st.Key.KeyType, printTime(st.Key.ExpiresAt), st.Key.MaxDevices)
+		st.Valid, st.Key.Status, st.Key.KeyType, keyExpiry(st.Key), st.Key.MaxDevices)
 	printTrust(e.stdout, cl.Verdict(c.Key, nil))
 	if !st.Valid {
 		k.Exit(exitClientRefused)

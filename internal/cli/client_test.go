@@ -34,8 +34,12 @@ func TestClientCommands(t *testing.T) {
 		cmd := func(args ...string) []string { return append(append([]string{"client"}, args...), conn...) }
 
 		out := mustRun(t, cmd("check", "--key", key)...)
-		if !strings.Contains(out, "valid true\nstatus unused\n") {
+		if !strings.Contains(out, "valid true\nstatus unused\ntype days\nexpires not activated (30 days from activation)\n") {
 			t.Fatalf("check: %q", out)
+		}
+		lifetime := app.GenerateKeys(1, "lifetime", 0, 1)[0]
+		if out := mustRun(t, cmd("check", "--key", lifetime)...); !strings.Contains(out, "type lifetime\nexpires never\n") {
+			t.Fatalf("check a lifetime key: %q", out)
 		}
 		code, _, errOut := run(t, cmd("check", "--key", "NOPE-NOPE")...)
 		if code != 3 || !strings.Contains(errOut, "INVALID_KEY") {

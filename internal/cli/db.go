@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"time"
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/config"
@@ -48,8 +47,9 @@ func openServices(ctx context.Context, cfg config.Config, bcryptCost int) (*serv
 	}
 	// The guard is only cleared here (a password reset ends the username's
 	// lockout); one-shot commands count no sign-ins.
-	admins, err := admin.New(ctx, db.AdminStore(), time.Now, admin.Config{BcryptCost: bcryptCost,
-		Guard: lockout.New(db.LockoutStore(), time.Now)})
+	now := clockOf(ctx)
+	admins, err := admin.New(ctx, db.AdminStore(), now, admin.Config{BcryptCost: bcryptCost,
+		Guard: lockout.New(db.LockoutStore(), now)})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
@@ -52,7 +51,13 @@ func (c *importKeysCmd) Run(e *env) error {
 	if _, err := db.Migrate(e.ctx); err != nil {
 		return err
 	}
-	svc := license.NewService(db.LicenseStore(), time.Now, nil, license.Config{AppCacheTTL: -1})
+	// Run elsewhere than the server (PostgreSQL from a workstation) without
+	// the server's key file, the app's secret would not open: say which
+	// file is wanted rather than that one value is sealed under another key.
+	if err := db.CheckKeys(e.ctx); err != nil {
+		return err
+	}
+	svc := license.NewService(db.LicenseStore(), clockOf(e.ctx), nil, license.Config{AppCacheTTL: -1})
 	actor := audit.Actor{Kind: "cli", Name: "keyward import keys"}
 	rep, err := svc.ImportKeys(e.ctx, actor, c.App, f, license.ImportOptions{Format: format, Merge: c.Merge, Apply: c.Apply})
 	var ae *apperr.Error

@@ -140,3 +140,29 @@ func TestImportKeysJSONMerge(t *testing.T) {
 		})
 	}
 }
+
+// import keys with another secret key file than the server's (run from
+// another machine on PostgreSQL, or with a stray --secret-key-file) stops
+// before reading the app, naming the key the database is sealed with and
+// the flag that gives it; nothing is imported.
+func TestImportKeysWrongSecretKeyFile(t *testing.T) {
+	clearEnv(t)
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine})
+		app := s.CreateApp("Keys")
+		file := filepath.Join(t.TempDir(), "keys.csv")
+		os.WriteFile(file, []byte("key,status,duration\nSKF-1,unused,30\n"), 0o600)
+		args := []string{"import", "keys", "--app", app.ID, "--file", file, "--apply", "--data", s.DataDir,
+			"--secret-key-file", filepath.Join(t.TempDir(), "other.key")}
+		if s.DatabaseURL != "" {
+			args = append(args, "--database-url", s.DatabaseURL)
+		}
+		code, _, errOut := run(t, args...)
+		if code != 1 || !strings.Contains(errOut, "--secret-key-file") || !strings.Contains(errOut, "sealed with secret key") {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+		if r := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+app.ID, nil); len(r.Body["keys"].([]any)) != 0 {
+			t.Fatalf("imported with the wrong key file: %s", r)
+		}
+	})
+}

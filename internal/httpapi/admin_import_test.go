@@ -188,8 +188,19 @@ func TestImportRejects(t *testing.T) {
 		if errs := r.Obj("report")["errors"].([]any); r.Status != 200 || len(errs) != 1 || errs[0].(map[string]any)["line"] != 1.0 {
 			t.Fatalf("a JSON object without keys: %s", r)
 		}
-		h := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/xml"}}
-		admExpect(t, s.Do("POST", "/api/admin/keys-import.php?app_id="+app.ID, h, []byte(body)), 400, "MISSING_FIELDS")
+		// A file with another content type — curl -d's form type, none at
+		// all (curl -T), XML — is told which to send, not that it is no JSON.
+		for _, ct := range []string{"application/xml", "application/x-www-form-urlencoded", ""} {
+			h := http.Header{"Authorization": {"Bearer " + s.AdminToken()}}
+			if ct != "" {
+				h.Set("Content-Type", ct)
+			}
+			r := s.Do("POST", "/api/admin/keys-import.php?app_id="+app.ID, h, []byte(body))
+			admExpect(t, r, 400, "MISSING_FIELDS")
+			if m := r.Str("message"); !strings.Contains(m, "Content-Type: text/csv") {
+				t.Fatalf("content type %q: the refusal does not say which to send: %s", ct, r)
+			}
+		}
 		admExpect(t, importCSV(s, app.ID, "&dry_run=maybe", []byte(body)), 400, "MISSING_FIELDS")
 		admExpect(t, importCSV(s, app.ID, "&merge=perhaps", []byte(body)), 400, "MISSING_FIELDS")
 		admExpect(t, importCSV(s, app.ID, "&format=xml", []byte(body)), 400, "MISSING_FIELDS")

@@ -95,7 +95,6 @@ func (s *Service) ImportKeys(ctx context.Context, actor audit.Actor, appID strin
 		}
 		keys := make([]Key, len(plan.inserts))
 		for i, row := range plan.inserts {
-			row.Complete(now)
 			keys[i] = row.Key
 			keys[i].AppID, keys[i].UpdatedAt = appID, now
 		}
@@ -186,8 +185,10 @@ func planImport(ctx context.Context, read importReader, appID string, p *ParsedC
 				}
 				continue
 			}
-			plan.inserts = append(plan.inserts, *row)
-			plan.byStatus[string(row.Key.Status)]++
+			ins := *row
+			ins.Complete(now)
+			plan.inserts = append(plan.inserts, ins)
+			plan.byStatus[string(ins.Key.Status)]++
 			continue
 		}
 		if !merge {

@@ -139,7 +139,8 @@ func (r *ImportRow) Has(field string) bool {
 // Complete fills what the file left to the import time: the creation time,
 // the activation of a key whose status needs one (active, expired,
 // redeemed) and, for such a days key without an expiry, the expiry its
-// duration gives from that activation.
+// duration gives from that activation; and an active key whose expiry has
+// passed at now becomes expired.
 func (r *ImportRow) Complete(now time.Time) {
 	k := &r.Key
 	now = now.UTC().Truncate(time.Second)
@@ -153,6 +154,13 @@ func (r *ImportRow) Complete(now time.Time) {
 	if k.Type == TypeDays && k.ExpiresAt == nil && k.ActivatedAt != nil && k.Status != StatusUnused {
 		e := k.ActivatedAt.Add(time.Duration(k.Duration) * 24 * time.Hour)
 		k.ExpiresAt = &e
+	}
+	// A key the file calls active whose expiry has passed is stored as
+	// expired: otherwise it would count as active until the next expiry
+	// sweep, which would then record key_expired (a webhook each) for every
+	// such key of an old export at once.
+	if k.Status == StatusActive && k.ExpiresAt != nil && !k.ExpiresAt.After(now) {
+		k.Status = StatusExpired
 	}
 }
 

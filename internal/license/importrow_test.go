@@ -80,9 +80,16 @@ func TestParseKeyCSVDerived(t *testing.T) {
 		t.Fatalf("A = %+v, want active days 31", k)
 	}
 	b := p.Rows[1]
-	b.Complete(time.Now())
+	b.Complete(time.Date(2026, 11, 15, 0, 0, 0, 0, time.UTC))
 	if b.Key.Status != StatusActive || !b.Key.ExpiresAt.Equal(*ts("2026-12-01T00:00:00Z")) {
 		t.Fatalf("B = %+v, want active until 2026-12-01", b.Key)
+	}
+	// Imported after that expiry, the key the file calls active is
+	// expired at once (not left for the expiry sweep to announce).
+	late := p.Rows[1]
+	late.Complete(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	if late.Key.Status != StatusExpired {
+		t.Fatalf("B imported at its expiry = %s, want expired", late.Key.Status)
 	}
 	if k := p.Rows[2].Key; k.Status != StatusUnused || k.Duration != 30 || k.ActivatedAt != nil {
 		t.Fatalf("C = %+v, want unused 30 days", k)

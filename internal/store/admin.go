@@ -8,13 +8,20 @@ import (
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
-	"github.com/keyward/keyward/internal/audit"
 )
 
 // AdminStore returns db as the admin package's Store.
 func (db *DB) AdminStore() admin.Store { return adminStore{db} }
 
 type adminStore struct{ db *DB }
+
+// adminTx is the admin package's Tx: its writes and the journal of one
+// transaction.
+type adminTx struct{ journalTx }
+
+func (s adminStore) InTx(ctx context.Context, fn func(admin.Tx) error) error {
+	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(adminTx{journalTx{s.db, tx}}) })
+}
 
 const adminCols = `id, username, email, password_hash, operator, token_gen, totp_secret, totp_pending, created_at`
 
@@ -64,42 +71,40 @@ func insertAdmin(ctx context.Context, db *DB, tx *sql.Tx, u *admin.User) error {
 	return translate(err)
 }
 
-func (s adminStore) InsertAdmin(ctx context.Context, u *admin.User, e audit.Entry) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		if err := insertAdmin(ctx, s.db, tx, u); err != nil {
-			return err
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+func (t adminTx) AdminByIDForUpdate(ctx context.Context, id string) (*admin.User, error) {
+	return t.db.scanAdmin(t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT `+adminCols+` FROM admin_users WHERE id = ?`+t.db.forUpdate()), id))
 }
 
-func (s adminStore) UpdateAdmin(ctx context.Context, u *admin.User, codes []string, e audit.Entry) error {
-	totp, err := s.db.sealString(purposeTOTPSecret, u.ID, u.TOTPSecret)
+func (t adminTx) InsertAdmin(ctx context.Context, u *admin.User) error {
+	return insertAdmin(ctx, t.db, t.tx, u)
+}
+
+func (t adminTx) UpdateAdmin(ctx context.Context, u *admin.User, codes []string) error {
+	totp, err := t.db.sealString(purposeTOTPSecret, u.ID, u.TOTPSecret)
 	if err != nil {
 		return err
 	}
-	pending, err := s.db.sealString(purposeTOTPPending, u.ID, u.TOTPPending)
+	pending, err := t.db.sealString(purposeTOTPPending, u.ID, u.TOTPPending)
 	if err != nil {
 		return err
 	}
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_users SET email = ?, password_hash = ?, token_gen = ?, totp_secret = ?, totp_pending = ?
-			WHERE id = ?`), u.Email, u.PasswordHash, u.TokenGen, totp, pending, u.ID)
-		if err := affected(res, err); err != nil {
-			return err
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE admin_users SET email = ?, password_hash = ?, token_gen = ?, totp_secret = ?, totp_pending = ?
+		WHERE id = ?`), u.Email, u.PasswordHash, u.TokenGen, totp, pending, u.ID)
+	if err := affected(res, err); err != nil {
+		return err
+	}
+	if codes == nil {
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM admin_recovery_codes WHERE user_id = ?`), u.ID); err != nil {
+		return translate(err)
+	}
+	for _, h := range codes {
+		if _, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO admin_recovery_codes (user_id, code_hash) VALUES (?, ?)`), u.ID, h); err != nil {
+			return translate(err)
 		}
-		if codes != nil {
-			if _, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM admin_recovery_codes WHERE user_id = ?`), u.ID); err != nil {
-				return translate(err)
-			}
-			for _, h := range codes {
-				if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_recovery_codes (user_id, code_hash) VALUES (?, ?)`), u.ID, h); err != nil {
-					return translate(err)
-				}
-			}
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+	}
+	return nil
 }
 
 func (s adminStore) ClaimTOTPStep(ctx context.Context, userID string, step int64) (bool, error) {
@@ -127,14 +132,10 @@ func (s adminStore) changedOne(ctx context.Context, q string, args ...any) (bool
 	return ok, err
 }
 
-func (s adminStore) RevokeJWT(ctx context.Context, jti string, expires time.Time, e audit.Entry) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_revoked_jwts (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING`),
-			jti, ms(expires)); err != nil {
-			return translate(err)
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+func (t adminTx) RevokeJWT(ctx context.Context, jti string, expires time.Time) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO admin_revoked_jwts (jti, expires_at) VALUES (?, ?) ON CONFLICT (jti) DO NOTHING`),
+		jti, ms(expires))
+	return translate(err)
 }
 
 // PurgeRevokedJWTs forgets signed-out JWTs that have expired anyway.

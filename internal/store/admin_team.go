@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/admin"
-	"github.com/keyward/keyward/internal/audit"
 )
 
 // Personal access tokens and app membership of admins.
@@ -24,14 +23,10 @@ func scanToken(row interface{ Scan(...any) error }) (*admin.Token, error) {
 	return &t, nil
 }
 
-func (s adminStore) InsertToken(ctx context.Context, t *admin.Token, hash string, e audit.Entry) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO admin_tokens (id, user_id, name, token_hash, hint, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
-			t.ID, t.UserID, t.Name, hash, t.Hint, ms(t.CreatedAt)); err != nil {
-			return translate(err)
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+func (t adminTx) InsertToken(ctx context.Context, tk *admin.Token, hash string) error {
+	_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO admin_tokens (id, user_id, name, token_hash, hint, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
+		tk.ID, tk.UserID, tk.Name, hash, tk.Hint, ms(tk.CreatedAt))
+	return translate(err)
 }
 
 func (s adminStore) TokenByHash(ctx context.Context, hash string) (*admin.Token, *admin.User, error) {
@@ -65,15 +60,10 @@ func (s adminStore) Tokens(ctx context.Context, userID string) ([]admin.Token, e
 	return out, translate(rows.Err())
 }
 
-func (s adminStore) RevokeToken(ctx context.Context, userID, id string, at time.Time, e audit.Entry) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND user_id = ?`),
-			ms(at), id, userID)
-		if err := affected(res, err); err != nil {
-			return err
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+func (t adminTx) RevokeToken(ctx context.Context, userID, id string, at time.Time) error {
+	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE admin_tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ? AND user_id = ?`),
+		ms(at), id, userID)
+	return affected(res, err)
 }
 
 func (s adminStore) TouchToken(ctx context.Context, id string, at time.Time) error {
@@ -135,42 +125,40 @@ func (s adminStore) Members(ctx context.Context, appID string) ([]admin.Member, 
 
 // changeTeam runs change on appID's members with the app row locked, then
 // refuses (ErrLastOwner) a team left without an owner.
-func (s adminStore) changeTeam(ctx context.Context, appID string, e audit.Entry, change func(tx *sql.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
-		var id string
-		if err := tx.QueryRowContext(ctx, s.db.rebind(`SELECT id FROM apps WHERE id = ?`+s.db.forUpdate()), appID).Scan(&id); err != nil {
-			return translate(err)
-		}
-		if err := change(tx); err != nil {
-			return err
-		}
-		var owners int
-		if err := tx.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM app_members WHERE app_id = ? AND role = 'owner'`), appID).Scan(&owners); err != nil {
-			return translate(err)
-		}
-		if owners == 0 {
-			return admin.ErrLastOwner
-		}
-		return addAudit(ctx, s.db, tx, e)
-	})
+func (t adminTx) changeTeam(ctx context.Context, appID string, change func() error) error {
+	var id string
+	if err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT id FROM apps WHERE id = ?`+t.db.forUpdate()), appID).Scan(&id); err != nil {
+		return translate(err)
+	}
+	if err := change(); err != nil {
+		return err
+	}
+	var owners int
+	if err := t.tx.QueryRowContext(ctx, t.db.rebind(`SELECT COUNT(*) FROM app_members WHERE app_id = ? AND role = 'owner'`), appID).Scan(&owners); err != nil {
+		return translate(err)
+	}
+	if owners == 0 {
+		return admin.ErrLastOwner
+	}
+	return nil
 }
 
-func (s adminStore) PutMember(ctx context.Context, m *admin.Member, newUser *admin.User, e audit.Entry) error {
-	return s.changeTeam(ctx, m.AppID, e, func(tx *sql.Tx) error {
+func (t adminTx) PutMember(ctx context.Context, m *admin.Member, newUser *admin.User) error {
+	return t.changeTeam(ctx, m.AppID, func() error {
 		if newUser != nil {
-			if err := insertAdmin(ctx, s.db, tx, newUser); err != nil {
+			if err := insertAdmin(ctx, t.db, t.tx, newUser); err != nil {
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO app_members (app_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
+		_, err := t.tx.ExecContext(ctx, t.db.rebind(`INSERT INTO app_members (app_id, user_id, role, created_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (app_id, user_id) DO UPDATE SET role = excluded.role`), m.AppID, m.UserID, string(m.Role), ms(m.CreatedAt))
 		return translate(err)
 	})
 }
 
-func (s adminStore) DeleteMember(ctx context.Context, appID, userID string, e audit.Entry) error {
-	return s.changeTeam(ctx, appID, e, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, s.db.rebind(`DELETE FROM app_members WHERE app_id = ? AND user_id = ?`), appID, userID)
+func (t adminTx) DeleteMember(ctx context.Context, appID, userID string) error {
+	return t.changeTeam(ctx, appID, func() error {
+		res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM app_members WHERE app_id = ? AND user_id = ?`), appID, userID)
 		return affected(res, err)
 	})
 }

@@ -57,22 +57,43 @@ func (c *Client) FetchKey(ctx context.Context, app *license.App, licenseKey stri
 	if err != nil {
 		return nil, err
 	}
-	return keyAnswer(status, body)
+	return keyAnswer(status, body, licenseKey)
 }
 
-// keyAnswer reads the upstream's answer to a key lookup: the "key" object
-// of a 200, license.ErrUpstreamNoKey for "no such key", else an error.
-func keyAnswer(status int, body []byte) ([]byte, error) {
+// keyAnswer reads the upstream's answer to a lookup of licenseKey: the
+// "key" object of a 200, license.ErrUpstreamNoKey for "no such key", else
+// an error. The hosted service documents GET keys.php only as its key
+// list, so a 200 that is a list ({"keys":[…]}, filtered by license_key or
+// not) is read too: the object whose license_key (or key) is licenseKey.
+// A list without it is not taken for "no such key" (the upstream may have
+// ignored the filter and sent its first page): it is a failed lookup.
+func keyAnswer(status int, body []byte, licenseKey string) ([]byte, error) {
 	switch {
 	case status == 200:
 		var r struct {
-			Success bool            `json:"success"`
-			Key     json.RawMessage `json:"key"`
+			Success bool              `json:"success"`
+			Key     json.RawMessage   `json:"key"`
+			Keys    []json.RawMessage `json:"keys"`
 		}
-		if err := json.Unmarshal(body, &r); err != nil || !r.Success || len(r.Key) == 0 || r.Key[0] != '{' {
+		if err := json.Unmarshal(body, &r); err != nil || !r.Success {
 			return nil, errors.New("upstream: 200 without a key object")
 		}
-		return r.Key, nil
+		if len(r.Key) > 0 && r.Key[0] == '{' {
+			return r.Key, nil
+		}
+		for _, k := range r.Keys {
+			var id struct {
+				LicenseKey string `json:"license_key"`
+				Key        string `json:"key"`
+			}
+			if len(k) > 0 && k[0] == '{' && json.Unmarshal(k, &id) == nil && (id.LicenseKey == licenseKey || id.Key == licenseKey) {
+				return k, nil
+			}
+		}
+		if r.Keys != nil {
+			return nil, fmt.Errorf("upstream: its key list (%d keys) did not include the key asked for", len(r.Keys))
+		}
+		return nil, errors.New("upstream: 200 without a key object")
 	case status == 404 && noSuchKey(body):
 		return nil, license.ErrUpstreamNoKey
 	}

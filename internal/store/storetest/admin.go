@@ -130,7 +130,7 @@ func testAdmins(t *testing.T, db *store.DB) {
 	}
 	u := &admin.User{ID: "u-1", Username: "root", PasswordHash: "$2a$04$hash", CreatedAt: t0}
 	e := audit.Entry{At: t0, Actor: audit.System, Action: "admin.create", Target: "u-1"}
-	if err := as.InsertAdmin(ctx, u, e); err != nil {
+	if err := adminWrite(db, e, func(ctx context.Context, tx admin.Tx) error { return tx.InsertAdmin(ctx, u) }); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, got *admin.User, err error) {
@@ -155,7 +155,7 @@ func testAdmins(t *testing.T, db *store.DB) {
 	wantErr(t, "AdminByID(missing)", err, apperr.ErrNotFound)
 
 	dup := &admin.User{ID: "u-2", Username: "root", PasswordHash: "x", CreatedAt: t0}
-	err = as.InsertAdmin(ctx, dup, audit.Entry{At: t0, Actor: audit.System, Action: "admin.create", Target: "u-2"})
+	err = adminWrite(db, audit.Entry{At: t0, Actor: audit.System, Action: "admin.create", Target: "u-2"}, func(ctx context.Context, tx admin.Tx) error { return tx.InsertAdmin(ctx, dup) })
 	wantErr(t, "InsertAdmin with a taken username", err, apperr.ErrConflict)
 	if n, err := as.CountAdmins(ctx); err != nil || n != 1 {
 		t.Errorf("CountAdmins = %d, %v; want 1", n, err)

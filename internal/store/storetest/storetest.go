@@ -47,6 +47,8 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"TeamTokens", testTeamTokens},
 		{"TeamMemberRoles", testTeamMemberRoles},
 		{"TeamMembers", testTeamMembers},
+		{"TeamAdminForUpdate", testTeamAdminForUpdate},
+		{"TeamInTxRollsBack", testTeamInTxRollsBack},
 		{"Replay", testReplay},
 		{"ReplayErrors", testReplayErrors},
 		{"ReplayExpiry", testReplayExpiry},

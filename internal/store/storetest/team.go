@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/keyward/keyward/internal/admin"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
+	"github.com/keyward/keyward/internal/event"
 	"github.com/keyward/keyward/internal/store"
 )
 
@@ -20,7 +22,7 @@ import (
 func teamAdmin(t *testing.T, db *store.DB, username string) *admin.User {
 	t.Helper()
 	u := &admin.User{ID: "u-" + username, Username: username, PasswordHash: "$2a$04$hash-" + username, CreatedAt: t0}
-	if err := db.AdminStore().InsertAdmin(context.Background(), u, teamEntry("admin.create", "", username)); err != nil {
+	if err := adminWrite(db, teamEntry("admin.create", "", username), func(ctx context.Context, tx admin.Tx) error { return tx.InsertAdmin(ctx, u) }); err != nil {
 		t.Fatalf("InsertAdmin %s: %v", username, err)
 	}
 	return u
@@ -58,7 +60,7 @@ func testTeamAdminForJWT(t *testing.T, db *store.DB) {
 		t.Fatalf("AdminForJWT (live jti) = %+v, %v, %v; want root, not revoked", got, revoked, err)
 	}
 	exp := t0.Add(12 * time.Hour)
-	if err := as.RevokeJWT(ctx, "jti-1", exp, teamEntry("admin.logout", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.logout", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.RevokeJWT(ctx, "jti-1", exp) }); err != nil {
 		t.Fatalf("RevokeJWT: %v", err)
 	}
 	if _, revoked, err := as.AdminForJWT(ctx, u.ID, "jti-1"); err != nil || !revoked {
@@ -68,7 +70,7 @@ func testTeamAdminForJWT(t *testing.T, db *store.DB) {
 		t.Errorf("AdminForJWT (another jti) revoked = %v, %v; want false", revoked, err)
 	}
 	// Signing the same JWT out twice is no error.
-	if err := as.RevokeJWT(ctx, "jti-1", exp, teamEntry("admin.logout", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.logout", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.RevokeJWT(ctx, "jti-1", exp) }); err != nil {
 		t.Errorf("RevokeJWT again: %v", err)
 	}
 	if got := teamAudit(t, db, "admin.logout"); len(got) != 2 {
@@ -99,7 +101,7 @@ func testTeamUpdateAdmin(t *testing.T, db *store.DB) {
 	other := teamAdmin(t, db, "other")
 
 	u.Email, u.PasswordHash, u.TokenGen, u.TOTPSecret, u.TOTPPending = "root@example.com", "$2a$04$new", 3, "SECRET", "PENDING"
-	if err := as.UpdateAdmin(ctx, u, []string{"h1", "h2"}, teamEntry("admin.2fa.enable", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.enable", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, []string{"h1", "h2"}) }); err != nil {
 		t.Fatalf("UpdateAdmin: %v", err)
 	}
 	got, err := as.AdminByID(ctx, u.ID)
@@ -121,14 +123,14 @@ func testTeamUpdateAdmin(t *testing.T, db *store.DB) {
 
 	// codes nil keeps the recovery codes.
 	u.Email = "new@example.com"
-	if err := as.UpdateAdmin(ctx, u, nil, teamEntry("admin.email", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.email", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := as.UseRecoveryCode(ctx, u.ID, "h1", t0); err != nil || !ok {
 		t.Errorf("recovery code after UpdateAdmin(codes nil) = %v, %v; want it still usable", ok, err)
 	}
 	// A new set replaces the old: the unused h2 is gone, h3 works.
-	if err := as.UpdateAdmin(ctx, u, []string{"h3"}, teamEntry("admin.2fa.recovery_codes", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.recovery_codes", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, []string{"h3"}) }); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := as.UseRecoveryCode(ctx, u.ID, "h2", t0); err != nil || ok {
@@ -138,10 +140,10 @@ func testTeamUpdateAdmin(t *testing.T, db *store.DB) {
 		t.Errorf("new recovery code = %v, %v; want usable", ok, err)
 	}
 	// An empty set clears them.
-	if err := as.UpdateAdmin(ctx, u, []string{"h4"}, teamEntry("admin.2fa.recovery_codes", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.recovery_codes", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, []string{"h4"}) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := as.UpdateAdmin(ctx, u, []string{}, teamEntry("admin.2fa.disable", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.disable", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, []string{}) }); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := as.UseRecoveryCode(ctx, u.ID, "h4", t0); err != nil || ok {
@@ -153,7 +155,7 @@ func testTeamUpdateAdmin(t *testing.T, db *store.DB) {
 	}
 	// A missing admin: ErrNotFound and no audit entry.
 	missing := &admin.User{ID: "u-missing", Username: "ghost"}
-	err = as.UpdateAdmin(ctx, missing, []string{"hx"}, teamEntry("admin.ghost", "", "ghost"))
+	err = adminWrite(db, teamEntry("admin.ghost", "", "ghost"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, missing, []string{"hx"}) })
 	wantErr(t, "UpdateAdmin(missing admin)", err, apperr.ErrNotFound)
 	if got := teamAudit(t, db, "admin.ghost"); len(got) != 0 {
 		t.Errorf("refused UpdateAdmin left audit entries %v", got)
@@ -196,10 +198,10 @@ func testTeamUseRecoveryCode(t *testing.T, db *store.DB) {
 	as := db.AdminStore()
 	u := teamAdmin(t, db, "root")
 	other := teamAdmin(t, db, "other")
-	if err := as.UpdateAdmin(ctx, u, []string{"ha", "hb"}, teamEntry("admin.2fa.enable", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.enable", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, []string{"ha", "hb"}) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := as.UpdateAdmin(ctx, other, []string{"hc"}, teamEntry("admin.2fa.enable", "", "other")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.2fa.enable", "", "other"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, other, []string{"hc"}) }); err != nil {
 		t.Fatal(err)
 	}
 	uses := []struct {
@@ -235,7 +237,7 @@ func testTeamTokens(t *testing.T, db *store.DB) {
 	t2 := &admin.Token{ID: "tok-2", UserID: u.ID, Name: "deploy", Hint: "kwp_efgh", CreatedAt: t0.Add(time.Second)}
 	t3 := &admin.Token{ID: "tok-3", UserID: other.ID, Name: "theirs", Hint: "kwp_ijkl", CreatedAt: t0}
 	for i, tk := range []*admin.Token{t1, t2, t3} {
-		if err := as.InsertToken(ctx, tk, fmt.Sprint("hash-", i+1), teamEntry("token.create", "", tk.ID)); err != nil {
+		if err := adminWrite(db, teamEntry("token.create", "", tk.ID), func(ctx context.Context, tx admin.Tx) error { return tx.InsertToken(ctx, tk, fmt.Sprint("hash-", i+1)) }); err != nil {
 			t.Fatalf("InsertToken %s: %v", tk.ID, err)
 		}
 	}
@@ -244,7 +246,7 @@ func testTeamTokens(t *testing.T, db *store.DB) {
 	}
 	// A hash is unique: the refused insert leaves no token and no entry.
 	dup := &admin.Token{ID: "tok-dup", UserID: u.ID, Name: "dup", Hint: "kwp_dupx", CreatedAt: t0}
-	err := as.InsertToken(ctx, dup, "hash-1", teamEntry("token.create", "", "tok-dup"))
+	err := adminWrite(db, teamEntry("token.create", "", "tok-dup"), func(ctx context.Context, tx admin.Tx) error { return tx.InsertToken(ctx, dup, "hash-1") })
 	wantErr(t, "InsertToken with a taken hash", err, apperr.ErrConflict)
 	if got := teamAudit(t, db, "token.create"); len(got) != 3 {
 		t.Errorf("refused InsertToken left an audit entry: %v", got)
@@ -296,9 +298,9 @@ func testTeamTokens(t *testing.T, db *store.DB) {
 
 	// Revoke: not another admin's token.
 	at := t0.Add(2 * time.Minute)
-	err = as.RevokeToken(ctx, other.ID, "tok-1", at, teamEntry("token.revoke", "", "tok-1"))
+	err = adminWrite(db, teamEntry("token.revoke", "", "tok-1"), func(ctx context.Context, tx admin.Tx) error { return tx.RevokeToken(ctx, other.ID, "tok-1", at) })
 	wantErr(t, "RevokeToken of another admin's token", err, apperr.ErrNotFound)
-	err = as.RevokeToken(ctx, u.ID, "tok-missing", at, teamEntry("token.revoke", "", "tok-missing"))
+	err = adminWrite(db, teamEntry("token.revoke", "", "tok-missing"), func(ctx context.Context, tx admin.Tx) error { return tx.RevokeToken(ctx, u.ID, "tok-missing", at) })
 	wantErr(t, "RevokeToken(missing)", err, apperr.ErrNotFound)
 	if got := teamAudit(t, db, "token.revoke"); len(got) != 0 {
 		t.Errorf("refused revocations left audit entries %v", got)
@@ -306,13 +308,15 @@ func testTeamTokens(t *testing.T, db *store.DB) {
 	tk, _, _ = as.TokenByHash(ctx, "hash-1")
 	check("token after refused revocations", tk, t1, &used, nil)
 
-	if err := as.RevokeToken(ctx, u.ID, "tok-1", at, teamEntry("token.revoke", "", "tok-1")); err != nil {
+	if err := adminWrite(db, teamEntry("token.revoke", "", "tok-1"), func(ctx context.Context, tx admin.Tx) error { return tx.RevokeToken(ctx, u.ID, "tok-1", at) }); err != nil {
 		t.Fatalf("RevokeToken: %v", err)
 	}
 	tk, _, _ = as.TokenByHash(ctx, "hash-1")
 	check("token after RevokeToken", tk, t1, &used, &at)
 	// Revoking again keeps the first time.
-	if err := as.RevokeToken(ctx, u.ID, "tok-1", at.Add(time.Hour), teamEntry("token.revoke", "", "tok-1")); err != nil {
+	if err := adminWrite(db, teamEntry("token.revoke", "", "tok-1"), func(ctx context.Context, tx admin.Tx) error {
+		return tx.RevokeToken(ctx, u.ID, "tok-1", at.Add(time.Hour))
+	}); err != nil {
 		t.Errorf("RevokeToken again: %v", err)
 	}
 	tk, _, _ = as.TokenByHash(ctx, "hash-1")
@@ -347,8 +351,9 @@ func testTeamMemberRoles(t *testing.T, db *store.DB) {
 	teamAppWithOwner(t, db, "a", root.ID)
 	teamAppWithOwner(t, db, "b", bob.ID)
 	addApp(t, db, "orphan")
-	if err := as.PutMember(ctx, &admin.Member{AppID: "a", UserID: bob.ID, Role: admin.RoleSupport, CreatedAt: t0},
-		nil, teamEntry("member.set", "a", "bob")); err != nil {
+	if err := adminWrite(db, teamEntry("member.set", "a", "bob"), func(ctx context.Context, tx admin.Tx) error {
+		return tx.PutMember(ctx, &admin.Member{AppID: "a", UserID: bob.ID, Role: admin.RoleSupport, CreatedAt: t0}, nil)
+	}); err != nil {
 		t.Fatalf("PutMember: %v", err)
 	}
 	cases := []struct {
@@ -391,7 +396,7 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 	as := db.AdminStore()
 	root := teamAdmin(t, db, "root")
 	root.Email = "root@example.com"
-	if err := as.UpdateAdmin(ctx, root, nil, teamEntry("admin.email", "", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("admin.email", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, root, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	bob := teamAdmin(t, db, "bob")
@@ -399,8 +404,9 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 	addApp(t, db, "other")
 
 	put := func(user string, role admin.Role, at time.Time, fresh *admin.User) error {
-		return as.PutMember(ctx, &admin.Member{AppID: "a", UserID: user, Role: role, CreatedAt: at}, fresh,
-			teamEntry("member.set", "a", user+" "+string(role)))
+		return adminWrite(db, teamEntry("member.set", "a", user+" "+string(role)), func(ctx context.Context, tx admin.Tx) error {
+			return tx.PutMember(ctx, &admin.Member{AppID: "a", UserID: user, Role: role, CreatedAt: at}, fresh)
+		})
 	}
 	members := func() []string {
 		t.Helper()
@@ -449,8 +455,9 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 
 	// A new admin whose username is taken: ErrConflict, no member, no entry.
 	taken := &admin.User{ID: "u-bob2", Username: "bob", PasswordHash: "x", CreatedAt: t0}
-	err = as.PutMember(ctx, &admin.Member{AppID: "a", UserID: taken.ID, Role: admin.RoleViewer, CreatedAt: t0}, taken,
-		teamEntry("member.set", "a", "taken"))
+	err = adminWrite(db, teamEntry("member.set", "a", "taken"), func(ctx context.Context, tx admin.Tx) error {
+		return tx.PutMember(ctx, &admin.Member{AppID: "a", UserID: taken.ID, Role: admin.RoleViewer, CreatedAt: t0}, taken)
+	})
 	wantErr(t, "PutMember with a taken username", err, apperr.ErrConflict)
 
 	// Changing a role keeps the member's first joining time.
@@ -469,7 +476,7 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 	if !errors.Is(err, admin.ErrLastOwner) {
 		t.Errorf("demoting the last owner: %v, want ErrLastOwner", err)
 	}
-	err = as.DeleteMember(ctx, "a", root.ID, teamEntry("member.remove", "a", "root"))
+	err = adminWrite(db, teamEntry("member.remove", "a", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.DeleteMember(ctx, "a", root.ID) })
 	if !errors.Is(err, admin.ErrLastOwner) {
 		t.Errorf("removing the last owner: %v, want ErrLastOwner", err)
 	}
@@ -483,23 +490,24 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 	if err := put(root.ID, admin.RoleViewer, t0, nil); err != nil {
 		t.Errorf("demoting one of two owners: %v", err)
 	}
-	if err := as.DeleteMember(ctx, "a", root.ID, teamEntry("member.remove", "a", "root")); err != nil {
+	if err := adminWrite(db, teamEntry("member.remove", "a", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.DeleteMember(ctx, "a", root.ID) }); err != nil {
 		t.Errorf("removing a non-owner: %v", err)
 	}
 	if got := members(); !reflect.DeepEqual(got, []string{"bob:owner", "carol:admin"}) {
 		t.Errorf("members after root left = %v", got)
 	}
-	err = as.DeleteMember(ctx, "a", bob.ID, teamEntry("member.remove", "a", "bob"))
+	err = adminWrite(db, teamEntry("member.remove", "a", "bob"), func(ctx context.Context, tx admin.Tx) error { return tx.DeleteMember(ctx, "a", bob.ID) })
 	if !errors.Is(err, admin.ErrLastOwner) {
 		t.Errorf("removing the new last owner: %v, want ErrLastOwner", err)
 	}
 	// Not a member, or no such app: ErrNotFound.
-	err = as.DeleteMember(ctx, "a", root.ID, teamEntry("member.remove", "a", "root-again"))
+	err = adminWrite(db, teamEntry("member.remove", "a", "root-again"), func(ctx context.Context, tx admin.Tx) error { return tx.DeleteMember(ctx, "a", root.ID) })
 	wantErr(t, "DeleteMember(not a member)", err, apperr.ErrNotFound)
-	err = as.DeleteMember(ctx, "missing", bob.ID, teamEntry("member.remove", "missing", "bob"))
+	err = adminWrite(db, teamEntry("member.remove", "missing", "bob"), func(ctx context.Context, tx admin.Tx) error { return tx.DeleteMember(ctx, "missing", bob.ID) })
 	wantErr(t, "DeleteMember(missing app)", err, apperr.ErrNotFound)
-	err = as.PutMember(ctx, &admin.Member{AppID: "missing", UserID: bob.ID, Role: admin.RoleOwner, CreatedAt: t0}, nil,
-		teamEntry("member.set", "missing", "bob"))
+	err = adminWrite(db, teamEntry("member.set", "missing", "bob"), func(ctx context.Context, tx admin.Tx) error {
+		return tx.PutMember(ctx, &admin.Member{AppID: "missing", UserID: bob.ID, Role: admin.RoleOwner, CreatedAt: t0}, nil)
+	})
 	wantErr(t, "PutMember(missing app)", err, apperr.ErrNotFound)
 
 	// Only the changes that happened were audited.
@@ -515,5 +523,176 @@ func testTeamMembers(t *testing.T, db *store.DB) {
 	inTx(t, db, func(ctx context.Context, tx storeTx) error { return tx.DeleteApp(ctx, "a") })
 	if got, err := as.Roles(ctx, bob.ID); err != nil || len(got) != 0 {
 		t.Errorf("Roles after the app was deleted = %v, %v; want none", got, err)
+	}
+}
+
+// adminWrite runs fn in an admin transaction and, when it succeeds, adds e
+// in the same transaction, as the admin service does; it returns the
+// transaction's error.
+func adminWrite(db *store.DB, e audit.Entry, fn func(ctx context.Context, tx admin.Tx) error) error {
+	ctx := context.Background()
+	return db.AdminStore().InTx(ctx, func(tx admin.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		return tx.AddAudit(ctx, e)
+	})
+}
+
+// AdminByIDForUpdate reads an admin (TOTP secrets opened) inside an admin
+// transaction and locks its row: concurrent read-modify-write transactions
+// of one admin lose no change (SQLite's one writer serialises them,
+// PostgreSQL's FOR UPDATE makes the later one read the earlier's commit).
+// A missing admin is ErrNotFound.
+func testTeamAdminForUpdate(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	as := db.AdminStore()
+	u := teamAdmin(t, db, "root")
+	u.Email, u.TOTPSecret, u.TOTPPending = "root@example.com", "SECRET", "PENDING"
+	if err := adminWrite(db, teamEntry("admin.2fa.enrol", "", "root"), func(ctx context.Context, tx admin.Tx) error { return tx.UpdateAdmin(ctx, u, nil) }); err != nil {
+		t.Fatal(err)
+	}
+	err := as.InTx(ctx, func(tx admin.Tx) error {
+		got, err := tx.AdminByIDForUpdate(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		var d diffs
+		d.eq("Username", got.Username, "root")
+		d.eq("Email", got.Email, "root@example.com")
+		d.eq("PasswordHash", got.PasswordHash, u.PasswordHash)
+		d.eq("TOTPSecret", got.TOTPSecret, "SECRET")
+		d.eq("TOTPPending", got.TOTPPending, "PENDING")
+		d.time("CreatedAt", got.CreatedAt, t0)
+		d.report(t, "AdminByIDForUpdate")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("InTx: %v", err)
+	}
+	err = as.InTx(ctx, func(tx admin.Tx) error {
+		_, err := tx.AdminByIDForUpdate(ctx, "u-missing")
+		return err
+	})
+	wantErr(t, "AdminByIDForUpdate(missing)", err, apperr.ErrNotFound)
+
+	const workers, iterations = 2, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range iterations {
+				err := as.InTx(ctx, func(tx admin.Tx) error {
+					cur, err := tx.AdminByIDForUpdate(ctx, u.ID)
+					if err != nil {
+						return err
+					}
+					cur.TokenGen++
+					if err := tx.UpdateAdmin(ctx, cur, nil); err != nil {
+						return err
+					}
+					return tx.AddAudit(ctx, teamEntry("admin.password", "", "root"))
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("increment: %v", err)
+	}
+	got, err := as.AdminByID(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(workers * iterations); got.TokenGen != want {
+		t.Errorf("after %d concurrent increments token_gen = %d, want %d (updates lost)", want, got.TokenGen, want)
+	}
+	if got.TOTPSecret != "SECRET" || got.Email != "root@example.com" {
+		t.Errorf("fields the increments did not touch changed: %+v", got)
+	}
+	if n := len(teamAudit(t, db, "admin.password")); n != workers*iterations {
+		t.Errorf("%d audit entries for %d committed changes", n, workers*iterations)
+	}
+}
+
+// An admin transaction that fails rolls back every write it made —
+// admin, account change, recovery codes, sign-out, token, revocation,
+// member — with its audit entry and event.
+func testTeamInTxRollsBack(t *testing.T, db *store.DB) {
+	ctx := context.Background()
+	as := db.AdminStore()
+	root := teamAdmin(t, db, "root")
+	teamAppWithOwner(t, db, "a", root.ID)
+	if err := adminWrite(db, teamEntry("token.create", "", "tok-1"), func(ctx context.Context, tx admin.Tx) error {
+		return tx.InsertToken(ctx, &admin.Token{ID: "tok-1", UserID: root.ID, Name: "ci", Hint: "kwp_abcd", CreatedAt: t0}, "hash-1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := as.InTx(ctx, func(tx admin.Tx) error {
+		fresh := &admin.User{ID: "u-carol", Username: "carol", PasswordHash: "x", CreatedAt: t0}
+		if err := tx.InsertAdmin(ctx, &admin.User{ID: "u-dave", Username: "dave", PasswordHash: "x", CreatedAt: t0}); err != nil {
+			return err
+		}
+		cur, err := tx.AdminByIDForUpdate(ctx, root.ID)
+		if err != nil {
+			return err
+		}
+		cur.PasswordHash, cur.TokenGen = "changed", cur.TokenGen+1
+		if err := tx.UpdateAdmin(ctx, cur, []string{"hz"}); err != nil {
+			return err
+		}
+		if err := tx.RevokeJWT(ctx, "jti-x", t0.Add(time.Hour)); err != nil {
+			return err
+		}
+		if err := tx.InsertToken(ctx, &admin.Token{ID: "tok-2", UserID: root.ID, Name: "gone", Hint: "kwp_gone", CreatedAt: t0}, "hash-2"); err != nil {
+			return err
+		}
+		if err := tx.RevokeToken(ctx, root.ID, "tok-1", t0); err != nil {
+			return err
+		}
+		if err := tx.PutMember(ctx, &admin.Member{AppID: "a", UserID: fresh.ID, Role: admin.RoleViewer, CreatedAt: t0}, fresh); err != nil {
+			return err
+		}
+		if err := tx.AddAudit(ctx, teamEntry("admin.rolled_back", "", "root")); err != nil {
+			return err
+		}
+		if err := tx.AddEvent(ctx, event.Event{Type: "admin.rolled_back", CreatedAt: t0}); err != nil {
+			return err
+		}
+		return fmt.Errorf("wrapped: %w", errBoom)
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("InTx returned %v, want fn's error", err)
+	}
+	for _, name := range []string{"dave", "carol"} {
+		_, err := as.AdminByUsername(ctx, name)
+		wantErr(t, "admin "+name+" inserted in a rolled-back tx", err, apperr.ErrNotFound)
+	}
+	got, err := as.AdminByID(ctx, root.ID)
+	if err != nil || got.PasswordHash != root.PasswordHash || got.TokenGen != 0 {
+		t.Errorf("root after a rolled-back change = %+v, %v; want unchanged", got, err)
+	}
+	if ok, err := as.UseRecoveryCode(ctx, root.ID, "hz", t0); err != nil || ok {
+		t.Errorf("recovery code of a rolled-back tx = %v, %v; want none", ok, err)
+	}
+	if _, revoked, err := as.AdminForJWT(ctx, root.ID, "jti-x"); err != nil || revoked {
+		t.Errorf("JWT signed out in a rolled-back tx: revoked = %v, %v", revoked, err)
+	}
+	if list, err := as.Tokens(ctx, root.ID); err != nil || len(list) != 1 || list[0].RevokedAt != nil {
+		t.Errorf("tokens after a rolled-back tx = %+v, %v; want tok-1 only, not revoked", list, err)
+	}
+	if ms, err := as.Members(ctx, "a"); err != nil || len(ms) != 1 {
+		t.Errorf("members after a rolled-back tx = %+v, %v; want the owner only", ms, err)
+	}
+	if got := teamAudit(t, db, "admin.rolled_back"); len(got) != 0 {
+		t.Errorf("audit entries of a rolled-back tx: %v", got)
+	}
+	if evs, err := db.Events(ctx, 0, 100); err != nil || len(evs) != 0 {
+		t.Errorf("events of a rolled-back tx = %+v, %v; want none", evs, err)
 	}
 }
