@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/internal/licensefile"
 )
@@ -421,4 +422,29 @@ func TestLicenseFilesPurged(t *testing.T) {
 		kwtest.ExpectCode(t, fileRequest(app, key, "revoked"), 200, "LICENSE_FILE_REVOKED")
 		mustFile(t, app, key, "old")
 	})
+}
+
+// TestLicenseFileUpstream: a license-file request with a key only the
+// app's upstream has (lazy migration) imports it and answers a file, as a
+// login would; a key the upstream does not have either is INVALID_KEY.
+func TestLicenseFileUpstream(t *testing.T) {
+	t.Parallel()
+	clock := kwtest.NewClock()
+	up := kwtest.Start(t, kwtest.Options{Clock: clock})
+	hosted := up.CreateApp("Product")
+	key := hosted.GenerateKeys(1, "lifetime", 0, 1)[0]
+	token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+	a := kwtest.Start(t, kwtest.Options{Clock: clock, Configure: func(c *config.Config) { c.WebhookAllowNetworks = "127.0.0.0/8" }})
+	app := a.CreateApp("Product")
+	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"upstream_url": up.URL,
+		"upstream_app_id": hosted.ID, "upstream_token": token, "upstream_enabled": true, "offline_enabled": true}})
+
+	f, _ := mustFile(t, app, key, "dev-1")
+	if f.Claims.KeySHA256 != licensefile.KeySHA256(key) {
+		t.Fatalf("claims %+v", f.Claims)
+	}
+	if d := floatDetail(t, app, key); d["status"] != "active" {
+		t.Fatalf("imported key %v", d)
+	}
+	kwtest.ExpectCode(t, fileRequest(app, "NOWHERE-KEY-1234", "dev-1"), 200, "INVALID_KEY")
 }
