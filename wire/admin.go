@@ -58,13 +58,17 @@ type Key struct {
 // KeyDetail is one key with its bound devices and live sessions (GET
 // keys.php?license_key=). Seats are the sessions holding a seat (heard from
 // within the session timeout; last_seen_at as fresh as the server knows),
-// SeatsInUse their count: for a floating key, what max_devices limits.
+// SeatsInUse their count, with BorrowedSeats: for a floating key, what
+// max_devices limits.
 type KeyDetail struct {
 	Key
 	Devices    []Device  `json:"devices"`
 	Sessions   []Session `json:"sessions"`
 	SeatsInUse int       `json:"seats_in_use"`
 	Seats      []Session `json:"seat_sessions"`
+	// BorrowedSeats are the machines holding a seat of a floating key by a
+	// borrowed license file and no live session (counted in SeatsInUse).
+	BorrowedSeats int `json:"borrowed_seats"`
 	// LicenseFiles are the license files issued for the key, newest first
 	// (at most 200).
 	LicenseFiles []LicenseFile `json:"license_files"`

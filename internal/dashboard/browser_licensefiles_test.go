@@ -17,7 +17,8 @@ import (
 // API — with device, source, issued, valid until and state; the Revoke
 // button asks in the confirm dialog, marks the file revoked (the API says
 // so) and the device's next file request is refused LICENSE_FILE_REVOKED;
-// a returned borrow shows "returned". Both engines.
+// a returned borrow shows "returned"; the Floating seats count includes
+// the seats borrowed by files. Both engines.
 func TestBrowserLicenseFiles(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := newSite(t, kwtest.Options{Engine: engine})
@@ -60,6 +61,12 @@ func TestBrowserLicenseFiles(t *testing.T) {
 			if !strings.Contains(rows, want) {
 				t.Fatalf("license files table lacks %q: %s", want, rows)
 			}
+		}
+		if got := b.text("#kfs-count"); got != "2/3 in use" {
+			t.Fatalf("seat count shows %q, want 2/3 in use (two borrowed files)", got)
+		}
+		if got := b.text("#kfs-borrowed"); got != "2 borrowed by license files" {
+			t.Fatalf("borrowed seats show %q", got)
 		}
 		b.clean("key page")
 

@@ -218,7 +218,16 @@ func TestLicenseFileBorrowedSeat(t *testing.T) {
 		app.Login(key, "m-1")
 		app.Login(key, "m-2")
 		expectSeatsFull(t, floatLogin(app, key, "m-3"), 3)
+		seatsShown := func(inUse, borrowed int) {
+			t.Helper()
+			d := floatDetail(t, app, key)
+			if d["seats_in_use"] != float64(inUse) || d["borrowed_seats"] != float64(borrowed) {
+				t.Fatalf("key detail seats_in_use %v borrowed_seats %v, want %d and %d", d["seats_in_use"], d["borrowed_seats"], inUse, borrowed)
+			}
+		}
+		seatsShown(3, 1)
 		app.Login(key, "laptop") // its own borrowed seat
+		seatsShown(3, 0)
 		expectSeatsFull(t, fileRequest(app, key, "m-3"), 3)
 
 		ret := app.Env("/api/auth/license-file.php", map[string]any{"session_id": borrow, "return": true})
