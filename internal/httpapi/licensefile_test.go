@@ -395,7 +395,7 @@ func TestOfflineActivate(t *testing.T) {
 		if len(evs) != 2 || evs[0]["source"] != "offline" || evs[1]["source"] != "admin" {
 			t.Fatalf("license_file.issued events %v", evs)
 		}
-		if a := auditActions(t, s, app.ID); a["license_file.issue"] != 2 {
+		if a := auditActions(t, s, app.ID); a["license_file.offline_activate"] != 2 || a["license_file.issue"] != 0 {
 			t.Fatalf("audit actions %v", a)
 		}
 	})

@@ -253,7 +253,11 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 		}
 		details := map[string]any{"hwid": f.HWID, "source": f.Source, "file_id": f.ID, "valid_until": Timestamp(f.ValidUntil),
 			"floating": f.Floating}
-		if err := tx.AddAudit(ctx, audit.NewEntry(req.Actor, now, "license_file.issue", app.ID, k.LicenseKey, details)); err != nil {
+		action := "license_file.issue"
+		if f.Nonce != "" {
+			action = "license_file.offline_activate" // from an air-gapped machine's request
+		}
+		if err := tx.AddAudit(ctx, audit.NewEntry(req.Actor, now, action, app.ID, k.LicenseKey, details)); err != nil {
 			return err
 		}
 		out, fresh = f, true
