@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -456,4 +458,41 @@ func TestLicenseFileUpstream(t *testing.T) {
 		t.Fatalf("imported key %v", d)
 	}
 	kwtest.ExpectCode(t, fileRequest(app, "NOWHERE-KEY-1234", "dev-1"), 200, "INVALID_KEY")
+}
+
+// TestLicenseFileBorrowRace: borrows and logins to a floating key with 3
+// seats from 12 machines at once, half asking for a license file and half
+// logging in: exactly 3 succeed, the rest are refused DEVICE_LIMIT, so
+// offline use cannot exceed N even under a race. Both engines (the key
+// row lock on PostgreSQL).
+func TestLicenseFileBorrowRace(t *testing.T) {
+	t.Parallel()
+	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
+		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
+		app := s.CreateApp("Race")
+		offlineOn(t, app, 24)
+		key := floatingKey(t, app, 3)
+		out := make([]*kwtest.Reply, 12)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range out {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				hwid := fmt.Sprintf("machine-%02d", i)
+				if i%2 == 0 {
+					out[i] = fileRequest(app, key, hwid)
+				} else {
+					out[i] = floatLogin(app, key, hwid)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		countSeats(t, out, 3)
+		if d := floatDetail(t, app, key); d["seats_in_use"] != float64(3) {
+			t.Fatalf("seats_in_use %v after the race, want 3", d["seats_in_use"])
+		}
+	})
 }
