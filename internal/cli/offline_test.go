@@ -73,3 +73,40 @@ func TestClientOfflineRequest(t *testing.T) {
 		t.Fatalf("short secret: exit %d, %q", code, errOut)
 	}
 }
+
+// `keyward client license-file` writes the key's license file for the
+// device to --out and prints its id, valid_until and, for a floating key,
+// the borrow, which --return gives back; OFFLINE_DISABLED exits 3.
+func TestClientLicenseFile(t *testing.T) {
+	clearEnv(t)
+	s := kwtest.Start(t, kwtest.Options{})
+	app := s.CreateApp("Files")
+	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
+	conn := []string{"--url", s.URL, "--secret", app.Secret}
+	cmd := func(args ...string) []string { return append(append([]string{"client", "license-file"}, args...), conn...) }
+	code, _, errOut := run(t, cmd("--key", key, "--hwid", "pc-1")...)
+	if code != 3 || !strings.Contains(errOut, "OFFLINE_DISABLED") {
+		t.Fatalf("offline off: exit %d, %q", code, errOut)
+	}
+	s.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"offline_enabled": true}})
+	out := mustRun(t, cmd("--key", key, "--hwid", "pc-1")...)
+	if f, err := licensefile.Parse(out); err != nil || f.Claims.HWID != "pc-1" {
+		t.Fatalf("stdout is not the file: %v\n%s", err, out)
+	}
+	r := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime", "max_devices": 1, "floating": true})
+	fk := r.Body["keys"].([]any)[0].(map[string]any)["license_key"].(string)
+	file := filepath.Join(t.TempDir(), "lic.txt")
+	out = mustRun(t, cmd("--key", fk, "--hwid", "laptop", "--out", file)...)
+	if !strings.Contains(out, "floating true\n") || !strings.Contains(out, "borrow ") {
+		t.Fatalf("license-file output: %q", out)
+	}
+	borrow := strings.TrimSpace(out[strings.Index(out, "borrow ")+len("borrow "):])
+	if b, err := os.ReadFile(file); err != nil || !strings.HasPrefix(string(b), "-----BEGIN KEYWARD LICENSE FILE-----") {
+		t.Fatalf("file: %v %q", err, b)
+	}
+	kwtest.ExpectCode(t, app.Env("/api/auth/login.php", map[string]any{"license_key": fk, "hwid": "desk"}), 200, "DEVICE_LIMIT")
+	if out := mustRun(t, cmd("--return", borrow)...); out != "returned\n" {
+		t.Fatalf("return: %q", out)
+	}
+	app.Login(fk, "desk")
+}
