@@ -83,7 +83,9 @@ func TestClientLicenseFile(t *testing.T) {
 	app := s.CreateApp("Files")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
 	conn := []string{"--url", s.URL, "--secret", app.Secret}
-	cmd := func(args ...string) []string { return append(append([]string{"client", "license-file"}, args...), conn...) }
+	cmd := func(args ...string) []string {
+		return append(append([]string{"client", "license-file"}, args...), conn...)
+	}
 	code, _, errOut := run(t, cmd("--key", key, "--hwid", "pc-1")...)
 	if code != 3 || !strings.Contains(errOut, "OFFLINE_DISABLED") {
 		t.Fatalf("offline off: exit %d, %q", code, errOut)
