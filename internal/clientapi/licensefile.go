@@ -3,6 +3,7 @@ package clientapi
 import (
 	"context"
 
+	"github.com/keyward/keyward/internal/analytics"
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/edge"
@@ -46,6 +47,9 @@ func (a *API) licenseFile(ctx context.Context, c *edge.Call) (any, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if f.Activated {
+		a.count(c.App, analytics.Activation, "")
 	}
 	return f.Reply(), nil
 }

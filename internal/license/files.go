@@ -46,6 +46,8 @@ type IssuedFile struct {
 	// Text is the armored file, kept so a repeated activation request is
 	// answered with the same file.
 	Text string
+	// Activated: issuing this file activated the key (not stored).
+	Activated bool
 }
 
 // HoldsSeat reports whether f is a borrowed seat still held at now:
@@ -220,7 +222,8 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 		} else if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
 			return err
 		}
-		if k.Status == StatusUnused {
+		activated := k.Status == StatusUnused
+		if activated {
 			if err := activate(ctx, tx, app, k, req.HWID, now); err != nil {
 				return err
 			}
@@ -245,6 +248,7 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 		if err != nil {
 			return err
 		}
+		f.Activated = activated
 		if err := tx.InsertLicenseFile(ctx, f); err != nil {
 			if errors.Is(err, apperr.ErrConflict) {
 				return errNonceUsed // the same nonce, concurrently, for another key
