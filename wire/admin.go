@@ -58,13 +58,44 @@ type Key struct {
 // KeyDetail is one key with its bound devices and live sessions (GET
 // keys.php?license_key=). Seats are the sessions holding a seat (heard from
 // within the session timeout; last_seen_at as fresh as the server knows),
-// SeatsInUse their count: for a floating key, what max_devices limits.
+// SeatsInUse their count, with BorrowedSeats: for a floating key, what
+// max_devices limits.
 type KeyDetail struct {
 	Key
 	Devices    []Device  `json:"devices"`
 	Sessions   []Session `json:"sessions"`
 	SeatsInUse int       `json:"seats_in_use"`
 	Seats      []Session `json:"seat_sessions"`
+	// BorrowedSeats are the machines holding a seat of a floating key by a
+	// borrowed license file and no live session (counted in SeatsInUse).
+	BorrowedSeats int `json:"borrowed_seats"`
+	// LicenseFiles are the license files issued for the key, newest first
+	// (at most 200).
+	LicenseFiles []LicenseFile `json:"license_files"`
+}
+
+// LicenseFileStateReply answers keys.php?action=revoke-license-file: the
+// file as it now is.
+type LicenseFileStateReply struct {
+	Success bool        `json:"success"`
+	File    LicenseFile `json:"file"`
+}
+
+// LicenseFile is one issued license file of a key (docs/offline.md), as
+// the key detail lists it. Source is online, offline (the customer portal)
+// or admin; Floating marks a borrowed seat, held until ReturnedAt or
+// ValidUntil. A revoked file is not renewed, but stays valid offline until
+// ValidUntil.
+type LicenseFile struct {
+	ID         string  `json:"id"`
+	HWID       string  `json:"hwid"`
+	Kid        string  `json:"kid"`
+	Source     string  `json:"source"`
+	Floating   bool    `json:"floating"`
+	IssuedAt   string  `json:"issued_at"`
+	ValidUntil string  `json:"valid_until"`
+	ReturnedAt *string `json:"returned_at"`
+	RevokedAt  *string `json:"revoked_at"`
 }
 
 // Device is a machine bound to a key or an account.

@@ -174,3 +174,9 @@ type ResellerActionRequest struct {
 	Amount *int64 `json:"amount,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
+
+// LicenseFileRevokeRequest is the body of keys.php?action=revoke-license-file.
+type LicenseFileRevokeRequest struct {
+	AppID string `json:"app_id"`
+	ID    string `json:"id"`
+}

@@ -549,3 +549,40 @@ type SubscriptionCheckReply struct {
 	Active       bool                `json:"active"`
 	Subscription *PublicSubscription `json:"subscription"`
 }
+
+// LicenseFileRequest is the inner body of auth/license-file.php
+// (envelope, docs/offline.md). {license_key, hwid} asks for a license file
+// for this key on this device (binding the device as a login does);
+// {session_id, return: true} returns a borrowed seat: session_id is the
+// session_id of the reply that issued a floating key's file (its
+// borrow_id).
+type LicenseFileRequest struct {
+	LicenseKey string `json:"license_key,omitempty"`
+	HWID       string `json:"hwid,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Return     bool   `json:"return,omitempty"`
+}
+
+// LicenseFileReply is the reply that carries a license file: the inner
+// reply of auth/license-file.php, and the answer of the air-gapped
+// activation routes (customer/offline-activate.php, admin
+// keys.php?action=offline-activate). LicenseFile is the armored document;
+// the other members repeat what it says, for convenience. SessionID is
+// set for a floating key only: the borrowed seat's id, to return it with
+// {session_id, return: true}.
+type LicenseFileReply struct {
+	Success     bool      `json:"success"`
+	Message     string    `json:"message"`
+	LicenseFile string    `json:"license_file"`
+	FileID      string    `json:"file_id"`
+	ValidUntil  time.Time `json:"valid_until"`
+	Floating    bool      `json:"floating"`
+	SessionID   string    `json:"session_id,omitempty"`
+}
+
+// OfflineActivateRequest is the body of the air-gapped activation routes:
+// Request is the activation request's text, as the machine made it
+// (`keyward client offline-request`, or the SDK).
+type OfflineActivateRequest struct {
+	Request string `json:"request"`
+}

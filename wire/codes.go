@@ -102,6 +102,17 @@ const (
 var KillCodes = [...]string{CodeBanned, CodePaused, CodeExpired, CodeHWIDReset, CodeMaintenance,
 	CodeSessionRevoked, CodeSessionExpired, CodeSessionMismatch}
 
+// License-file refusals (auth/license-file.php, offline activation;
+// docs/offline.md).
+const (
+	// CodeOfflineDisabled: the app issues no license files (its
+	// offline_enabled setting is off) (403).
+	CodeOfflineDisabled = "OFFLINE_DISABLED"
+	// CodeLicenseFileRevoked: the operator revoked the last license file of
+	// this key on this device; a new one is issued only by an admin (403).
+	CodeLicenseFileRevoked = "LICENSE_FILE_REVOKED"
+)
+
 // Trial refusals (auth/trial.php).
 const (
 	// CodeTrialDisabled: the app offers no trials (403).

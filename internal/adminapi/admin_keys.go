@@ -44,8 +44,26 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		files, err := a.lic.LicenseFiles(ctx, appID, d.Key.ID)
+		if err != nil {
+			return nil, err
+		}
 		v := wire.KeyDetail{Key: d.Key.AdminView(now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions),
-			SeatsInUse: len(d.Seats), Seats: sessionViews(d.Seats)}
+			SeatsInUse: len(d.Seats), Seats: sessionViews(d.Seats), LicenseFiles: make([]wire.LicenseFile, 0, len(files))}
+		seated := map[string]bool{}
+		for _, ss := range d.Seats {
+			seated[ss.HWID] = true
+		}
+		for i := range files {
+			v.LicenseFiles = append(v.LicenseFiles, files[i].View())
+			// A machine holding a borrowed license file and no live seat
+			// holds a seat too (license.Seats counts both).
+			if f := &files[i]; f.HoldsSeat(now) && !seated[f.HWID] {
+				seated[f.HWID] = true
+				v.BorrowedSeats++
+			}
+		}
+		v.SeatsInUse += v.BorrowedSeats
 		return wire.KeyDetailReply{Success: true, Key: v}, nil
 	}
 	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),
@@ -188,6 +206,13 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch c.q.Get("action") {
+	case "offline-activate", "revoke-license-file":
+		if err := c.need(admin.PermManage); err != nil {
+			return nil, err
+		}
+		return a.licenseFileAction(ctx, c, appID, c.q.Get("action"))
+	}
 	if action := c.q.Get("action"); action != "" {
 		lk, err := c.required("license_key")
 		if err != nil {
@@ -238,6 +263,35 @@ func (a *API) postKeys(ctx context.Context, c *adminCall) (any, error) {
 		return nil, err
 	}
 	return wire.KeysReply{Success: true, Keys: license.AdminViews(keys, a.lic.Now())}, nil
+}
+
+// licenseFileAction: POST keys.php?action=offline-activate {request} turns
+// an air-gapped machine's activation request into a license file (as the
+// customer portal does, but for any key of the app, and lifting a revoked
+// device's block); ?action=revoke-license-file {id} revokes an issued file
+// (docs/offline.md). Owners and admins.
+func (a *API) licenseFileAction(ctx context.Context, c *adminCall, appID, action string) (any, error) {
+	if action == "offline-activate" {
+		text, err := c.f.Str("request")
+		if err != nil {
+			return nil, err
+		}
+		f, err := a.lic.OfflineActivate(ctx, license.OfflineRequest{AppID: appID, Text: text, Source: license.FileAdmin, Actor: c.actor},
+			a.FileSigner())
+		if err != nil {
+			return nil, err
+		}
+		return f.Reply(), nil
+	}
+	id, err := c.required("id")
+	if err != nil {
+		return nil, err
+	}
+	f, err := a.lic.RevokeFile(ctx, appID, id, c.actor)
+	if err != nil {
+		return nil, err
+	}
+	return wire.LicenseFileStateReply{Success: true, File: f.View()}, nil
 }
 
 // keyTerms reads key_type, duration_value and max_devices (absent: 0, the

@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/keyward/keyward/client"
+	"github.com/keyward/keyward/internal/licensefile"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -30,11 +31,94 @@ const (
 // clientCmd is `keyward client`: a command-line client of a keyward server
 // built on the Go SDK (package client), for testing apps and servers.
 type clientCmd struct {
-	Login     clientLoginCmd     `cmd:"" help:"Sign in with a licence key, print the session and sign out."`
-	Heartbeat clientHeartbeatCmd `cmd:"" help:"Sign in and run the heartbeat loop, printing one line per beat, until killed or interrupted."`
-	Check     clientCheckCmd     `cmd:"" help:"Check a licence key without opening a session (exit 3 when not valid)."`
-	Trial     clientTrialCmd     `cmd:"" help:"Start (or resume) this device's trial and print its key."`
-	Update    clientUpdateCmd    `cmd:"" help:"Check for and download updates."`
+	Login       clientLoginCmd       `cmd:"" help:"Sign in with a licence key, print the session and sign out."`
+	Heartbeat   clientHeartbeatCmd   `cmd:"" help:"Sign in and run the heartbeat loop, printing one line per beat, until killed or interrupted."`
+	Check       clientCheckCmd       `cmd:"" help:"Check a licence key without opening a session (exit 3 when not valid)."`
+	Trial       clientTrialCmd       `cmd:"" help:"Start (or resume) this device's trial and print its key."`
+	Update      clientUpdateCmd      `cmd:"" help:"Check for and download updates."`
+	LicenseFile clientLicenseFileCmd `cmd:"" name:"license-file" help:"Fetch a signed offline license file for the key on this device (binds the device as a login does), or return a floating key's borrowed seat."`
+	// OfflineRequest runs on the air-gapped machine: no --url, no network.
+	OfflineRequest clientOfflineRequestCmd `cmd:"" name:"offline-request" help:"Print an activation request for an air-gapped machine (no network needed); paste it into the customer portal or give it to the vendor for a license file."`
+}
+
+// clientLicenseFileCmd is `keyward client license-file`: it fetches a
+// license file (docs/offline.md) and prints what the reply says of it
+// (file, valid_until, floating, borrow) and the file to --out, or returns
+// a borrowed seat with --return.
+type clientLicenseFileCmd struct {
+	clientConn `embed:""`
+	Key        string `name:"key" env:"KEYWARD_CLIENT_KEY" help:"Licence key (required unless --return)."`
+	clientHWID `embed:""`
+	Out        string `name:"out" type:"path" placeholder:"FILE" help:"Write the license file to FILE (0600) instead of standard output."`
+	Return     string `name:"return" placeholder:"BORROW" help:"Return the borrowed seat BORROW (the borrow a floating key's file printed) instead."`
+}
+
+func (c *clientLicenseFileCmd) Run(e *env, k *kong.Context) error {
+	cl, err := c.client(e)
+	if err != nil {
+		return err
+	}
+	if c.Return != "" {
+		if err := cl.ReturnLicenseFile(e.ctx, c.Return); err != nil {
+			return clientExit(k, e, err, false)
+		}
+		fmt.Fprintln(e.stdout, "returned")
+		return nil
+	}
+	if strings.TrimSpace(c.Key) == "" {
+		return errors.New("--key is required (or --return BORROW)")
+	}
+	lf, err := cl.LicenseFile(e.ctx, c.Key, c.value())
+	if err != nil {
+		return clientExit(k, e, err, false)
+	}
+	if c.Out == "" {
+		_, err = io.WriteString(e.stdout, lf.Text)
+		return err
+	}
+	if err := os.WriteFile(c.Out, []byte(lf.Text), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "file %s\nvalid_until %s\nfloating %v\n", lf.FileID, printTime(&lf.ValidUntil), lf.Floating)
+	if lf.BorrowID != "" {
+		fmt.Fprintf(e.stdout, "borrow %s\n", lf.BorrowID)
+	}
+	return nil
+}
+
+// clientOfflineRequestCmd is `keyward client offline-request`: it prints
+// the air-gapped activation request (docs/offline.md) for a key on this
+// device, MACed with the app secret, with a fresh nonce. It needs no
+// server: the request is carried by hand.
+type clientOfflineRequestCmd struct {
+	AppSecret  string `name:"app-secret" required:"" env:"KEYWARD_CLIENT_SECRET" help:"The app's secret (64 hex characters); it MACs the request."`
+	AppID      string `name:"app-id" env:"KEYWARD_CLIENT_APP_ID" help:"The app's id, written into the request for people (the server knows the app by the MAC); default: unknown."`
+	clientKey  `embed:""`
+	clientHWID `embed:""`
+	Out        string `name:"out" type:"path" placeholder:"FILE" help:"Write the request to FILE (0600) instead of standard output."`
+}
+
+func (c *clientOfflineRequestCmd) Run(e *env) error {
+	if len(c.AppSecret) != 64 {
+		return errors.New("--app-secret must be the app's 64-character secret")
+	}
+	appID := c.AppID
+	if appID == "" {
+		appID = "unknown"
+	}
+	req, err := licensefile.NewRequest(appID, strings.TrimSpace(c.Key), c.value(), time.Now())
+	if err != nil {
+		return err
+	}
+	text, err := licensefile.MakeRequest(req, c.AppSecret)
+	if err != nil {
+		return err
+	}
+	if c.Out != "" {
+		return os.WriteFile(c.Out, []byte(text), 0o600)
+	}
+	_, err = io.WriteString(e.stdout, text)
+	return err
 }
 
 type clientUpdateCmd struct {

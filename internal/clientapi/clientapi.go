@@ -90,6 +90,9 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, edge.Route{Pattern: post + "/api/auth/heartbeat.php", Auth: edge.AppSecret, Limit: edge.LimitHeartbeat, Transport: edge.Envelope,
 		Replay: edge.ReplayLocal, ServesRevoked: true, Raw: a.heartbeat})
 	rs = append(rs, env(post+"/api/auth/logout.php", edge.ReplayShared, a.logout))
+	// License files (docs/offline.md): login's transport, replay scope and
+	// limiter; it binds the device as login does.
+	rs = append(rs, env(post+"/api/auth/license-file.php", edge.ReplayShared, a.licenseFile))
 	rs = append(rs, edge.Route{Pattern: post + "/api/auth/check-key.php", Auth: edge.AppSecret, Transport: edge.Mirrored, Replay: edge.ReplayLocal, Client: a.checkKey})
 	rs = append(rs, plain(post+"/api/update/validate.php", a.validate))
 	rs = append(rs, env(post+"/api/update/check.php", edge.ReplayLocal, a.updateCheck))

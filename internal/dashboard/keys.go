@@ -425,6 +425,17 @@ func (d *Dashboard) keyAction(c *Ctx) {
 			return
 		}
 		c.Done(page, "Session revoked.", c.Call("DELETE", "/api/admin/sessions.php", c.AppQuery(), wire.RevokeSessionsRequest{AppID: c.AppID, SessionID: id}, nil))
+	case "revoke-license-file":
+		id := strings.TrimSpace(c.R.PostFormValue("file_id"))
+		if id == "" {
+			c.Done(page, "", badInput("Which license file? The form named none."))
+			return
+		}
+		if !c.Confirm("Revoke this license file?", "It is not renewed for this device; the file itself stays valid offline until its valid-until.") {
+			return
+		}
+		c.Done(page, "License file revoked.", c.Call("POST", "/api/admin/keys.php", c.AppQuery("action", "revoke-license-file"),
+			wire.LicenseFileRevokeRequest{AppID: c.AppID, ID: id}, nil))
 	case "revoke-sessions":
 		if !c.Confirm("End every session of this key?", "Each live session of "+lk+" ends at its next heartbeat.") {
 			return

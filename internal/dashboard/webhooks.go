@@ -30,7 +30,7 @@ const webhooksAPI = "/api/admin/webhooks.php"
 var webhookEvents = []string{
 	"key.created", "key.activated", "key.banned", "key.unbanned", "key.deleted", "key.rotated", "key.redeemed",
 	"key.suspected_leak", "key_expiring", "key_expired", "hwid_reset.requested", "trial.created", "account.created",
-	"seat.denied",
+	"seat.denied", "license_file.issued",
 	"changelog.published", "update.published", "new_order", "order.approved", "subscription.created",
 	"subscription.renewed", "subscription.renewal_order_created", "subscription.cancelled", "app.revoked",
 	"suspicious_activity", "test",

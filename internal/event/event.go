@@ -55,4 +55,7 @@ const (
 	AccountCreated = "account.created" // an app user account signed up
 	KeyRedeemed    = "key.redeemed"    // a key's time went to an account
 	SeatDenied     = "seat.denied"     // a login to a floating key found every seat held
+	// LicenseFileIssued: a signed license file was handed out (online,
+	// air-gapped through the portal, or by an admin).
+	LicenseFileIssued = "license_file.issued"
 )

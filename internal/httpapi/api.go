@@ -120,7 +120,7 @@ func New(sv Services, db *store.DB, log *slog.Logger, now func() time.Time, cfg 
 	a.admin = adminapi.New(a.Edge, adminapi.Services{License: sv.License, Accounts: sv.Accounts, Trials: sv.Trials, Admins: sv.Admins,
 		Content: sv.Content, Commerce: sv.Commerce, Orders: sv.Orders, Updates: sv.Updates, Webhooks: sv.Webhooks, Abuse: sv.Abuse,
 		Analytics: sv.Analytics, Usage: sv.Usage, Sellers: sv.Sellers}, db, log, now, adminapi.Config{MaxArtifact: cfg.MaxArtifact})
-	a.portal = portal.New(a.Edge, sv.Customers, sv.Sellers, now)
+	a.portal = portal.New(a.Edge, sv.Customers, sv.Sellers, sv.License, now)
 	a.ops = opsapi.New(a.Edge, log, sv.Checks, sv.Metrics, cfg.MetricsToken)
 	return a
 }

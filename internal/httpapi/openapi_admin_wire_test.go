@@ -27,6 +27,8 @@ var adminWireSchemas = []struct {
 	{"AdminKey", []any{wire.Key{}}, false},
 	{"Device", []any{wire.Device{}}, false},
 	{"Session", []any{wire.Session{}}, false},
+	{"LicenseFile", []any{wire.LicenseFile{}}, false},
+	{"LicenseFileStateReply", []any{wire.LicenseFileStateReply{}}, false},
 	{"AuditEntry", []any{wire.AuditEntry{}}, false},
 	{"AdminProfile", []any{wire.Profile{}}, false},
 	{"AccessToken", []any{wire.AccessToken{}}, false},

@@ -40,6 +40,8 @@ type wireSchema struct {
 var clientWireSchemas = []wireSchema{
 	{"/api/auth/login.php", "POST", false, "LoginRequest", []any{wire.LoginRequest{}}},
 	{"/api/auth/login.php", "POST", true, "LoginReply", []any{wire.LoginReply{}}},
+	{"/api/auth/license-file.php", "POST", false, "LicenseFileRequest", []any{wire.LicenseFileRequest{}}},
+	{"/api/auth/license-file.php", "POST", true, "LicenseFileReply", []any{wire.LicenseFileReply{}}},
 	{"/api/auth/heartbeat.php", "POST", false, "HeartbeatRequest", []any{wire.HeartbeatRequest{}}},
 	{"/api/auth/heartbeat.php", "POST", true, "HeartbeatReply", []any{wire.HeartbeatReply{}}},
 	{"/api/auth/logout.php", "POST", false, "LogoutRequest", []any{wire.LogoutRequest{}}},

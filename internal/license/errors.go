@@ -9,24 +9,27 @@ import (
 
 // Wire error codes used by this package (sdk-compat §2.1).
 const (
-	CodeMissingFields     = wire.CodeMissingFields
-	CodeInvalidKey        = wire.CodeInvalidKey
-	CodeHWIDMismatch      = wire.CodeHWIDMismatch
-	CodeDeviceLimit       = wire.CodeDeviceLimit
-	CodeExpired           = wire.CodeExpired
-	CodeBanned            = wire.CodeBanned
-	CodePaused            = wire.CodePaused
-	CodeMaintenance       = wire.CodeMaintenance
-	CodeSessionExpired    = wire.CodeSessionExpired
-	CodeSessionMismatch   = wire.CodeSessionMismatch
-	CodeSessionRevoked    = wire.CodeSessionRevoked
-	CodeHWIDReset         = wire.CodeHWIDReset
-	CodeKeyNotActive      = wire.CodeKeyNotActive
-	CodeNoHWID            = wire.CodeNoHWID
-	CodeRateLimited       = wire.CodeRateLimited
-	CodeSelfResetDisabled = wire.CodeSelfResetDisabled
-	CodeNotFound          = wire.CodeNotFound
-	CodeConflict          = wire.CodeConflict
+	CodeMissingFields      = wire.CodeMissingFields
+	CodeInvalidKey         = wire.CodeInvalidKey
+	CodeHWIDMismatch       = wire.CodeHWIDMismatch
+	CodeDeviceLimit        = wire.CodeDeviceLimit
+	CodeExpired            = wire.CodeExpired
+	CodeBanned             = wire.CodeBanned
+	CodePaused             = wire.CodePaused
+	CodeMaintenance        = wire.CodeMaintenance
+	CodeSessionExpired     = wire.CodeSessionExpired
+	CodeSessionMismatch    = wire.CodeSessionMismatch
+	CodeSessionRevoked     = wire.CodeSessionRevoked
+	CodeHWIDReset          = wire.CodeHWIDReset
+	CodeKeyNotActive       = wire.CodeKeyNotActive
+	CodeNoHWID             = wire.CodeNoHWID
+	CodeRateLimited        = wire.CodeRateLimited
+	CodeSelfResetDisabled  = wire.CodeSelfResetDisabled
+	CodeNotFound           = wire.CodeNotFound
+	CodeConflict           = wire.CodeConflict
+	CodeForbidden          = wire.CodeForbidden
+	CodeOfflineDisabled    = wire.CodeOfflineDisabled
+	CodeLicenseFileRevoked = wire.CodeLicenseFileRevoked
 )
 
 // endLogout is the end reason of a session closed by its own client; a later

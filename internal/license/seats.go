@@ -24,6 +24,15 @@ type Seats struct {
 	// Live lists the open sessions, oldest first; End ends one.
 	Live func() ([]Session, error)
 	End  func(id, reason string) error
+	// Borrowed lists the license files holding a seat of a floating holder
+	// (IssuedFile.HoldsSeat); nil: none (accounts, trials).
+	Borrowed func() ([]IssuedFile, error)
+}
+
+// borrowTx is what a key's borrowed seats need of a transaction: the
+// license package's Tx has it, the trial package's need not.
+type borrowTx interface {
+	BorrowsOfKey(ctx context.Context, keyID int64, now time.Time) ([]IssuedFile, error)
 }
 
 // SeatTx is what a key's seats need of a transaction.
@@ -34,13 +43,18 @@ type SeatTx interface {
 	EndSession(ctx context.Context, id, reason string, now time.Time) error
 }
 
-// KeySeats are k's seats inside tx at now.
+// KeySeats are k's seats inside tx at now. When tx can list borrowed
+// seats (license files of a floating key), they count too.
 func KeySeats(ctx context.Context, tx SeatTx, k *Key, now time.Time) Seats {
-	return Seats{Max: k.MaxDevices, What: "license key",
+	st := Seats{Max: k.MaxDevices, What: "license key",
 		Devices: func() ([]Device, error) { return tx.Devices(ctx, k.ID) },
 		Bind:    func(hwid string) error { return tx.UpsertDevice(ctx, k.ID, hwid, now) },
 		Live:    func() ([]Session, error) { return tx.LiveSessionsOfKey(ctx, k.ID) },
 		End:     func(id, reason string) error { return tx.EndSession(ctx, id, reason, now) }}
+	if bt, ok := tx.(borrowTx); ok && k.Floating {
+		st.Borrowed = func() ([]IssuedFile, error) { return bt.BorrowsOfKey(ctx, k.ID, now) }
+	}
+	return st
 }
 
 // bindDevice records hwid on k, refusing a new device once max_devices are bound.
@@ -115,45 +129,87 @@ type SeatTaken struct {
 }
 
 // TakeSeat is login's rule for a floating holder (Key.Floating), which
-// binds no device: Max counts live sessions on any machines. A session
-// silent since before staleBefore (by lastSeen, which may know of a
+// binds no device: Max counts the machines holding a seat, by a live
+// session or by a borrowed license file (Borrowed), on any machines. A
+// session silent since before staleBefore (by lastSeen, which may know of a
 // heartbeat not yet written) holds no seat and is ended as
 // SESSION_EXPIRED, as the reaper would; a session of the same hwid is
 // replaced (an app restarting after a crash reuses its own seat rather
-// than being refused). When every other seat is held the login is refused
-// with DEVICE_LIMIT, saying so, and nothing is ended but the stale
-// sessions. The caller must hold the holder's row lock (the key read for
-// update), so the count and the session insert that follows are one step
-// across processes.
+// than being refused), and a file borrowed by the same hwid is its seat
+// already. When every other seat is held the login is refused with
+// DEVICE_LIMIT, saying so, and nothing is ended but the stale sessions.
+// The caller must hold the holder's row lock (the key read for update), so
+// the count and the session insert that follows are one step across
+// processes.
 func (st Seats) TakeSeat(hwid string, staleBefore time.Time, lastSeen func(*Session) time.Time) (SeatTaken, error) {
-	live, err := st.Live()
+	taken, same, err := st.countSeats(hwid, staleBefore, lastSeen)
 	if err != nil {
-		return SeatTaken{}, err
-	}
-	var held, same []Session
-	for i := range live {
-		ss := &live[i]
-		switch {
-		case lastSeen(ss).Before(staleBefore):
-			if err := st.End(ss.ID, CodeSessionExpired); err != nil {
-				return SeatTaken{}, err
-			}
-		case ss.HWID == hwid:
-			same = append(same, *ss)
-		default:
-			held = append(held, *ss)
-		}
-	}
-	limit := max(st.Max, 1)
-	if len(held) >= limit {
-		return SeatTaken{InUse: len(held), Max: limit}, SeatsFull(len(held), limit)
+		return taken, err
 	}
 	for _, ss := range same {
 		if err := st.End(ss.ID, CodeSessionExpired); err != nil {
 			return SeatTaken{}, err
 		}
 	}
-	return SeatTaken{InUse: len(held) + 1, Max: limit}, nil
+	return taken, nil
+}
+
+// BorrowSeat is TakeSeat for a license file of a floating holder (a
+// borrowed seat): the same count, but the device's own live session, if
+// any, stays open — the machine keeps one seat, online and then offline.
+func (st Seats) BorrowSeat(hwid string, staleBefore time.Time, lastSeen func(*Session) time.Time) (SeatTaken, error) {
+	taken, _, err := st.countSeats(hwid, staleBefore, lastSeen)
+	return taken, err
+}
+
+// countSeats is the one count of a floating holder's seats: the machines
+// other than hwid holding one by a live session or an unreturned,
+// unexpired borrowed file (a machine holding both counts once). It ends
+// stale sessions on the way and returns hwid's own live sessions, and
+// DEVICE_LIMIT when no seat is left for hwid.
+func (st Seats) countSeats(hwid string, staleBefore time.Time, lastSeen func(*Session) time.Time) (SeatTaken, []Session, error) {
+	live, err := st.Live()
+	if err != nil {
+		return SeatTaken{}, nil, err
+	}
+	var same []Session
+	nHeld := 0
+	for i := range live {
+		ss := &live[i]
+		switch {
+		case lastSeen(ss).Before(staleBefore):
+			if err := st.End(ss.ID, CodeSessionExpired); err != nil {
+				return SeatTaken{}, nil, err
+			}
+		case ss.HWID == hwid:
+			same = append(same, *ss)
+		default:
+			nHeld++
+		}
+	}
+	if st.Borrowed != nil {
+		borrows, err := st.Borrowed()
+		if err != nil {
+			return SeatTaken{}, nil, err
+		}
+		machines := map[string]bool{}
+		for _, ss := range live {
+			if !lastSeen(&ss).Before(staleBefore) {
+				machines[ss.HWID] = true
+			}
+		}
+		for _, b := range borrows {
+			if b.HWID != hwid && !machines[b.HWID] {
+				machines[b.HWID] = true
+				nHeld++
+			}
+		}
+	}
+	limit := max(st.Max, 1)
+	if nHeld >= limit {
+		return SeatTaken{InUse: nHeld, Max: limit}, nil, SeatsFull(nHeld, limit)
+	}
+	return SeatTaken{InUse: nHeld + 1, Max: limit}, same, nil
 }
 
 // SeatsFull is the DEVICE_LIMIT refusal of a floating login: every one of

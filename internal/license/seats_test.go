@@ -174,3 +174,65 @@ func TestSeatsTakeSeat(t *testing.T) {
 		t.Fatalf("a session with a buffered heartbeat lost its seat: %v, ended %v", err, f.ended)
 	}
 }
+
+// Borrowed seats (license files of a floating key) count with the live
+// sessions, one per machine: a machine holding a session and a borrow
+// counts once; the asking machine's own borrow is its seat; BorrowSeat
+// counts the same but leaves the machine's own session open.
+func TestSeatsBorrowed(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	stale := now.Add(-180 * time.Second)
+	seen := func(s *Session) time.Time { return s.LastSeenAt }
+	borrow := func(hwid string) IssuedFile {
+		return IssuedFile{HWID: hwid, Floating: true, ValidUntil: now.Add(time.Hour)}
+	}
+	cases := []struct {
+		name      string
+		max       int
+		live      []Session
+		borrows   []IssuedFile
+		hwid      string
+		wantCode  string
+		wantInUse int
+	}{
+		{"a borrow holds a seat", 2, []Session{{ID: "a", HWID: "pc-a", LastSeenAt: now}}, []IssuedFile{borrow("laptop")}, "pc-c",
+			CodeDeviceLimit, 2},
+		{"session and borrow of one machine count once", 2, []Session{{ID: "a", HWID: "pc-a", LastSeenAt: now}},
+			[]IssuedFile{borrow("pc-a")}, "pc-c", "", 2},
+		{"the machine's own borrow is its seat", 1, nil, []IssuedFile{borrow("laptop")}, "laptop", "", 1},
+		{"a stale session's machine still holds its borrow", 1, []Session{{ID: "a", HWID: "pc-a", LastSeenAt: stale.Add(-time.Second)}},
+			[]IssuedFile{borrow("pc-a")}, "pc-c", CodeDeviceLimit, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeSeats{live: c.live}
+			st := f.seats(c.max)
+			st.Borrowed = func() ([]IssuedFile, error) { return c.borrows, nil }
+			taken, err := st.TakeSeat(c.hwid, stale, seen)
+			if got := apperr.CodeOf(err); got != c.wantCode {
+				t.Fatalf("code %q, want %q (%v)", got, c.wantCode, err)
+			}
+			if taken.InUse != c.wantInUse {
+				t.Fatalf("taken %+v, want %d in use", taken, c.wantInUse)
+			}
+		})
+	}
+	// BorrowSeat leaves the machine's own live session open.
+	f := &fakeSeats{live: []Session{{ID: "mine", HWID: "pc-a", LastSeenAt: now}}}
+	st := f.seats(1)
+	st.Borrowed = func() ([]IssuedFile, error) { return nil, nil }
+	if _, err := st.BorrowSeat("pc-a", stale, seen); err != nil || len(f.ended) != 0 {
+		t.Fatalf("BorrowSeat: %v, ended %v", err, f.ended)
+	}
+	// HoldsSeat: returned or expired files do not; revoked ones do.
+	rev := now
+	for _, c := range []struct {
+		f    IssuedFile
+		want bool
+	}{{borrow("x"), true}, {IssuedFile{Floating: true, ValidUntil: now}, false}, {IssuedFile{Floating: true, ValidUntil: now.Add(time.Hour), ReturnedAt: &rev}, false},
+		{IssuedFile{Floating: true, ValidUntil: now.Add(time.Hour), RevokedAt: &rev}, true}, {IssuedFile{ValidUntil: now.Add(time.Hour)}, false}} {
+		if got := c.f.HoldsSeat(now); got != c.want {
+			t.Errorf("HoldsSeat(%+v) = %v, want %v", c.f, got, c.want)
+		}
+	}
+}

@@ -43,7 +43,8 @@ type Service struct {
 	touches touchBuffer
 	up      *upstreamState // lazy migration (SetUpstream); nil: off
 
-	seatDenied func(appID string) // OnSeatDenied; nil: nobody to tell
+	seatDenied func(appID string)  // OnSeatDenied; nil: nobody to tell
+	fileIssued func(source string) // OnFileIssued; nil: nobody to tell
 }
 
 // NewService returns a Service. now is the clock; random the source of keys,
@@ -240,6 +241,11 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 // keyward_seat_denials_total). Call it before serving.
 func (s *Service) OnSeatDenied(fn func(appID string)) { s.seatDenied = fn }
 
+// OnFileIssued sets fn to be told of every license file issued, with its
+// source (the server counts them in keyward_license_files_issued_total).
+// Call it before serving.
+func (s *Service) OnFileIssued(fn func(source string)) { s.fileIssued = fn }
+
 // Heartbeat keeps a session alive, or ends it and returns the kill code:
 // SESSION_EXPIRED, SESSION_MISMATCH, SESSION_REVOKED, HWID_RESET, MAINTENANCE,
 // BANNED, PAUSED or EXPIRED. licenseKey, when not empty, must be the session's
@@ -343,7 +349,14 @@ func (s *Service) ReapSessions(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	now := s.Now()
-	return s.store.ReapSessions(ctx, now.Add(-s.cfg.SessionTimeout), now, now.Add(-24*time.Hour))
+	n, err := s.store.ReapSessions(ctx, now.Add(-s.cfg.SessionTimeout), now, now.Add(-24*time.Hour))
+	if err != nil {
+		return n, err
+	}
+	// Issued license files are kept until MaxRequestAge after their
+	// valid_until (see PurgeLicenseFiles).
+	_, err = s.store.PurgeLicenseFiles(ctx, now.Add(-MaxRequestAge))
+	return n, err
 }
 
 // Logout closes a session at once and frees its seat; the device stays bound.

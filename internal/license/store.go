@@ -42,6 +42,8 @@ type Store interface {
 	// sessions older than purgeBefore. It returns how many it ended.
 	ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error)
 
+	FileStore
+
 	InTx(ctx context.Context, fn func(Tx) error) error
 }
 
@@ -114,6 +116,7 @@ type Tx interface {
 
 	ExpiryTx
 	AliasTx
+	FileTx
 
 	journal.Journal
 }

@@ -29,8 +29,11 @@ import (
 // applies the same device rules as an online login.
 //
 // What the server must do with a request (the route's job, not this
-// package's): look the app up by AppID, check the MAC with that app's
-// secret (Request.Verify, constant time), refuse requests whose CreatedAt is
+// package's): find the app (keyward's routes take it from the caller —
+// the customer token's app, the admin's app_id — and the MAC decides: a
+// request that verifies with the app's secret is that app's whatever its
+// AppID says, since a machine may not know the id), check the MAC with that
+// app's secret (Request.Verify, constant time), refuse requests whose CreatedAt is
 // further in the past than it keeps nonces for (or in the future beyond a
 // small skew), and record (app, nonce) once, atomically with binding the
 // device: a second use of the same nonce must not produce another file for

@@ -30,6 +30,7 @@ type Metrics struct {
 	webhooks  *prometheus.CounterVec
 	upstream  *prometheus.CounterVec
 	seats     prometheus.Counter
+	files     *prometheus.CounterVec
 }
 
 // New returns the metrics of one server, with the Go runtime and process
@@ -60,8 +61,11 @@ func New() *Metrics {
 			[]string{"outcome"}),
 		seats: prometheus.NewCounter(prometheus.CounterOpts{Name: "keyward_seat_denials_total",
 			Help: "Logins to floating keys refused because every seat was held (DEVICE_LIMIT)."}),
+		files: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "keyward_license_files_issued_total",
+			Help: "License files issued, by source: online (auth/license-file.php), offline (air-gapped, customer portal) or admin."},
+			[]string{"source"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks, m.upstream, m.seats)
+	reg.MustRegister(m.requests, m.latency, m.logins, m.kills, m.jobRuns, m.jobFails, m.blobFails, m.webhooks, m.upstream, m.seats, m.files)
 	return m
 }
 
@@ -124,6 +128,14 @@ func (m *Metrics) UpstreamLookup(outcome string) {
 func (m *Metrics) SeatDenied() {
 	if m != nil {
 		m.seats.Inc()
+	}
+}
+
+// LicenseFileIssued counts a license file issued from source (online,
+// offline or admin).
+func (m *Metrics) LicenseFileIssued(source string) {
+	if m != nil {
+		m.files.WithLabelValues(source).Inc()
 	}
 }
 

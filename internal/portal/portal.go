@@ -10,6 +10,7 @@ import (
 
 	"github.com/keyward/keyward/internal/customer"
 	"github.com/keyward/keyward/internal/edge"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/reseller"
 )
 
@@ -18,12 +19,14 @@ type API struct {
 	*edge.Edge
 	customer *customer.Service
 	sellers  *reseller.Service
+	lic      *license.Service
 	now      func() time.Time
 }
 
-// New returns the portal routes over e.
-func New(e *edge.Edge, customers *customer.Service, sellers *reseller.Service, now func() time.Time) *API {
-	return &API{Edge: e, customer: customers, sellers: sellers, now: now}
+// New returns the portal routes over e; lic issues the license files of
+// air-gapped activation.
+func New(e *edge.Edge, customers *customer.Service, sellers *reseller.Service, lic *license.Service, now func() time.Time) *API {
+	return &API{Edge: e, customer: customers, sellers: sellers, lic: lic, now: now}
 }
 
 // Routes is the portal's route table.
@@ -35,6 +38,7 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, customerRoute(a, "/api/customer/sessions.php", customerMethods{"DELETE": a.customerEndSession, "POST": a.customerEndSession})...)
 	rs = append(rs, customerRoute(a, "/api/customer/orders.php", customerMethods{"GET": a.customerOrders})...)
 	rs = append(rs, customerRoute(a, "/api/customer/subscriptions.php", customerMethods{"GET": a.customerSubscriptions, "POST": a.customerCancel})...)
+	rs = append(rs, customerRoute(a, "/api/customer/offline-activate.php", customerMethods{"POST": a.customerOfflineActivate})...)
 
 	// Reseller API: the reseller's own bearer token (kwr_…).
 	rs = append(rs, resellerRoute(a, "/api/reseller/me.php", resellerMethods{"GET": a.resellerMe})...)

@@ -241,6 +241,7 @@ func (s *Server) init(ctx context.Context) error {
 			}
 		})
 	s.License.OnSeatDenied(func(string) { s.Metrics.SeatDenied() })
+	s.License.OnFileIssued(s.Metrics.LicenseFileIssued)
 	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
 		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency, Timeout: timeout, OnAttempt: s.Metrics.WebhookAttempt})
 	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, action string) error {

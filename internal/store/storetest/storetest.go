@@ -28,6 +28,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"KeyListing", testKeyListing},
 		{"Devices", testDevices},
 		{"Sessions", testSessions},
+		{"LicenseFiles", testLicenseFiles},
 		{"SessionListing", testSessionListing},
 		{"HeartbeatView", testHeartbeatView},
 		{"TouchSessions", testTouchSessions},
