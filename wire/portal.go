@@ -19,15 +19,42 @@ type CustomerLoginReply struct {
 // CustomerKey is the signed-in key of customer/key.php: the client's KeyInfo
 // fields plus the key's features (the app's defaults merged in).
 type CustomerKey struct {
-	LicenseKey    string          `json:"license_key"`
-	Status        string          `json:"status"`
-	KeyType       string          `json:"key_type"`
-	Duration      int             `json:"duration"`
-	ActivatedAt   *string         `json:"activated_at"`
-	ExpiresAt     *string         `json:"expires_at"`
-	DaysRemaining *int            `json:"days_remaining"`
-	MaxDevices    int             `json:"max_devices"`
-	Features      json.RawMessage `json:"features"`
+	LicenseKey    string  `json:"license_key"`
+	Status        string  `json:"status"`
+	KeyType       string  `json:"key_type"`
+	Duration      int     `json:"duration"`
+	ActivatedAt   *string `json:"activated_at"`
+	ExpiresAt     *string `json:"expires_at"`
+	DaysRemaining *int    `json:"days_remaining"`
+	MaxDevices    int     `json:"max_devices"`
+	// Floating keys bind no device: MaxDevices counts the machines holding
+	// a seat (the reply's Seats).
+	Floating bool            `json:"floating"`
+	Features json.RawMessage `json:"features"`
+}
+
+// CustomerSeats are the seats of a floating key (customer/key.php):
+// SeatsInUse of MaxDevices held, one Machines entry per seat.
+type CustomerSeats struct {
+	SeatsInUse int            `json:"seats_in_use"`
+	MaxDevices int            `json:"max_devices"`
+	Machines   []CustomerSeat `json:"machines"`
+}
+
+// CustomerSeat is one seat of a floating key: a machine's live session
+// (SessionID, which sessions.php ends), a license file it borrowed
+// (Borrowed, FileID, which license-files.php returns, held until
+// ValidUntil), or both. Since is when the seat was taken (the session's
+// start, else the file's issue); LastHeartbeatAt is null for a seat held
+// by a borrowed file alone.
+type CustomerSeat struct {
+	HWID            string  `json:"hwid"`
+	Since           string  `json:"since"`
+	LastHeartbeatAt *string `json:"last_heartbeat_at"`
+	Borrowed        bool    `json:"borrowed"`
+	SessionID       *string `json:"session_id"`
+	FileID          *string `json:"file_id"`
+	ValidUntil      *string `json:"valid_until"`
 }
 
 // CustomerAccount is the signed-in account of customer/key.php, with the
@@ -66,6 +93,21 @@ type CustomerKeyReply struct {
 	TokenExpiresAt string            `json:"token_expires_at"`
 	Key            *CustomerKey      `json:"key,omitempty"`
 	Account        *CustomerAccount  `json:"account,omitempty"`
+	// Seats are a floating key's seats (absent for any other key and for
+	// an account sign-in).
+	Seats *CustomerSeats `json:"seats,omitempty"`
+	// LicenseFiles are the license files issued for the key, newest first
+	// (at most 200): present for every key sign-in, absent for an account
+	// sign-in.
+	LicenseFiles []LicenseFile `json:"license_files,omitzero"`
+}
+
+// CustomerLicenseFileReply is the reply of POST customer/license-files.php
+// action=return: the file after the change.
+type CustomerLicenseFileReply struct {
+	Success bool        `json:"success"`
+	Message string      `json:"message"`
+	File    LicenseFile `json:"file"`
 }
 
 // CustomerOrder is one of the customer's orders; SubscriptionID marks a

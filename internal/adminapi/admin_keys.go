@@ -49,21 +49,19 @@ func (a *API) getKeys(ctx context.Context, c *adminCall) (any, error) {
 			return nil, err
 		}
 		v := wire.KeyDetail{Key: d.Key.AdminView(now), Devices: deviceViews(d.Devices), Sessions: sessionViews(d.Sessions),
-			SeatsInUse: len(d.Seats), Seats: sessionViews(d.Seats), LicenseFiles: make([]wire.LicenseFile, 0, len(files))}
-		seated := map[string]bool{}
-		for _, ss := range d.Seats {
-			seated[ss.HWID] = true
-		}
+			Seats: sessionViews(d.Seats), LicenseFiles: make([]wire.LicenseFile, 0, len(files))}
 		for i := range files {
 			v.LicenseFiles = append(v.LicenseFiles, files[i].View())
-			// A machine holding a borrowed license file and no live seat
-			// holds a seat too (license.Seats counts both).
-			if f := &files[i]; f.HoldsSeat(now) && !seated[f.HWID] {
-				seated[f.HWID] = true
+		}
+		// A machine holding a borrowed license file and no live seat holds
+		// a seat too (license.Seats counts both).
+		holders := d.SeatHolders(files, now)
+		v.SeatsInUse = len(holders)
+		for _, h := range holders {
+			if h.Session == nil {
 				v.BorrowedSeats++
 			}
 		}
-		v.SeatsInUse += v.BorrowedSeats
 		return wire.KeyDetailReply{Success: true, Key: v}, nil
 	}
 	f := license.KeyFilter{AppID: appID, Status: license.Status(c.q.Get("status")), Type: license.KeyType(c.q.Get("key_type")),

@@ -130,6 +130,14 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 		if d, ss := admList(t, v, "devices"), admList(t, v, "sessions"); len(d) != 1 || d[0]["hwid"] != "pc-lockout" || len(ss) != 1 {
 			t.Fatalf("account devices %v sessions %v", d, ss)
 		}
+		// Seats and license files are a key sign-in's; an account returns none.
+		if _, ok := v.Body["seats"]; ok {
+			t.Fatalf("account view has seats: %s", v)
+		}
+		if _, ok := v.Body["license_files"]; ok {
+			t.Fatalf("account view has license_files: %s", v)
+		}
+		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "POST", "/api/customer/license-files.php", map[string]any{"id": "f", "action": "return"}), 404, "NOT_FOUND")
 		// A password change ends the token.
 		clOK(t, a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
 			"new_password": "another password 2"}))

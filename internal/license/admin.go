@@ -588,6 +588,49 @@ func (s *Service) GetKey(ctx context.Context, appID, licenseKey string) (*KeyDet
 	return &KeyDetail{Key: *k, Devices: devices, Sessions: sessions, Seats: seats}, nil
 }
 
+// SeatHolder is one seat of a floating key as operators and customers see
+// it: a seat session (Session), a borrowed license file (File), or both
+// when the machine of a seat session also holds a borrowed file. A machine
+// holding only a borrowed file has Session nil.
+type SeatHolder struct {
+	HWID    string
+	Session *Session
+	File    *IssuedFile
+}
+
+// SeatHolders lists the seats of d's key held at now, counted as login
+// counts them (Seats.TakeSeat): each seat session (d.Seats), then each
+// machine holding a borrowed file of files (IssuedFile.HoldsSeat) and no
+// seat session. A borrowed file of a machine with a seat session is
+// attached to that machine's first session rather than counted again.
+// len of the result is the key's seats in use.
+func (d *KeyDetail) SeatHolders(files []IssuedFile, now time.Time) []SeatHolder {
+	out := make([]SeatHolder, 0, len(d.Seats))
+	first := map[string]int{} // hwid → its first seat session in out
+	for i := range d.Seats {
+		ss := &d.Seats[i]
+		if _, ok := first[ss.HWID]; !ok {
+			first[ss.HWID] = len(out)
+		}
+		out = append(out, SeatHolder{HWID: ss.HWID, Session: ss})
+	}
+	for i := range files {
+		f := &files[i]
+		if !f.HoldsSeat(now) {
+			continue
+		}
+		if j, ok := first[f.HWID]; ok {
+			if out[j].File == nil {
+				out[j].File = f
+			}
+			continue
+		}
+		first[f.HWID] = len(out)
+		out = append(out, SeatHolder{HWID: f.HWID, File: f})
+	}
+	return out
+}
+
 // KeyUpdate holds the editable fields of a key; nil fields stay unchanged.
 type KeyUpdate struct {
 	MaxDevices *int

@@ -326,17 +326,38 @@ func (s *Service) ReturnFile(ctx context.Context, app *App, id string, actor aud
 	if id == "" {
 		return apperr.Missing("session_id")
 	}
+	_, err := s.returnFile(ctx, app, 0, id, actor)
+	return err
+}
+
+// ReturnKeyFile is ReturnFile for the holder of one key (the customer
+// portal): a file of any other key is NOT_FOUND, as an unknown id is. It
+// returns the file as it now is.
+func (s *Service) ReturnKeyFile(ctx context.Context, app *App, keyID int64, id string, actor audit.Actor) (*IssuedFile, error) {
+	if id == "" {
+		return nil, apperr.Missing("id")
+	}
+	if keyID == 0 {
+		return nil, apperr.NotFoundOf("Borrowed seat")
+	}
+	return s.returnFile(ctx, app, keyID, id, actor)
+}
+
+// returnFile returns the borrow id of app, of the key keyID unless 0.
+func (s *Service) returnFile(ctx context.Context, app *App, keyID int64, id string, actor audit.Actor) (*IssuedFile, error) {
 	if len(id) > 64 {
-		return apperr.NotFoundOf("Borrowed seat")
+		return nil, apperr.NotFoundOf("Borrowed seat")
 	}
 	now := s.Now()
-	return s.store.InTx(ctx, func(tx Tx) error {
+	var out *IssuedFile
+	err := s.store.InTx(ctx, func(tx Tx) error {
 		f, err := tx.LicenseFileForUpdate(ctx, app.ID, id)
-		if errors.Is(err, apperr.ErrNotFound) || (err == nil && !f.Floating) {
+		if errors.Is(err, apperr.ErrNotFound) || (err == nil && (!f.Floating || (keyID != 0 && f.KeyID != keyID))) {
 			return apperr.NotFoundOf("Borrowed seat")
 		} else if err != nil {
 			return err
 		}
+		out = f
 		if f.ReturnedAt != nil {
 			return nil
 		}
@@ -346,6 +367,10 @@ func (s *Service) ReturnFile(ctx context.Context, app *App, id string, actor aud
 		}
 		return tx.AddAudit(ctx, audit.NewEntry(actor, now, "license_file.return", app.ID, f.ID, map[string]any{"hwid": f.HWID}))
 	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RevokeFile marks one of the app's license files revoked: no new file is

@@ -236,3 +236,39 @@ func TestSeatsBorrowed(t *testing.T) {
 		}
 	}
 }
+
+// SeatHolders counts a floating key's seats as a login does: each seat
+// session, then each machine holding a borrowed file and no seat session
+// (once, however many files it holds); a borrowed file of a machine with a
+// seat session is attached to that session, not counted again; returned,
+// expired and non-floating files hold nothing.
+func TestSeatHolders(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	later := now.Add(time.Hour)
+	d := &KeyDetail{Seats: []Session{{ID: "s1", HWID: "a"}, {ID: "s2", HWID: "b"}, {ID: "s3", HWID: "a"}}}
+	files := []IssuedFile{
+		{ID: "f-b", HWID: "b", Floating: true, ValidUntil: later},
+		{ID: "f-c", HWID: "c", Floating: true, ValidUntil: later},
+		{ID: "f-c2", HWID: "c", Floating: true, ValidUntil: later},
+		{ID: "f-ret", HWID: "d", Floating: true, ValidUntil: later, ReturnedAt: &now},
+		{ID: "f-old", HWID: "e", Floating: true, ValidUntil: now},
+		{ID: "f-fixed", HWID: "f", ValidUntil: later},
+	}
+	var got []string
+	for _, h := range d.SeatHolders(files, now) {
+		s, f := "-", "-"
+		if h.Session != nil {
+			s = h.Session.ID
+		}
+		if h.File != nil {
+			f = h.File.ID
+		}
+		got = append(got, h.HWID+":"+s+":"+f)
+	}
+	if want := "a:s1:- b:s2:f-b a:s3:- c:-:f-c"; strings.Join(got, " ") != want {
+		t.Fatalf("SeatHolders = %v, want %s", got, want)
+	}
+	if n := len((&KeyDetail{}).SeatHolders(nil, now)); n != 0 {
+		t.Fatalf("no seats: %d holders", n)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/keyward/keyward/internal/edge"
 
@@ -144,7 +146,11 @@ func (a *API) customerKey(ctx context.Context, c *customerCall) (any, error) {
 		k := c.p.Key
 		res.Key = &wire.CustomerKey{LicenseKey: k.LicenseKey, Status: string(k.StatusAt(now)), KeyType: string(k.Type),
 			Duration: k.Duration, ActivatedAt: license.OptTimestamp(k.ActivatedAt), ExpiresAt: license.OptTimestamp(k.ExpiresAt),
-			DaysRemaining: k.DaysRemaining(now), MaxDevices: k.MaxDevices, Features: c.p.App.Features(k.FeaturesJSON())}
+			DaysRemaining: k.DaysRemaining(now), MaxDevices: k.MaxDevices, Floating: k.Floating,
+			Features: c.p.App.Features(k.FeaturesJSON())}
+		if err := a.keySeatsAndFiles(ctx, c, res, now); err != nil {
+			return nil, err
+		}
 		return res, nil
 	}
 	acc := c.p.Account
@@ -153,6 +159,84 @@ func (a *API) customerKey(ctx context.Context, c *customerCall) (any, error) {
 		MaxDevices: acc.MaxDevices, Features: c.p.App.Features(acc.FeaturesJSON()), RedeemedKeys: v.Keys,
 		CreatedAt: license.Timestamp(acc.CreatedAt)}
 	return res, nil
+}
+
+// keySeatsAndFiles adds to res the license files of the token's key and,
+// for a floating key, its seats: the admin key detail's own reads
+// (license.Service GetKey and LicenseFiles, license.KeyDetail.SeatHolders)
+// of the key the token was just checked to hold (Authenticate read it by
+// app, string and id), so the customer sees the seats a login counts.
+func (a *API) keySeatsAndFiles(ctx context.Context, c *customerCall, res *wire.CustomerKeyReply, now time.Time) error {
+	d, err := a.lic.GetKey(ctx, c.p.App.ID, c.p.Key.LicenseKey)
+	if err != nil {
+		return err
+	}
+	if d.Key.ID != c.p.Key.ID {
+		return apperr.NotFoundOf("Key") // rotated or replaced since Authenticate
+	}
+	files, err := a.lic.LicenseFiles(ctx, c.p.App.ID, d.Key.ID)
+	if err != nil {
+		return err
+	}
+	res.LicenseFiles = make([]wire.LicenseFile, 0, len(files))
+	for i := range files {
+		res.LicenseFiles = append(res.LicenseFiles, files[i].View())
+	}
+	if !d.Key.Floating {
+		return nil
+	}
+	holders := d.SeatHolders(files, now)
+	seats := &wire.CustomerSeats{SeatsInUse: len(holders), MaxDevices: d.Key.MaxDevices,
+		Machines: make([]wire.CustomerSeat, 0, len(holders))}
+	for _, h := range holders {
+		m := wire.CustomerSeat{HWID: h.HWID, Borrowed: h.File != nil}
+		if ss := h.Session; ss != nil {
+			m.Since, m.LastHeartbeatAt, m.SessionID = license.Timestamp(ss.CreatedAt), license.OptTimestamp(&ss.LastSeenAt), &ss.ID
+		}
+		if f := h.File; f != nil {
+			if h.Session == nil {
+				m.Since = license.Timestamp(f.IssuedAt)
+			}
+			m.FileID, m.ValidUntil = &f.ID, license.OptTimestamp(&f.ValidUntil)
+		}
+		seats.Machines = append(seats.Machines, m)
+	}
+	res.Seats = seats
+	return nil
+}
+
+// customerReturnFile: POST license-files.php {id, action: "return"} returns
+// a license file the token's key borrowed (a floating key's seat held by a
+// machine offline): its seat frees at once (license.Service ReturnKeyFile,
+// audited as license_file.return by the customer). A file of another key,
+// an unknown id, a file that is no borrow, or an account sign-in is
+// NOT_FOUND. The returned file stays valid offline until its valid_until;
+// only the seat count forgets it.
+func (a *API) customerReturnFile(ctx context.Context, c *customerCall) (any, error) {
+	action, err := c.param("action")
+	if err != nil {
+		return nil, err
+	}
+	if action != "return" {
+		return nil, apperr.InvalidField("action", `must be "return"`)
+	}
+	id, err := c.param("id")
+	if err != nil {
+		return nil, err
+	}
+	id = strings.TrimSpace(id)
+	if id == "" {
+		return nil, apperr.Missing("id")
+	}
+	var keyID int64 // an account holds no file it may return
+	if c.p.Kind == customer.KindKey {
+		keyID = c.p.Key.ID
+	}
+	f, err := a.lic.ReturnKeyFile(ctx, c.p.App, keyID, id, c.p.Actor(c.ip))
+	if err != nil {
+		return nil, err
+	}
+	return &wire.CustomerLicenseFileReply{Success: true, Message: "License file returned; its seat is free.", File: f.View()}, nil
 }
 
 // customerEndSession: DELETE or POST sessions.php {session_id} ends one of

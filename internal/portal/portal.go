@@ -39,6 +39,7 @@ func (a *API) Routes() []edge.Route {
 	rs = append(rs, customerRoute(a, "/api/customer/orders.php", customerMethods{"GET": a.customerOrders})...)
 	rs = append(rs, customerRoute(a, "/api/customer/subscriptions.php", customerMethods{"GET": a.customerSubscriptions, "POST": a.customerCancel})...)
 	rs = append(rs, customerRoute(a, "/api/customer/offline-activate.php", customerMethods{"POST": a.customerOfflineActivate})...)
+	rs = append(rs, customerRoute(a, "/api/customer/license-files.php", customerMethods{"POST": a.customerReturnFile})...)
 
 	// Reseller API: the reseller's own bearer token (kwr_…).
 	rs = append(rs, resellerRoute(a, "/api/reseller/me.php", resellerMethods{"GET": a.resellerMe})...)
