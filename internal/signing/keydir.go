@@ -2,11 +2,8 @@ package signing
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 )
 
 // A key directory holds the operator's signing keys as `<id>.pem` (PKCS#8,
@@ -61,99 +58,31 @@ func Init(dir string) (*Key, error) {
 	return k, nil
 }
 
-var errNoActive = errors.New("several signing keys and no active one")
+// replyKeys is the reply-signing key directory's kind.
+var replyKeys = keyKind[*Key]{what: "signing key", parse: ParsePrivate, id: func(k *Key) string { return k.ID }}
 
 // Load reads every key of dir. It returns (nil, nil) when dir does not
 // exist or holds no key: signing is off.
 func Load(dir string) (*Set, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
+	keys, active, err := replyKeys.load(dir)
+	if keys == nil {
 		return nil, err
 	}
-	set := &Set{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		k, err := ParsePrivate(b)
-		if err != nil {
-			return nil, fmt.Errorf("signing key %s: %w", e.Name(), err)
-		}
-		set.Keys = append(set.Keys, k)
-	}
-	if len(set.Keys) == 0 {
-		return nil, nil
-	}
-	sort.Slice(set.Keys, func(i, j int) bool { return set.Keys[i].ID < set.Keys[j].ID })
-	active, err := os.ReadFile(filepath.Join(dir, activeFile))
-	switch {
-	case err == nil:
-		id := strings.TrimSpace(string(active))
-		if set.Active = set.Key(id); set.Active == nil {
-			return set, fmt.Errorf("the active signing key %q is not in %s", id, dir)
-		}
-	case errors.Is(err, os.ErrNotExist) && len(set.Keys) == 1:
-		set.Active = set.Keys[0]
-	case errors.Is(err, os.ErrNotExist):
-		return set, errNoActive
-	default:
-		return nil, err
-	}
-	return set, nil
+	return &Set{Active: active, Keys: keys}, err
 }
 
 // Key returns the key with id (a prefix of at least 8 characters will do),
 // or nil.
 func (s *Set) Key(id string) *Key {
-	if len(id) < 8 {
+	if s == nil {
 		return nil
 	}
-	var found *Key
-	for _, k := range s.Keys {
-		if strings.HasPrefix(k.ID, id) {
-			if found != nil {
-				return nil // ambiguous
-			}
-			found = k
-		}
-	}
-	return found
+	k, _ := replyKeys.find(s.Keys, id)
+	return k
 }
 
 // Activate makes the key id the one that signs.
-func Activate(dir, id string) error {
-	set, err := Load(dir)
-	if err != nil && !errors.Is(err, errNoActive) {
-		return err
-	}
-	if set == nil || set.Key(id) == nil {
-		return fmt.Errorf("no signing key %q in %s", id, dir)
-	}
-	tmp := filepath.Join(dir, activeFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(set.Key(id).ID+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, activeFile))
-}
+func Activate(dir, id string) error { return replyKeys.activate(dir, id) }
 
 // Retire deletes the key id, which must not be the active one.
-func Retire(dir, id string) error {
-	set, err := Load(dir)
-	if err != nil {
-		return err
-	}
-	if set == nil || set.Key(id) == nil {
-		return fmt.Errorf("no signing key %q in %s", id, dir)
-	}
-	k := set.Key(id)
-	if k == set.Active {
-		return fmt.Errorf("key %s is the active one; activate another first", k.ID)
-	}
-	return os.Remove(filepath.Join(dir, k.ID+".pem"))
-}
+func Retire(dir, id string) error { return replyKeys.retire(dir, id) }

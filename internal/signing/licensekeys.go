@@ -10,8 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 )
 
@@ -50,19 +48,11 @@ type LicenseKeys struct {
 // Key returns the key with id (a prefix of at least 8 characters will do),
 // or nil.
 func (s *LicenseKeys) Key(id string) *LicenseKey {
-	if s == nil || len(id) < 8 {
+	if s == nil {
 		return nil
 	}
-	var found *LicenseKey
-	for _, k := range s.Keys {
-		if strings.HasPrefix(k.ID, id) {
-			if found != nil {
-				return nil // ambiguous
-			}
-			found = k
-		}
-	}
-	return found
+	k, _ := licenseKeys.find(s.Keys, id)
+	return k
 }
 
 // Publics returns every key's public half by kid: what a verifier of the
@@ -226,84 +216,23 @@ func createFirstLicenseKey(dir string) (bool, error) {
 	return true, nil
 }
 
+// licenseKeys is the license-file key directory's kind.
+var licenseKeys = keyKind[*LicenseKey]{what: "license-file key", parse: ParseLicenseKey, id: func(k *LicenseKey) string { return k.ID }}
+
 // LoadLicenseKeys reads every key of dir. It returns (nil, nil) when dir
 // does not exist or holds no key.
 func LoadLicenseKeys(dir string) (*LicenseKeys, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	} else if err != nil {
+	keys, active, err := licenseKeys.load(dir)
+	if keys == nil {
 		return nil, err
 	}
-	set := &LicenseKeys{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".pem") {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if errors.Is(err, os.ErrNotExist) {
-			continue // removed since listed (a process that lost the first-key race)
-		} else if err != nil {
-			return nil, err
-		}
-		k, err := ParseLicenseKey(b)
-		if err != nil {
-			return nil, fmt.Errorf("license-file key %s: %w", e.Name(), err)
-		}
-		set.Keys = append(set.Keys, k)
-	}
-	if len(set.Keys) == 0 {
-		return nil, nil
-	}
-	sort.Slice(set.Keys, func(i, j int) bool { return set.Keys[i].ID < set.Keys[j].ID })
-	active, err := os.ReadFile(filepath.Join(dir, activeFile))
-	switch {
-	case err == nil:
-		id := strings.TrimSpace(string(active))
-		if set.Active = set.Key(id); set.Active == nil {
-			return set, fmt.Errorf("the active license-file key %q is not in %s", id, dir)
-		}
-	case errors.Is(err, os.ErrNotExist) && len(set.Keys) == 1:
-		set.Active = set.Keys[0]
-	case errors.Is(err, os.ErrNotExist):
-		return set, errNoActive
-	default:
-		return nil, err
-	}
-	return set, nil
+	return &LicenseKeys{Active: active, Keys: keys}, err
 }
 
 // ActivateLicenseKey makes the key id the one that signs license files.
-func ActivateLicenseKey(dir, id string) error {
-	set, err := LoadLicenseKeys(dir)
-	if err != nil && !errors.Is(err, errNoActive) {
-		return err
-	}
-	k := set.Key(id)
-	if k == nil {
-		return fmt.Errorf("no license-file key %q in %s", id, dir)
-	}
-	tmp := filepath.Join(dir, activeFile+".tmp")
-	if err := os.WriteFile(tmp, []byte(k.ID+"\n"), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, activeFile))
-}
+func ActivateLicenseKey(dir, id string) error { return licenseKeys.activate(dir, id) }
 
 // RetireLicenseKey deletes the key id, which must not be the active one.
 // Files it signed stop verifying wherever the app refreshes its pins from
 // public-keys.php; retire a key only after its files' valid_until.
-func RetireLicenseKey(dir, id string) error {
-	set, err := LoadLicenseKeys(dir)
-	if err != nil {
-		return err
-	}
-	k := set.Key(id)
-	if k == nil {
-		return fmt.Errorf("no license-file key %q in %s", id, dir)
-	}
-	if k == set.Active {
-		return fmt.Errorf("key %s is the active one; activate another first", k.ID)
-	}
-	return os.Remove(filepath.Join(dir, k.ID+".pem"))
-}
+func RetireLicenseKey(dir, id string) error { return licenseKeys.retire(dir, id) }
