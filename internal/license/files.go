@@ -141,33 +141,18 @@ func (s *Service) IssueFile(ctx context.Context, app *App, req FileRequest, sign
 	if !app.Settings.OfflineEnabled {
 		return nil, errOfflineDisabled
 	}
-	if req.LicenseKey == "" {
-		return nil, apperr.Missing("license_key")
-	}
-	if req.HWID == "" {
-		return nil, apperr.Missing("hwid")
-	}
-	if len(req.HWID) > 256 {
-		return nil, apperr.InvalidField("hwid", "longer than 256 characters")
-	}
-	if app.Settings.Maintenance {
-		return nil, killError(CodeMaintenance, app)
+	if err := checkDeviceRequest(app, req.LicenseKey, req.HWID); err != nil {
+		return nil, err
 	}
 	if sign == nil {
 		return nil, apperr.Wrap(errors.New("no license-file signing key is loaded"), "license file")
 	}
 	now := s.Now().Truncate(time.Second)
-	f, err := s.issueFile(ctx, app, req, sign, now)
-	if errors.Is(err, errUnknownKey) {
-		if ok, uerr := s.KnownOrUpstream(ctx, app, req.LicenseKey); uerr != nil {
-			return nil, uerr
-		} else if ok {
-			f, err = s.issueFile(ctx, app, req, sign, now)
-		}
-	}
-	if errors.Is(err, errUnknownKey) {
-		return nil, errInvalidKey
-	}
+	var f *IssuedFile
+	err := s.withUpstream(ctx, app, req.LicenseKey, func() (err error) {
+		f, err = s.issueFile(ctx, app, req, sign, now)
+		return err
+	})
 	return f, err
 }
 
@@ -177,13 +162,8 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 	fresh := false // a new file, not the one of a repeated request
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		out, denied, fresh = nil, nil, false
-		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
-		if errors.Is(err, apperr.ErrNotFound) {
-			k, err = tx.KeyByAliasForUpdate(ctx, app.ID, req.LicenseKey, req.HWID)
-		}
-		if errors.Is(err, apperr.ErrNotFound) {
-			return errUnknownKey
-		} else if err != nil {
+		k, err := keyForDevice(ctx, tx, app.ID, req.LicenseKey, req.HWID)
+		if err != nil {
 			return err
 		}
 		if req.Nonce != "" {
@@ -198,8 +178,8 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 				return err
 			}
 		}
-		if e := statusError(k.StatusAt(now)); e != nil {
-			return e
+		if err := statusError(k.StatusAt(now)); err != nil {
+			return err
 		}
 		if req.Source != FileAdmin {
 			last, err := tx.LatestLicenseFile(ctx, k.ID, req.HWID)
@@ -209,24 +189,10 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 				return err
 			}
 		}
-		if k.Floating {
-			taken, err := KeySeats(ctx, tx, k, now).BorrowSeat(req.HWID, now.Add(-s.cfg.SessionTimeout), s.lastSeen)
-			if apperr.CodeOf(err) == CodeDeviceLimit {
-				denied = err
-				return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.SeatDenied, CreatedAt: now, Subject: event.KeySubject(k.ID),
-					Data: map[string]any{"app_id": app.ID, "key_id": k.ID, "license_key": k.LicenseKey, "hwid": req.HWID,
-						"seats_in_use": taken.InUse, "max_devices": taken.Max, "license_file": true}})
-			} else if err != nil {
-				return err
-			}
-		} else if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+		activated, refused, err := s.admit(ctx, tx, app, k, req.HWID, now, Seats.BorrowSeat, map[string]any{"license_file": true})
+		if err != nil || refused != nil {
+			denied = refused
 			return err
-		}
-		activated := k.Status == StatusUnused
-		if activated {
-			if err := activate(ctx, tx, app, k, req.HWID, now); err != nil {
-				return err
-			}
 		}
 		if k.Floating {
 			// A new borrow for the same device supersedes its earlier ones:
@@ -273,9 +239,7 @@ func (s *Service) issueFile(ctx context.Context, app *App, req FileRequest, sign
 		return nil, err
 	}
 	if denied != nil {
-		if s.seatDenied != nil {
-			s.seatDenied(app.ID)
-		}
+		s.seatDeniedFor(app.ID)
 		return nil, denied
 	}
 	if s.fileIssued != nil && fresh {

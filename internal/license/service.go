@@ -132,41 +132,118 @@ type LoginResult struct {
 // MISSING_FIELDS, INVALID_KEY, MAINTENANCE, BANNED, PAUSED, EXPIRED,
 // HWID_MISMATCH or DEVICE_LIMIT.
 func (s *Service) Login(ctx context.Context, app *App, req LoginRequest) (*LoginResult, error) {
-	if req.LicenseKey == "" {
-		return nil, apperr.Missing("license_key")
-	}
-	if req.HWID == "" {
-		return nil, apperr.Missing("hwid")
-	}
-	if len(req.HWID) > 256 {
-		return nil, apperr.InvalidField("hwid", "longer than 256 characters")
-	}
-	if app.Settings.Maintenance {
-		return nil, killError(CodeMaintenance, app)
+	if err := checkDeviceRequest(app, req.LicenseKey, req.HWID); err != nil {
+		return nil, err
 	}
 	now := s.Now()
 	token, err := s.randomHex(32)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.login(ctx, app, req, token, now)
-	if errors.Is(err, errUnknownKey) {
-		// Not a key here: the app's upstream may have it (lazy migration).
-		if ok, uerr := s.KnownOrUpstream(ctx, app, req.LicenseKey); uerr != nil {
-			return nil, uerr
-		} else if ok {
-			res, err = s.login(ctx, app, req, token, now)
-		}
-	}
-	if errors.Is(err, errUnknownKey) {
-		return nil, errInvalidKey
-	}
+	var res *LoginResult
+	err = s.withUpstream(ctx, app, req.LicenseKey, func() (err error) {
+		res, err = s.login(ctx, app, req, token, now)
+		return err
+	})
 	return res, err
 }
 
-// errUnknownKey is login's INVALID_KEY for a string that is no key (nor
-// alias) of the app, which Login may look up upstream.
+// checkDeviceRequest is what every request binding a device to a key
+// (a login, a license file) checks before reading anything: the key and
+// device are given, the device id is of sane length, and the app is not
+// in maintenance.
+func checkDeviceRequest(app *App, licenseKey, hwid string) error {
+	switch {
+	case licenseKey == "":
+		return apperr.Missing("license_key")
+	case hwid == "":
+		return apperr.Missing("hwid")
+	case len(hwid) > 256:
+		return apperr.InvalidField("hwid", "longer than 256 characters")
+	case app.Settings.Maintenance:
+		return killError(CodeMaintenance, app)
+	}
+	return nil
+}
+
+// errUnknownKey is an attempt's INVALID_KEY for a string that is no key
+// (nor alias) of the app, which withUpstream may look up upstream.
 var errUnknownKey = errors.New("unknown key")
+
+// withUpstream runs attempt; when it finds no such key (errUnknownKey) and
+// the app's upstream has it (lazy migration, KnownOrUpstream), the key is
+// imported and attempt runs once more. A key still unknown is INVALID_KEY.
+func (s *Service) withUpstream(ctx context.Context, app *App, licenseKey string, attempt func() error) error {
+	err := attempt()
+	if errors.Is(err, errUnknownKey) {
+		if ok, uerr := s.KnownOrUpstream(ctx, app, licenseKey); uerr != nil {
+			return uerr
+		} else if ok {
+			err = attempt()
+		}
+	}
+	if errors.Is(err, errUnknownKey) {
+		return errInvalidKey
+	}
+	return err
+}
+
+// keyForDevice reads app's key licenseKey for update, or the key whose
+// string was rotated away for a suspected leak and still signs in its one
+// kept device hwid (RotateForLeak); errUnknownKey when neither.
+func keyForDevice(ctx context.Context, tx Tx, appID, licenseKey, hwid string) (*Key, error) {
+	k, err := tx.KeyForUpdate(ctx, appID, licenseKey)
+	if errors.Is(err, apperr.ErrNotFound) {
+		k, err = tx.KeyByAliasForUpdate(ctx, appID, licenseKey, hwid)
+	}
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, errUnknownKey
+	}
+	return k, err
+}
+
+// seatRule takes a floating key's seat for a device: Seats.TakeSeat for a
+// session, Seats.BorrowSeat for a license file.
+type seatRule func(st Seats, hwid string, staleBefore time.Time, lastSeen func(*Session) time.Time) (SeatTaken, error)
+
+// admit lets device hwid use k (read for update in tx, its status already
+// checked) at now: a floating
+// key's seat is taken by take, any other key binds the device; an unused
+// key is activated. When every seat is held, seat.denied is written (with
+// extra in its data) and the refusal is returned as denied, not as err: the
+// caller commits (the stale sessions ended on the way stay ended, and the
+// event is written under the key's lock), then answers with it.
+func (s *Service) admit(ctx context.Context, tx Tx, app *App, k *Key, hwid string, now time.Time, take seatRule,
+	extra map[string]any) (activated bool, denied, err error) {
+	if k.Floating {
+		taken, err := take(KeySeats(ctx, tx, k, now), hwid, now.Add(-s.cfg.SessionTimeout), s.lastSeen)
+		if apperr.CodeOf(err) == CodeDeviceLimit {
+			data := map[string]any{"app_id": app.ID, "key_id": k.ID, "license_key": k.LicenseKey, "hwid": hwid,
+				"seats_in_use": taken.InUse, "max_devices": taken.Max}
+			for n, v := range extra {
+				data[n] = v
+			}
+			return false, err, tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.SeatDenied, CreatedAt: now,
+				Subject: event.KeySubject(k.ID), Data: data})
+		} else if err != nil {
+			return false, nil, err
+		}
+	} else if err := bindDevice(ctx, tx, k, hwid, now); err != nil {
+		return false, nil, err
+	}
+	if k.Status != StatusUnused {
+		return false, nil, nil
+	}
+	return true, nil, activate(ctx, tx, app, k, hwid, now)
+}
+
+// seatDeniedFor tells the server of a refusal admit returned (counted in
+// keyward_seat_denials_total).
+func (s *Service) seatDeniedFor(appID string) {
+	if s.seatDenied != nil {
+		s.seatDenied(appID)
+	}
+}
 
 // login is one attempt of Login.
 func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token string, now time.Time) (*LoginResult, error) {
@@ -174,40 +251,17 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 	var denied error // a floating key's seats were all held
 	err := s.store.InTx(ctx, func(tx Tx) error {
 		res, denied = nil, nil
-		k, err := tx.KeyForUpdate(ctx, app.ID, req.LicenseKey)
-		if errors.Is(err, apperr.ErrNotFound) {
-			// A string rotated away for a suspected leak still signs in its
-			// one kept device (RotateForLeak).
-			k, err = tx.KeyByAliasForUpdate(ctx, app.ID, req.LicenseKey, req.HWID)
-		}
-		if errors.Is(err, apperr.ErrNotFound) {
-			return errUnknownKey
-		} else if err != nil {
+		k, err := keyForDevice(ctx, tx, app.ID, req.LicenseKey, req.HWID)
+		if err != nil {
 			return err
 		}
-		if e := statusError(k.StatusAt(now)); e != nil {
-			return e
-		}
-		if k.Floating {
-			taken, err := KeySeats(ctx, tx, k, now).TakeSeat(req.HWID, now.Add(-s.cfg.SessionTimeout), s.lastSeen)
-			if apperr.CodeOf(err) == CodeDeviceLimit {
-				// Refused, but committed: the stale sessions ended on the way
-				// stay ended, and seat.denied is written under the key's lock.
-				denied = err
-				return tx.AddEvent(ctx, event.Event{AppID: app.ID, Type: event.SeatDenied, CreatedAt: now, Subject: event.KeySubject(k.ID),
-					Data: map[string]any{"app_id": app.ID, "key_id": k.ID, "license_key": k.LicenseKey, "hwid": req.HWID,
-						"seats_in_use": taken.InUse, "max_devices": taken.Max}})
-			} else if err != nil {
-				return err
-			}
-		} else if err := bindDevice(ctx, tx, k, req.HWID, now); err != nil {
+		if err := statusError(k.StatusAt(now)); err != nil {
 			return err
 		}
-		activated := k.Status == StatusUnused
-		if activated {
-			if err := activate(ctx, tx, app, k, req.HWID, now); err != nil {
-				return err
-			}
+		activated, refused, err := s.admit(ctx, tx, app, k, req.HWID, now, Seats.TakeSeat, nil)
+		if err != nil || refused != nil {
+			denied = refused
+			return err
 		}
 		if !k.Floating {
 			if err := retireOverflow(ctx, tx, k, req.HWID, now, now.Add(-s.cfg.SessionTimeout)); err != nil {
@@ -228,9 +282,7 @@ func (s *Service) login(ctx context.Context, app *App, req LoginRequest, token s
 		return nil, err
 	}
 	if denied != nil {
-		if s.seatDenied != nil {
-			s.seatDenied(app.ID)
-		}
+		s.seatDeniedFor(app.ID)
 		return nil, denied
 	}
 	return res, nil
