@@ -13,6 +13,15 @@ import (
 	"github.com/keyward/keyward/wire"
 )
 
+// sawKey feeds leak detection with where key is used from: a sign-in of
+// device hwid that succeeded (err nil) or was refused for the key's devices
+// or seats.
+func (a *API) sawKey(ctx context.Context, c *edge.Call, key, hwid string, err error) {
+	if code := apperr.CodeOf(err); err == nil || code == wire.CodeHWIDMismatch || code == wire.CodeDeviceLimit {
+		a.abuse.SawKey(ctx, c.App, key, hwid, c.IP)
+	}
+}
+
 // login: auth/login.php (envelope). Reply fields per sdk-compat §7.8.
 func (a *API) login(ctx context.Context, c *edge.Call) (any, error) {
 	lk, err := c.F.Key("license_key")
@@ -27,9 +36,7 @@ func (a *API) login(ctx context.Context, c *edge.Call) (any, error) {
 	// rather than failing a login no shipped client sends it with.
 	version, _ := c.F.Str("version", "v", "app_version")
 	res, err := a.lic.Login(ctx, c.App, license.LoginRequest{LicenseKey: lk, HWID: hwid, IP: c.IP, AppVersion: version})
-	if code := apperr.CodeOf(err); err == nil || code == wire.CodeHWIDMismatch || code == wire.CodeDeviceLimit {
-		a.abuse.SawKey(ctx, c.App, lk, hwid, c.IP) // where the key is used from: leak detection
-	}
+	a.sawKey(ctx, c, lk, hwid, err)
 	a.countLogin(c.App, err)
 	if err != nil {
 		return nil, err

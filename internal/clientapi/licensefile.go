@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/keyward/keyward/internal/analytics"
-	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/audit"
 	"github.com/keyward/keyward/internal/edge"
 	"github.com/keyward/keyward/internal/license"
@@ -42,9 +41,7 @@ func (a *API) licenseFile(ctx context.Context, c *edge.Call) (any, error) {
 	}
 	f, err := a.lic.IssueFile(ctx, c.App, license.FileRequest{LicenseKey: lk, HWID: hwid, Source: license.FileOnline, Actor: actor},
 		a.FileSigner())
-	if code := apperr.CodeOf(err); err == nil || code == wire.CodeHWIDMismatch || code == wire.CodeDeviceLimit {
-		a.abuse.SawKey(ctx, c.App, lk, hwid, c.IP) // where the key is used from: leak detection
-	}
+	a.sawKey(ctx, c, lk, hwid, err)
 	if err != nil {
 		return nil, err
 	}
