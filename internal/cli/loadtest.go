@@ -24,22 +24,31 @@ type loadtestCmd struct {
 	Data          string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
 	DatabaseURL   string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
 	SecretKeyFile string        `name:"secret-key-file" type:"path" help:"Key file of the secrets in --database-url's database (default: <data>/secret.key; without --data a temporary one, so run again on that database with --data or this flag)."`
-	Mode          string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key" help:"What to measure: heartbeat, login or check-key."`
+	Mode          string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key,mix" help:"What to measure: heartbeat, login, check-key, or mix (a fleet's traffic, weighed by --mix)."`
 	Sessions      int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
 	Keys          int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
 	Conns         int           `name:"conns" default:"32" help:"Concurrent connections."`
 	Duration      time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
 	Warmup        time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
 	HalfRate      bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries."`
+	Mix           string        `name:"mix" default:"heartbeat=95,login=2,check-key=2,update=1" help:"Weights of the request kinds in mode mix."`
+	Herd          bool          `name:"herd" help:"After the measured phase, every live session's device logs in again at once (modes heartbeat and mix); reports the time to recover."`
+	HerdTimeout   time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`
+	HerdConns     int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
 	Keep          bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
 	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
 }
 
 func (c *loadtestCmd) Run(e *env) error {
+	mix, err := loadtest.ParseMix(c.Mix)
+	if err != nil {
+		return err
+	}
 	o := loadtest.Options{
 		URL: c.URL, AdminUsername: c.AdminUsername, AdminPassword: c.AdminPassword,
 		Mode: loadtest.Mode(c.Mode), Sessions: c.Sessions, Keys: c.Keys, Conns: c.Conns,
 		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
+		Mix: mix, Herd: c.Herd, HerdTimeout: c.HerdTimeout, HerdConns: c.HerdConns,
 	}
 	if c.URL == "" {
 		stop, err := c.startServer(e.ctx, &o, e.stderr)
@@ -66,6 +75,10 @@ func (c *loadtestCmd) Run(e *env) error {
 	rep.Print(e.stdout)
 	if rep.Target.Errors > 0 || rep.Echo.Errors > 0 {
 		return fmt.Errorf("%d %s errors, %d echo errors", rep.Target.Errors, rep.Target.Name, rep.Echo.Errors)
+	}
+	if h := rep.Herd; h != nil && (h.Recovered < h.Sessions || h.Heartbeat.Errors > 0) {
+		return fmt.Errorf("herd: %d of %d sessions did not log in again within %s, %d heartbeat errors",
+			h.Sessions-h.Recovered, h.Sessions, c.HerdTimeout, h.Heartbeat.Errors)
 	}
 	return nil
 }

@@ -113,3 +113,25 @@ func TestLoadtestDatabaseURLWithoutData(t *testing.T) {
 		t.Errorf("the temporary directory was left behind: %v", left)
 	}
 }
+
+// `keyward loadtest --mode mix --herd` runs end to end on the in-process
+// server: the report lists every kind and the herd line with all sessions
+// back; a malformed --mix is refused before anything starts.
+func TestLoadtestMixHerd(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	code, out, errOut := run(t, "loadtest", "--mode", "mix", "--sessions", "6", "--duration", "300ms", "--warmup", "0s",
+		"--conns", "2", "--herd", "--herd-conns", "3", "--mix", "heartbeat=1,login=1,check-key=1,update=1")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	for _, want := range []string{"  heartbeat", "  login", "  check-key", "  update", "mix / echo:", "herd: 6/6 sessions logged in again in "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	code, _, errOut = run(t, "loadtest", "--mode", "mix", "--mix", "heartbeat=1,ping=2")
+	if code != 1 || !strings.Contains(errOut, `unknown kind "ping"`) {
+		t.Errorf("bad --mix: exit %d, %q", code, errOut)
+	}
+}

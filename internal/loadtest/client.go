@@ -44,11 +44,17 @@ func (c *client) admin(ctx context.Context, token, method, path string, body, ou
 			return err
 		}
 	}
+	return c.adminRaw(ctx, token, method, path, "application/json", b, out)
+}
+
+// adminRaw is admin with a ready body of the given content type (an
+// artifact upload sends raw bytes).
+func (c *client) adminRaw(ctx context.Context, token, method, path, contentType string, b []byte, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -80,6 +86,8 @@ type reply struct {
 	Message   string `json:"message"`
 	SessionID string `json:"session_id"`
 	Valid     *bool  `json:"valid"`
+	// UpdateAvailable is update/check.php's answer.
+	UpdateAvailable *bool `json:"update_available"`
 }
 
 // sealed POSTs inner in a fresh envelope and opens and verifies the enveloped

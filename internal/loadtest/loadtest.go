@@ -1,5 +1,6 @@
 // Package loadtest drives a running keyward over real HTTP the way shipped
-// apps do — enveloped logins, heartbeats and check-keys — and measures, in
+// apps do — enveloped logins, heartbeats, check-keys, update checks, a
+// realistic mix of them and a thundering herd of re-logins — and measures, in
 // the same run, an echo baseline: a handler that only opens and seals an
 // envelope. The ratio of the two says how much of the machine's ceiling for
 // enveloped requests the license logic and the database leave.
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +30,7 @@ const (
 	Heartbeat Mode = "heartbeat" // heartbeats of live sessions (the hot path)
 	Login     Mode = "login"     // logins, each one device per key, re-opening its session
 	CheckKey  Mode = "check-key" // enveloped check-keys of existing keys
+	Mix       Mode = "mix"       // a fleet's traffic: each request's kind drawn by Options.Mix weights
 )
 
 // Options configure a run.
@@ -48,6 +51,18 @@ type Options struct {
 	// HalfRate adds a third phase: the mode again at half the rate its
 	// first phase reached, for the latency at a load the server can carry.
 	HalfRate bool
+	// Mix weighs the kinds of Mode Mix (default DefaultMix).
+	Mix []Weight
+	// Herd adds a phase after the measured one (modes heartbeat and mix):
+	// every live session's device logs in again at once.
+	Herd bool
+	// HerdTimeout bounds the herd (default 60s).
+	HerdTimeout time.Duration
+	// HerdConns is the herd's connection pool (default 256, at most Sessions).
+	HerdConns int
+	// HerdBackoff is the first retry window of a refused herd login
+	// (default 500ms; doubling, capped at 8s, full jitter).
+	HerdBackoff time.Duration
 	// Keep leaves the provisioned app in the database (default: deleted).
 	Keep bool
 	// Now is the clock envelopes are sealed with (default time.Now).
@@ -61,9 +76,21 @@ func (o *Options) defaults() error {
 		o.Mode = Heartbeat
 	}
 	switch o.Mode {
-	case Heartbeat, Login, CheckKey:
+	case Heartbeat, Login, CheckKey, Mix:
 	default:
-		return fmt.Errorf("unknown mode %q (heartbeat, login, check-key)", o.Mode)
+		return fmt.Errorf("unknown mode %q (heartbeat, login, check-key, mix)", o.Mode)
+	}
+	if o.Herd && !o.Mode.hasSessions() {
+		return fmt.Errorf("--herd needs live sessions: mode heartbeat or mix, not %s", o.Mode)
+	}
+	if len(o.Mix) == 0 {
+		o.Mix = DefaultMix
+	}
+	if o.HerdTimeout <= 0 {
+		o.HerdTimeout = 60 * time.Second
+	}
+	if o.HerdBackoff <= 0 {
+		o.HerdBackoff = 500 * time.Millisecond
 	}
 	if o.Conns <= 0 {
 		o.Conns = 32
@@ -73,7 +100,7 @@ func (o *Options) defaults() error {
 	}
 	if o.Keys <= 0 {
 		o.Keys = o.Sessions
-		if o.Mode != Heartbeat {
+		if !o.Mode.hasSessions() {
 			o.Keys = max(1000, o.Conns)
 		}
 	}
@@ -83,6 +110,10 @@ func (o *Options) defaults() error {
 	if o.Warmup < 0 {
 		o.Warmup = 0
 	}
+	if o.HerdConns <= 0 {
+		o.HerdConns = 256
+	}
+	o.HerdConns = min(o.HerdConns, o.Sessions)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -91,6 +122,9 @@ func (o *Options) defaults() error {
 	}
 	return nil
 }
+
+// hasSessions says whether the mode opens live sessions before measuring.
+func (m Mode) hasSessions() bool { return m == Heartbeat || m == Mix }
 
 // Report is the outcome of a run: the baseline and the measured mode.
 type Report struct {
@@ -101,6 +135,27 @@ type Report struct {
 	Target   Result
 	// Half is the mode at half Target's rate (Options.HalfRate), or nil.
 	Half *Result
+	// Kinds is Target split by kind (mode mix), in the order heartbeat,
+	// login, check-key, update.
+	Kinds []Result
+	// UpdateRelease says the mix's update checks were answered "update
+	// available" by a published release (else "no update").
+	UpdateRelease bool
+	// Herd is the thundering herd (Options.Herd), or nil.
+	Herd *HerdResult
+}
+
+// Failures counts failed requests of all phases, the herd's refusals aside
+// (they are retried) but not its sessions that never recovered.
+func (r *Report) Failures() int64 {
+	n := r.Echo.Errors + r.Target.Errors
+	if r.Half != nil {
+		n += r.Half.Errors
+	}
+	if r.Herd != nil {
+		n += int64(r.Herd.Sessions-r.Herd.Recovered) + r.Herd.Heartbeat.Errors
+	}
+	return n
 }
 
 // Ratio is the measured mode's throughput as a fraction of the echo baseline.
@@ -115,18 +170,36 @@ func (r *Report) Ratio() float64 {
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "mode %s, %d live sessions, %d connections, %s per phase\n",
 		r.Mode, r.Sessions, r.Conns, r.Target.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "%-10s %10s %10s %10s %10s %8s\n", "phase", "requests", "req/s", "p50", "p99", "errors")
+	fmt.Fprintf(w, "%-12s %10s %10s %10s %10s %8s\n", "phase", "requests", "req/s", "p50", "p99", "errors")
 	phases := []Result{r.Echo, r.Target}
 	if r.Half != nil {
 		phases = append(phases, *r.Half)
 	}
+	for _, k := range r.Kinds {
+		k.Name = "  " + k.Name
+		phases = append(phases, k)
+	}
+	if r.Herd != nil {
+		phases = append(phases, r.Herd.Login, r.Herd.Heartbeat)
+	}
 	for _, res := range phases {
-		fmt.Fprintf(w, "%-10s %10d %10.0f %10s %10s %8d\n", res.Name, res.Requests, res.RPS(),
+		fmt.Fprintf(w, "%-12s %10d %10.0f %10s %10s %8d\n", res.Name, res.Requests, res.RPS(),
 			fmtDur(res.P50), fmtDur(res.P99), res.Errors)
 	}
 	fmt.Fprintf(w, "%s / echo: %.0f%%\n", r.Mode, 100*r.Ratio())
-	for _, res := range []Result{r.Echo, r.Target} {
-		if res.FirstError != "" {
+	if r.Mode == Mix {
+		if r.UpdateRelease {
+			fmt.Fprintf(w, "update checks: against a published release (update available)\n")
+		} else {
+			fmt.Fprintf(w, "update checks: no release published (no update)\n")
+		}
+	}
+	if h := r.Herd; h != nil {
+		fmt.Fprintf(w, "herd: %d/%d sessions logged in again in %s; %d attempts, %d refused, peak %d refusals/s; login p99 %s\n",
+			h.Recovered, h.Sessions, h.Recover.Round(time.Millisecond), h.Attempts, h.Refusals, h.PeakRefusalRate, fmtDur(h.Login.P99))
+	}
+	for _, res := range phases {
+		if res.FirstError != "" && !strings.HasPrefix(res.Name, "  ") {
 			fmt.Fprintf(w, "first %s error: %s\n", res.Name, res.FirstError)
 		}
 	}
@@ -168,9 +241,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return t.Echo(ctx, echoURL, i)
 	})
 	fmt.Fprintf(o.Progress, "measuring %s for %s\n", o.Mode, o.Duration)
-	rep.Target = Measure(ctx, string(o.Mode), o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
-		return t.Do(ctx, o.Mode, i)
-	})
+	if o.Mode == Mix {
+		if o.Warmup > 0 {
+			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, newMixer(t, o.Mix, false).do)
+		}
+		m := newMixer(t, o.Mix, true)
+		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, m.do)
+		rep.Kinds = m.results(rep.Target.Elapsed)
+		rep.UpdateRelease = t.hasRelease
+	} else {
+		rep.Target = Measure(ctx, string(o.Mode), o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
+			return t.Do(ctx, o.Mode, i)
+		})
+	}
 	if o.HalfRate && rep.Target.RPS() > 0 {
 		rate := rep.Target.RPS() / 2
 		fmt.Fprintf(o.Progress, "measuring %s at %.0f req/s for %s\n", o.Mode, rate, o.Duration)
@@ -178,6 +261,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return t.Do(ctx, o.Mode, i)
 		})
 		rep.Half = &half
+	}
+	if o.Herd {
+		fmt.Fprintf(o.Progress, "herd: %d sessions log in again at once (timeout %s)\n", len(t.Sessions), o.HerdTimeout)
+		h := t.Herd(ctx, o.HerdConns, o.HerdTimeout, o.HerdBackoff)
+		rep.Herd = &h
 	}
 	return rep, nil
 }
@@ -203,6 +291,9 @@ type Target struct {
 	keys     envelope.Keys
 	Keys     []string
 	Sessions []Session
+	locks    []sync.Mutex // one per session: a login replaces its id
+	// hasRelease says a release newer than 1.0.0 is published (mode mix).
+	hasRelease bool
 }
 
 // Session is a live session and the key it runs on.
@@ -240,7 +331,7 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 	}
 
 	perKey := 1
-	if o.Mode == Heartbeat {
+	if o.Mode.hasSessions() {
 		perKey = (o.Sessions + o.Keys - 1) / o.Keys
 	}
 	fmt.Fprintf(o.Progress, "app %s: generating %d keys\n", t.AppID, o.Keys)
@@ -259,12 +350,19 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 			t.Keys = append(t.Keys, k.LicenseKey)
 		}
 	}
-	if o.Mode != Heartbeat {
+	if o.Mode == Mix && weighs(o.Mix, KindUpdate) {
+		fmt.Fprintf(o.Progress, "publishing release 1.0.1 for the update checks\n")
+		if err := t.publishRelease(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	if !o.Mode.hasSessions() {
 		return t, nil
 	}
 
 	fmt.Fprintf(o.Progress, "opening %d sessions\n", o.Sessions)
 	t.Sessions = make([]Session, o.Sessions)
+	t.locks = make([]sync.Mutex, o.Sessions)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -277,7 +375,7 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 			defer wg.Done()
 			for i := range next {
 				key := t.Keys[i%len(t.Keys)]
-				r, err := t.login(ctx, key, "loadtest-device-"+strconv.Itoa(i))
+				r, err := t.login(ctx, key, deviceID(i))
 				if err != nil {
 					mu.Lock()
 					first = cmp(first, err)
@@ -297,6 +395,15 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 		return fail(fmt.Errorf("open sessions: %w", first))
 	}
 	return t, nil
+}
+
+func weighs(ws []Weight, k Kind) bool {
+	for _, w := range ws {
+		if w.Kind == k && w.Weight > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func cmp(first, err error) error {
