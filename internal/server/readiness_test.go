@@ -62,13 +62,17 @@ func writeBreakers(t *testing.T, s *kwtest.Server) []writeBreaker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { raw.Close() })
-	pool := s.DB.Pools()["main"]
+	pools := s.DB.Pools()
 	return []writeBreaker{{"read-only", func() {
 		exec(raw, "ALTER DATABASE "+name+" SET default_transaction_read_only = on")
-		pool.SetMaxIdleConns(0)
+		for _, p := range pools {
+			p.SetMaxIdleConns(0)
+		}
 	}, func() {
 		exec(raw, "ALTER DATABASE "+name+" RESET default_transaction_read_only")
-		pool.SetMaxIdleConns(32)
+		for _, p := range pools {
+			p.SetMaxIdleConns(p.Stats().MaxOpenConnections)
+		}
 	}}}
 }
 

@@ -159,19 +159,42 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	return &DB{engine: SQLite, write: w, read: r, now: time.Now, lockPath: filepath.Join(o.DataDir, "migrate.lock")}, nil
 }
 
+// PostgreSQL pool sizes per process: write transactions and reads outside
+// a transaction have pools of their own, so a burst of logins (every client
+// signing in again after an outage) holding every write connection does not
+// queue the heartbeats' reads behind it. Several processes share the
+// server's max_connections (PostgreSQL's default is 100): 48 each leaves
+// room for two.
+const (
+	pgWriteConns = 32
+	pgReadConns  = 16
+)
+
 func openPostgres(ctx context.Context, url string) (*DB, error) {
-	db, err := sql.Open("pgx", url)
+	open := func(n int) (*sql.DB, error) {
+		db, err := sql.Open("pgx", url)
+		if err != nil {
+			return nil, err
+		}
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+		db.SetConnMaxIdleTime(5 * time.Minute)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("connect to postgres: %w", err)
+		}
+		return db, nil
+	}
+	w, err := open(pgWriteConns)
 	if err != nil {
 		return nil, err
 	}
-	db.SetMaxOpenConns(32)
-	db.SetMaxIdleConns(32)
-	db.SetConnMaxIdleTime(5 * time.Minute)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("connect to postgres: %w", err)
+	r, err := open(pgReadConns)
+	if err != nil {
+		w.Close()
+		return nil, err
 	}
-	return &DB{engine: Postgres, write: db, read: db, now: time.Now}, nil
+	return &DB{engine: Postgres, write: w, read: r, now: time.Now}, nil
 }
 
 // Engine reports which engine db runs on.
@@ -222,11 +245,8 @@ func (db *DB) Close() error {
 }
 
 // Pools names the connection pools, for their statistics (sql.DB.Stats):
-// "write" and "read" on SQLite, "main" on PostgreSQL.
+// "write" (write transactions) and "read" on both engines.
 func (db *DB) Pools() map[string]*sql.DB {
-	if db.read == db.write {
-		return map[string]*sql.DB{"main": db.write}
-	}
 	return map[string]*sql.DB{"write": db.write, "read": db.read}
 }
 
