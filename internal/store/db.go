@@ -237,11 +237,7 @@ func (db *DB) Close() error {
 		db.hot.Delete(q)
 		return true
 	})
-	err := db.write.Close()
-	if db.read != db.write {
-		err = errors.Join(err, db.read.Close())
-	}
-	return err
+	return errors.Join(db.write.Close(), db.read.Close())
 }
 
 // Pools names the connection pools, for their statistics (sql.DB.Stats):
