@@ -199,7 +199,7 @@ type migrateCmd struct {
 
 func (c *migrateCmd) Run(e *env) error {
 	// Schema only: no secret is read or written, so no key file is needed.
-	db, err := store.Open(e.ctx, store.Options{DataDir: c.Data, URL: c.DatabaseURL})
+	db, err := store.Open(e.ctx, store.Options{DataDir: c.Data, URL: c.DatabaseURL, Synchronous: c.SQLiteSynchronous})
 	if err != nil {
 		return err
 	}

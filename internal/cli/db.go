@@ -22,7 +22,7 @@ func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Keys: keys})
+	return store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Synchronous: cfg.SQLiteSynchronous, Keys: keys})
 }
 
 // services is what one-shot commands need: a migrated database and the admin

@@ -18,25 +18,26 @@ import (
 // this process on a fresh SQLite database) and prints throughput and latency
 // next to the echo baseline.
 type loadtestCmd struct {
-	URL           string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive; empty starts one in this process."`
-	AdminUsername string        `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Admin user that provisions the test app (with --url or --database-url)."`
-	AdminPassword string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
-	Data          string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
-	DatabaseURL   string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
-	SecretKeyFile string        `name:"secret-key-file" type:"path" help:"Key file of the secrets in --database-url's database (default: <data>/secret.key; without --data a temporary one, so run again on that database with --data or this flag)."`
-	Mode          string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key,mix" help:"What to measure: heartbeat, login, check-key, or mix (a fleet's traffic, weighed by --mix)."`
-	Sessions      int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
-	Keys          int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
-	Conns         int           `name:"conns" default:"32" help:"Concurrent connections."`
-	Duration      time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
-	Warmup        time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
-	HalfRate      bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries."`
-	Mix           string        `name:"mix" default:"heartbeat=95,login=2,check-key=2,update=1" help:"Weights of the request kinds in mode mix."`
-	Herd          bool          `name:"herd" help:"After the measured phase, every live session's device logs in again at once (modes heartbeat and mix); reports the time to recover."`
-	HerdTimeout   time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`
-	HerdConns     int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
-	Keep          bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
-	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
+	URL               string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive; empty starts one in this process."`
+	AdminUsername     string        `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Admin user that provisions the test app (with --url or --database-url)."`
+	AdminPassword     string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
+	Data              string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
+	DatabaseURL       string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
+	SecretKeyFile     string        `name:"secret-key-file" type:"path" help:"Key file of the secrets in --database-url's database (default: <data>/secret.key; without --data a temporary one, so run again on that database with --data or this flag)."`
+	SQLiteSynchronous string        `name:"sqlite-synchronous" default:"full" enum:"full,normal" help:"SQLite durability of the in-process server: full (as keyward serve's default) or normal."`
+	Mode              string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key,mix" help:"What to measure: heartbeat, login, check-key, or mix (a fleet's traffic, weighed by --mix)."`
+	Sessions          int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
+	Keys              int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
+	Conns             int           `name:"conns" default:"32" help:"Concurrent connections."`
+	Duration          time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
+	Warmup            time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
+	HalfRate          bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries."`
+	Mix               string        `name:"mix" default:"heartbeat=95,login=2,check-key=2,update=1" help:"Weights of the request kinds in mode mix."`
+	Herd              bool          `name:"herd" help:"After the measured phase, every live session's device logs in again at once (modes heartbeat and mix); reports the time to recover."`
+	HerdTimeout       time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`
+	HerdConns         int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
+	Keep              bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
+	CPUProfile        string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
 }
 
 func (c *loadtestCmd) Run(e *env) error {
@@ -50,12 +51,14 @@ func (c *loadtestCmd) Run(e *env) error {
 		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
 		Mix: mix, Herd: c.Herd, HerdTimeout: c.HerdTimeout, HerdConns: c.HerdConns,
 	}
+	var batches func() (int64, int64)
 	if c.URL == "" {
-		stop, err := c.startServer(e.ctx, &o, e.stderr)
+		stop, b, err := c.startServer(e.ctx, &o, e.stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		batches = b
 	}
 	if c.CPUProfile != "" {
 		f, err := os.Create(c.CPUProfile)
@@ -73,6 +76,11 @@ func (c *loadtestCmd) Run(e *env) error {
 		return err
 	}
 	rep.Print(e.stdout)
+	if batches != nil {
+		if b, u := batches(); b > 0 {
+			fmt.Fprintf(e.stdout, "write batches: %d commits of %d write transactions (%.1f per commit)\n", b, u, float64(u)/float64(b))
+		}
+	}
 	if rep.Target.Errors > 0 || rep.Echo.Errors > 0 {
 		return fmt.Errorf("%d %s errors, %d echo errors", rep.Target.Errors, rep.Target.Name, rep.Echo.Errors)
 	}
@@ -85,13 +93,14 @@ func (c *loadtestCmd) Run(e *env) error {
 
 // startServer boots a keyward in this process on 127.0.0.1 with a fresh
 // temporary SQLite database (or --data / --database-url) and points o at it.
-func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stderr io.Writer) (stop func(), err error) {
+// batches reports the server's group commits (store.DB.WriteBatches).
+func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stderr io.Writer) (stop func(), batches func() (int64, int64), err error) {
 	data, cleanup := c.Data, func() {}
 	// Without --data (also on PostgreSQL) a temporary directory holds the
 	// database or just the generated secret key file.
 	if data == "" {
 		if data, err = os.MkdirTemp("", "keyward-loadtest-"); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cleanup = func() { os.RemoveAll(data) }
 		if c.DatabaseURL != "" && c.SecretKeyFile == "" {
@@ -103,7 +112,7 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 		o.AdminPassword = server.GeneratePassword()
 	}
 	cfg := config.Config{
-		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL, SecretKeyFile: c.SecretKeyFile},
+		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL, SecretKeyFile: c.SecretKeyFile, SQLiteSynchronous: c.SQLiteSynchronous},
 		Addr:     "127.0.0.1:0", SessionTimeout: 180 * time.Second, BcryptCost: 10, TokenTTL: time.Hour,
 		LogFormat: "text", LogLevel: "warn", AdminUsername: o.AdminUsername, AdminPassword: o.AdminPassword,
 		Limits: config.DefaultLimits(),
@@ -115,12 +124,12 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 	srv, err := server.New(ctx, cfg, server.Options{Log: log, Stdout: io.Discard})
 	if err != nil {
 		cleanup()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := srv.Start(ctx); err != nil {
 		srv.Close(context.Background())
 		cleanup()
-		return nil, err
+		return nil, nil, err
 	}
 	o.URL = "http://" + srv.Addr()
 	return func() {
@@ -128,5 +137,5 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 		defer cancel()
 		srv.Close(ctx)
 		cleanup()
-	}, nil
+	}, srv.DB.WriteBatches, nil
 }

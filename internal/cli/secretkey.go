@@ -28,7 +28,7 @@ func (c *secretRotateCmd) Run(e *env) error {
 	if err != nil {
 		return fmt.Errorf("secret key file: %w", err)
 	}
-	db, err := store.Open(e.ctx, store.Options{DataDir: c.Data, URL: c.DatabaseURL, Keys: old})
+	db, err := store.Open(e.ctx, store.Options{DataDir: c.Data, URL: c.DatabaseURL, Synchronous: c.SQLiteSynchronous, Keys: old})
 	if err != nil {
 		return err
 	}

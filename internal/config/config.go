@@ -22,6 +22,10 @@ type Database struct {
 	// database (app, TOTP and webhook secrets, JWT keys, stored login
 	// replies). It must not be backed up with the database.
 	SecretKeyFile string `name:"secret-key-file" env:"KEYWARD_SECRET_KEY_FILE" help:"Key file encrypting the secrets stored in the database; default <data>/secret.key, generated (mode 0600) when absent. Keep it out of database backups; every process sharing a database needs the same file."`
+	// SQLiteSynchronous is SQLite's durability: full (a commit acknowledged
+	// survives a power cut; group commit shares each fsync among the writes
+	// queued meanwhile) or normal (a power cut may lose the last commits).
+	SQLiteSynchronous string `name:"sqlite-synchronous" default:"full" enum:"full,normal" env:"KEYWARD_SQLITE_SYNCHRONOUS" help:"SQLite durability: full (an acknowledged write survives a power cut) or normal (a power cut may lose the last writes; a crash of keyward loses nothing)."`
 }
 
 // SecretKeyPath is SecretKeyFile, or secret.key under the data directory.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/keyward/keyward/internal/blob"
 	"github.com/keyward/keyward/internal/metrics"
+	"github.com/keyward/keyward/internal/store"
 )
 
 // newMetrics builds the server's registry: keyward's own metrics, the
@@ -18,6 +19,14 @@ import (
 func (s *Server) newMetrics() *metrics.Metrics {
 	m := metrics.New()
 	m.DBPools(s.DB.Pools())
+	if s.DB.Engine() == store.SQLite {
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_write_batches_total",
+			Help: "Write batches SQLite's writer committed (group commit: one commit for every write transaction queued meanwhile)."},
+			func() float64 { b, _ := s.DB.WriteBatches(); return float64(b) }))
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_write_batch_units_total",
+			Help: "Write transactions committed in SQLite's write batches; divided by keyward_write_batches_total, the average batch."},
+			func() float64 { _, u := s.DB.WriteBatches(); return float64(u) }))
+	}
 	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_sessions_live",
 		Help: "Open sessions of every app, counted at scrape time (NaN when the database does not answer)."},
 		func() float64 {

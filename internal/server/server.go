@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 		opts.Log.Warn("generated the secret key file: keep it out of database backups, and give every process sharing the database the same file",
 			"path", keyPath, "key_id", keys.PrimaryID())
 	}
-	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Keys: keys, Now: opts.Now})
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Synchronous: cfg.SQLiteSynchronous, Keys: keys, Now: opts.Now})
 	if err != nil {
 		return nil, err
 	}

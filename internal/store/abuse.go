@@ -17,7 +17,7 @@ type abuseStore struct{ db *DB }
 type abuseTx struct{ journalTx }
 
 func (s abuseStore) InTx(ctx context.Context, fn func(abuse.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(abuseTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(abuseTx{journalTx{s.db, tx}}) })
 }
 
 func (s abuseStore) Sight(ctx context.Context, appID, licenseKey, kind, value string, now, since time.Time) (int, error) {

@@ -23,7 +23,7 @@ var (
 )
 
 func (s accountStore) InTx(ctx context.Context, fn func(account.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
 }
 
 const accountCols = `id, app_id, username, email, password_hash, password_reset_required, status, max_devices, features,

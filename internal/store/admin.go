@@ -20,7 +20,7 @@ type adminStore struct{ db *DB }
 type adminTx struct{ journalTx }
 
 func (s adminStore) InTx(ctx context.Context, fn func(admin.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(adminTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(adminTx{journalTx{s.db, tx}}) })
 }
 
 const adminCols = `id, username, email, password_hash, operator, token_gen, totp_secret, totp_pending, created_at`
@@ -65,7 +65,7 @@ func (s adminStore) CountAdmins(ctx context.Context) (int, error) {
 	return n, translate(err)
 }
 
-func insertAdmin(ctx context.Context, db *DB, tx *sql.Tx, u *admin.User) error {
+func insertAdmin(ctx context.Context, db *DB, tx *wtx, u *admin.User) error {
 	_, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO admin_users (id, username, email, password_hash, operator, created_at) VALUES (?, ?, ?, ?, ?, ?)`),
 		u.ID, u.Username, u.Email, u.PasswordHash, u.Operator, ms(u.CreatedAt))
 	return translate(err)
@@ -120,7 +120,7 @@ func (s adminStore) UseRecoveryCode(ctx context.Context, userID, hash string, at
 // row: the claim of something usable once.
 func (s adminStore) changedOne(ctx context.Context, q string, args ...any) (bool, error) {
 	var ok bool
-	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, s.db.rebind(q), args...)
 		if err != nil {
 			return translate(err)
@@ -163,7 +163,7 @@ func (s adminStore) ServerSecret(ctx context.Context, name string, generate func
 	if fresh, err = s.db.sealString(purposeServerSecret, name, fresh); err != nil {
 		return "", err
 	}
-	err = s.db.tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO server_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`), name, fresh); err != nil {
 			return translate(err)
 		}

@@ -67,7 +67,7 @@ func (t adminTx) RevokeToken(ctx context.Context, userID, id string, at time.Tim
 }
 
 func (s adminStore) TouchToken(ctx context.Context, id string, at time.Time) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE admin_tokens SET last_used_at = ? WHERE id = ?`), ms(at), id)
 		return translate(err)
 	})

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"slices"
 	"strings"
 	"time"
@@ -44,7 +43,7 @@ func (s analyticsStore) AddUsage(ctx context.Context, counts []analytics.Count) 
 	if len(keys) == 0 {
 		return nil
 	}
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		for len(keys) > 0 {
 			part := keys[:min(len(keys), usageBatch)]
 			keys = keys[len(part):]

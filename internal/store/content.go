@@ -16,7 +16,7 @@ type contentStore struct{ db *DB }
 type contentTx struct{ journalTx }
 
 func (s contentStore) InTx(ctx context.Context, fn func(content.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(contentTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(contentTx{journalTx{s.db, tx}}) })
 }
 
 func textMap(rows *sql.Rows, err error) (map[string]string, error) {
@@ -115,7 +115,7 @@ func (s contentStore) Links(ctx context.Context, appID string) ([]content.Link, 
 // CountClick increments in one UPDATE statement, so concurrent clicks from
 // any number of processes are all counted.
 func (s contentStore) CountClick(ctx context.Context, appID string, id int64, platform string) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		var res sql.Result
 		var err error
 		if id > 0 {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -21,7 +20,7 @@ type customerStore struct{ db *DB }
 type customerTx struct{ journalTx }
 
 func (s customerStore) InTx(ctx context.Context, fn func(customer.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(customerTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(customerTx{journalTx{s.db, tx}}) })
 }
 
 func (t customerTx) License() license.Tx      { return licenseTx{journalTx{t.db, t.tx}} }

@@ -44,9 +44,10 @@ const (
 	Postgres Engine = "postgres"
 )
 
-// DB is keyward's database. On SQLite it keeps one writer connection (so write
-// transactions queue in Go instead of failing with SQLITE_BUSY) and a pool of
-// readers; on PostgreSQL both are the same pool.
+// DB is keyward's database. On SQLite it keeps one writer connection, owned
+// by a goroutine that commits queued write transactions in batches (group
+// commit, commit.go), and a pool of readers; on PostgreSQL a pool of write
+// connections and a pool of read connections.
 type DB struct {
 	engine Engine
 	write  *sql.DB
@@ -59,10 +60,12 @@ type DB struct {
 	// so SQLite does not parse them on every heartbeat.
 	hot sync.Map
 
-	// onEvents is called after a commit that wrote events; eventTx holds
-	// the open transactions that did (see OnEvents).
+	// onEvents is called after a commit that wrote events (see OnEvents).
 	onEvents atomic.Pointer[func()]
-	eventTx  sync.Map
+
+	// writer is SQLite's one writer, which commits write units in batches
+	// (commit.go); nil on PostgreSQL.
+	writer *writer
 
 	// writeFail is the last write the database could not take (full,
 	// read-only, I/O error, unreachable), kept until a write commits; the
@@ -91,6 +94,10 @@ type Options struct {
 	URL string
 	// ReadConns is the SQLite reader pool size (default 8).
 	ReadConns int
+	// Synchronous is SQLite's synchronous setting: "full" (the default: a
+	// commit acknowledged is durable across power loss) or "normal" (a
+	// power cut may lose the last commits; a kill -9 loses nothing).
+	Synchronous string
 	// Now is the clock of the write-failure bookkeeping (default time.Now).
 	Now func() time.Time
 	// Keys seal and open the secrets stored at rest (the key file of
@@ -130,8 +137,16 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	path := filepath.Join(o.DataDir, "keyward.db")
 	// busy_timeout comes before journal_mode so that switching to WAL waits
 	// for other processes instead of failing.
+	syncMode := "FULL"
+	switch strings.ToLower(o.Synchronous) {
+	case "", "full":
+	case "normal":
+		syncMode = "NORMAL"
+	default:
+		return nil, fmt.Errorf("sqlite synchronous %q: want full or normal", o.Synchronous)
+	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
-		"&_pragma=synchronous(NORMAL)&_txlock=immediate"
+		"&_pragma=synchronous(" + syncMode + ")&_txlock=immediate"
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
@@ -156,7 +171,9 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	return &DB{engine: SQLite, write: w, read: r, now: time.Now, lockPath: filepath.Join(o.DataDir, "migrate.lock")}, nil
+	db := &DB{engine: SQLite, write: w, read: r, now: time.Now, lockPath: filepath.Join(o.DataDir, "migrate.lock")}
+	db.writer = startWriter(db)
+	return db, nil
 }
 
 // PostgreSQL pool sizes per process: write transactions and reads outside
@@ -230,8 +247,11 @@ func (db *DB) hotRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return st.QueryRowContext(ctx, args...)
 }
 
-// Close closes every connection.
+// Close finishes the queued writes and closes every connection.
 func (db *DB) Close() error {
+	if db.writer != nil {
+		db.writer.stop()
+	}
 	db.hot.Range(func(q, st any) bool {
 		st.(*sql.Stmt).Close()
 		db.hot.Delete(q)
@@ -302,7 +322,7 @@ func (db *DB) Writable(ctx context.Context) error {
 		return fmt.Errorf("the last write failed at %s: %w", f.at.UTC().Format(time.RFC3339), f.err)
 	}
 	db.probedAt = now
-	err := db.tx(ctx, func(t *sql.Tx) error {
+	err := db.tx(ctx, func(t *wtx) error {
 		// The row is written with a value of a few pages first, so the
 		// probe needs room to grow, not only a page to rewrite: a database
 		// that is full (SQLite at its size limit with no free page) fails
@@ -513,34 +533,6 @@ type queryer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// tx runs fn in a write transaction, committing when fn returns nil. A
-// failure of the database itself is remembered for readiness (noteWrite).
-func (db *DB) tx(ctx context.Context, fn func(*sql.Tx) error) (err error) {
-	t, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		db.noteWrite(err)
-		return translate(err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			t.Rollback()
-			db.committed(t, false)
-			panic(p)
-		}
-		if err != nil {
-			t.Rollback()
-			db.committed(t, false)
-			db.noteWrite(err)
-			return
-		}
-		cerr := t.Commit()
-		db.noteWrite(cerr)
-		err = translate(cerr)
-		db.committed(t, err == nil)
-	}()
-	return fn(t)
 }
 
 // exec runs one write statement (q with ? placeholders) outside a

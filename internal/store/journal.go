@@ -49,20 +49,17 @@ func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error 
 // wrote events (the webhook dispatcher's wake-up); fn must not block.
 func (db *DB) OnEvents(fn func()) { db.onEvents.Store(&fn) }
 
-// noteEvent remembers that the transaction q wrote an event.
+// noteEvent remembers that the write transaction q wrote an event.
 func (db *DB) noteEvent(q queryer) {
-	if tx, ok := q.(*sql.Tx); ok && db.onEvents.Load() != nil {
-		db.eventTx.Store(tx, struct{}{})
+	if t, ok := q.(*wtx); ok {
+		t.events = true
 	}
 }
 
-// committed tells the OnEvents hook about a committed transaction that wrote
-// events, and forgets the transaction either way.
-func (db *DB) committed(tx *sql.Tx, ok bool) {
-	if _, had := db.eventTx.LoadAndDelete(tx); had && ok {
-		if fn := db.onEvents.Load(); fn != nil {
-			(*fn)()
-		}
+// eventsCommitted tells the OnEvents hook that a commit wrote events.
+func (db *DB) eventsCommitted() {
+	if fn := db.onEvents.Load(); fn != nil {
+		(*fn)()
 	}
 }
 
@@ -191,7 +188,7 @@ func (db *DB) Audit(ctx context.Context, f AuditFilter) ([]audit.Entry, error) {
 // transaction; every domain Tx of the store embeds it.
 type journalTx struct {
 	db *DB
-	tx *sql.Tx
+	tx *wtx
 }
 
 var _ journal.Journal = journalTx{}

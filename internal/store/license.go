@@ -28,7 +28,7 @@ var (
 type licenseTx struct{ journalTx }
 
 func (s licenseStore) InTx(ctx context.Context, fn func(license.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
 }
 
 const appCols = `id, name, version, secret, settings, created_at, updated_at, revoked_at, upstream_token, upstream_imported`
@@ -542,7 +542,7 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		var full string // the statement of a whole chunk, built once
 		args := make([]any, 0, 2*min(len(ids), touchChunk))
 		for len(ids) > 0 {
@@ -601,7 +601,7 @@ func (db *DB) touchQuery(n int) string {
 
 func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error) {
 	var n int64
-	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE ended_at IS NULL AND last_seen_at < ?`),
 			ms(now), license.CodeSessionExpired, ms(cutoff))
 		if err != nil {

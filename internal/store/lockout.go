@@ -69,7 +69,7 @@ func (s lockoutStore) UpdateCounters(ctx context.Context, keys []lockout.Key, fn
 		ka, kb := keys[order[a]], keys[order[b]]
 		return ka.Scope < kb.Scope || ka.Scope == kb.Scope && ka.Subject < kb.Subject
 	})
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		cs := make([]lockout.Counter, len(keys))
 		for _, i := range order {
 			// Make sure the row exists, then lock it: two processes
@@ -100,7 +100,7 @@ func (s lockoutStore) UpdateCounters(ctx context.Context, keys []lockout.Key, fn
 
 func (s lockoutStore) PurgeCounters(ctx context.Context, cutoff, now time.Time) (int, error) {
 	var n int64
-	err := s.db.tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.tx(ctx, func(tx *wtx) error {
 		// Rows a sign-in holds are skipped, not waited for: a reservation
 		// locks its (up to two) rows in key order while this DELETE would
 		// lock in scan order, and the two orders could deadlock on PostgreSQL.

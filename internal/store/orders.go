@@ -14,7 +14,7 @@ import (
 func (db *DB) OrderStore() commerce.OrderStore { return commerceStore{db} }
 
 func (s commerceStore) InOrderTx(ctx context.Context, fn func(commerce.OrderTx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
 }
 
 // License is this transaction as the license package's Tx.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/keyward/keyward/internal/commerce"
 	"github.com/keyward/keyward/internal/license"
@@ -16,7 +15,7 @@ type commerceStore struct{ db *DB }
 type commerceTx struct{ journalTx }
 
 func (s commerceStore) InTx(ctx context.Context, fn func(commerce.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(commerceTx{journalTx{s.db, tx}}) })
 }
 
 const planCols = `id, app_id, kind, name, description, price_cents, currency, period, key_type, duration, max_devices, features,

@@ -12,7 +12,7 @@ import (
 // later callers get claimed=false and the stored reply (nil while the first
 // caller has not finished).
 func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (claimed bool, reply []byte, err error) {
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO envelope_replays (app_id, mac, expires_at) VALUES (?, ?, ?)
 			ON CONFLICT (app_id, mac) DO NOTHING`), appID, mac, ms(expires))
 		if err != nil {

@@ -21,7 +21,7 @@ type resellerStore struct{ db *DB }
 type resellerTx struct{ licenseTx }
 
 func (s resellerStore) InResellerTx(ctx context.Context, fn func(reseller.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(resellerTx{licenseTx{journalTx{s.db, tx}}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(resellerTx{licenseTx{journalTx{s.db, tx}}}) })
 }
 
 // License is this transaction as the license package's Tx.

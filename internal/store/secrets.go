@@ -194,7 +194,7 @@ func (db *DB) resealBatch(ctx context.Context, c sealedColumn, keep string) (int
 	}
 	where := strings.Join(c.keys, " = ? AND ") + " = ?"
 	update := db.rebind(`UPDATE ` + c.table + ` SET ` + c.col + ` = ? WHERE ` + where + ` AND ` + c.col + ` = ?`)
-	err = db.tx(ctx, func(tx *sql.Tx) error {
+	err = db.tx(ctx, func(tx *wtx) error {
 		for _, r := range batch {
 			id := c.rowID(r.keys)
 			plain, err := db.keys.Open(c.purpose, id, r.old)

@@ -21,7 +21,7 @@ var (
 )
 
 func (s trialStore) InTx(ctx context.Context, fn func(trial.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(licenseTx{journalTx{s.db, tx}}) })
 }
 
 func (t licenseTx) LockApp(ctx context.Context, appID string) error {

@@ -18,7 +18,7 @@ type updateStore struct{ db *DB }
 type updateTx struct{ journalTx }
 
 func (s updateStore) InTx(ctx context.Context, fn func(update.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(updateTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(updateTx{journalTx{s.db, tx}}) })
 }
 
 const releaseCols = `id, app_id, version, channel, changelog, mandatory, min_version, rollout, salt, published, halted, yanked,
@@ -122,7 +122,7 @@ func (s updateStore) Floors(ctx context.Context, appID string) (map[string]strin
 }
 
 func (s updateStore) RecordChecks(ctx context.Context, cs []update.CheckRecord) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		// A check of an app deleted since it was buffered is skipped, not an
 		// error that would fail the whole batch.
 		stmt, err := tx.PrepareContext(ctx, s.db.rebind(`INSERT INTO update_checks (app_id, device, current, channel, os, arch, offered, checked_at)
@@ -135,7 +135,7 @@ func (s updateStore) RecordChecks(ctx context.Context, cs []update.CheckRecord) 
 		}
 		defer stmt.Close()
 		for _, c := range cs {
-			if _, err := stmt.ExecContext(ctx, c.AppID, c.Device, c.Current, c.Channel, c.OS, c.Arch, c.Offered, ms(c.At), c.AppID); err != nil {
+			if _, err := stmt.ExecContext(tx.stmtCtx(ctx), c.AppID, c.Device, c.Current, c.Channel, c.OS, c.Arch, c.Offered, ms(c.At), c.AppID); err != nil {
 				return translate(err)
 			}
 		}

@@ -20,7 +20,7 @@ type webhookStore struct{ db *DB }
 type webhookTx struct{ journalTx }
 
 func (s webhookStore) InTx(ctx context.Context, fn func(webhook.Tx) error) error {
-	return s.db.tx(ctx, func(tx *sql.Tx) error { return fn(webhookTx{journalTx{s.db, tx}}) })
+	return s.db.tx(ctx, func(tx *wtx) error { return fn(webhookTx{journalTx{s.db, tx}}) })
 }
 
 // skipLocked is the suffix that lets several processes claim rows without

@@ -1,0 +1,404 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Group commit (issue 22).
+//
+// A write transaction is a unit of work: the function the store's code
+// passes to tx. On PostgreSQL each unit is a transaction of its own on the
+// write pool, and concurrent commits already share WAL flushes inside the
+// server (its own group commit). On SQLite one writer goroutine owns the one
+// write connection: it takes every unit queued while the previous batch was
+// committing, runs each in a savepoint of one transaction, and commits the
+// batch once — one fsync for all of them, which is what lets SQLite run with
+// synchronous=FULL (a commit is durable across power loss) at a login rate
+// one commit per request could not reach.
+//
+// What a caller sees does not depend on its batch:
+//   - its reply waits for the commit of its batch (tx returns after it);
+//   - a unit that fails is rolled back to its savepoint, alone, and gets its
+//     own error; the others commit;
+//   - a unit's statements see the writes of the units before it in the
+//     batch, exactly as they would had those committed first: SQLite runs
+//     the units one at a time, in queue order, as it ran the transactions;
+//   - a kill -9 or a power cut before the batch's commit loses the whole
+//     batch, none of which was acknowledged.
+//
+// Two outcomes are shared by a batch, as they are by every transaction
+// that commits at that moment: a failed COMMIT (disk full, I/O error) fails
+// every unit that had succeeded, and a storage failure that makes SQLite
+// roll back the whole transaction (SQLITE_FULL, SQLITE_IOERR) fails the
+// units already run in it; units not yet run go to the next batch.
+//
+// Statements of a unit ignore its caller's cancellation: a cancelled
+// statement interrupts the SQLite connection, and an interrupted write
+// rolls back the whole transaction, which is the batch. A unit whose
+// caller gave up before it ran is skipped (ctx.Err()); one already running
+// finishes, and its caller waits for the commit, so an error reply never
+// hides a committed write.
+
+// maxBatch bounds the units of one SQLite batch, so a burst does not make
+// one transaction (and the reply of its first unit) arbitrarily long.
+const maxBatch = 256
+
+// wtx is a write transaction as the store's code sees it: on SQLite one
+// unit's view of its batch's transaction, on PostgreSQL a transaction of
+// its own. It is a *sql.Tx whose statements may ignore the caller's
+// cancellation (detach), and it remembers whether the unit wrote outbox
+// events, so the commit wakes the webhook dispatcher.
+type wtx struct {
+	*sql.Tx
+	detach bool
+	events bool
+}
+
+// stmtCtx is ctx, without its cancellation when t is detached.
+func (t *wtx) stmtCtx(ctx context.Context) context.Context {
+	if t.detach {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
+// ExecContext is sql.Tx.ExecContext under stmtCtx.
+func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.Tx.ExecContext(t.stmtCtx(ctx), q, args...)
+}
+
+// QueryContext is sql.Tx.QueryContext under stmtCtx.
+func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return t.Tx.QueryContext(t.stmtCtx(ctx), q, args...)
+}
+
+// QueryRowContext is sql.Tx.QueryRowContext under stmtCtx.
+func (t *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return t.Tx.QueryRowContext(t.stmtCtx(ctx), q, args...)
+}
+
+// PrepareContext is sql.Tx.PrepareContext under stmtCtx. The statement's
+// own Exec calls must use stmtCtx too.
+func (t *wtx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
+	return t.Tx.PrepareContext(t.stmtCtx(ctx), q)
+}
+
+// tx runs fn as one write unit and returns after its commit (or its
+// failure). A failure of the database itself is remembered for readiness
+// (noteWrite). A panic in fn rolls back fn's writes and is re-raised in
+// the caller.
+func (db *DB) tx(ctx context.Context, fn func(*wtx) error) error {
+	if db.writer != nil {
+		return db.writer.do(ctx, fn)
+	}
+	return db.txAlone(ctx, fn)
+}
+
+// txAlone runs fn in a transaction of its own (PostgreSQL).
+func (db *DB) txAlone(ctx context.Context, fn func(*wtx) error) (err error) {
+	t, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		db.noteWrite(err)
+		return translate(err)
+	}
+	w := &wtx{Tx: t}
+	defer func() {
+		if p := recover(); p != nil {
+			t.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			t.Rollback()
+			db.noteWrite(err)
+			return
+		}
+		cerr := t.Commit()
+		db.noteWrite(cerr)
+		err = translate(cerr)
+		if err == nil && w.events {
+			db.eventsCommitted()
+		}
+	}()
+	return fn(w)
+}
+
+// unit is one queued write transaction of the SQLite writer.
+type unit struct {
+	ctx  context.Context
+	fn   func(*wtx) error
+	done chan struct{}
+	// state is unitQueued until the writer takes the unit (unitTaken) or
+	// its caller gives up first (unitAbandoned).
+	state atomic.Int32
+	// Written by the writer before done is closed.
+	err      error
+	panicked any
+	events   bool
+}
+
+const (
+	unitQueued int32 = iota
+	unitTaken
+	unitAbandoned
+)
+
+// writer is SQLite's one writer: a goroutine owning the write connection
+// that runs queued units in batches (see the comment at the top of this
+// file). Start it with startWriter; stop it with stop, which finishes what
+// is queued.
+type writer struct {
+	db *DB
+
+	mu     sync.Mutex
+	queue  []*unit
+	closed bool
+	wake   chan struct{}
+	done   chan struct{}
+
+	// batches and units count what the writer committed (tests read them
+	// through WriteBatches).
+	batches, units atomic.Int64
+	// gather, when above zero, makes the next batch wait until that many
+	// units are queued (GatherWrites); guarded by mu.
+	gather int
+}
+
+// errClosed is the error of a write unit given to a closed database.
+var errClosed = errors.New("store: the database is closed")
+
+func startWriter(db *DB) *writer {
+	w := &writer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go w.run()
+	return w
+}
+
+// do queues fn and waits for its batch's outcome. A caller whose ctx ends
+// before the writer takes the unit abandons it (nothing is written); once
+// taken, the unit's outcome is waited for, so a write that commits is
+// never reported as failed.
+func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	u := &unit{ctx: ctx, fn: fn, done: make(chan struct{})}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return errClosed
+	}
+	w.queue = append(w.queue, u)
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-u.done:
+	case <-ctx.Done():
+		if u.state.CompareAndSwap(unitQueued, unitAbandoned) {
+			return ctx.Err()
+		}
+		<-u.done
+	}
+	if u.panicked != nil {
+		panic(u.panicked)
+	}
+	return u.err
+}
+
+// stop refuses new units, lets the writer finish the queued ones and waits
+// for it.
+func (w *writer) stop() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.wake)
+	}
+	w.mu.Unlock()
+	<-w.done
+}
+
+// run is the writer goroutine.
+func (w *writer) run() {
+	defer close(w.done)
+	var batch []*unit
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 || (len(w.queue) < w.gather && !w.closed) {
+			if w.closed {
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+			<-w.wake
+			w.mu.Lock()
+		}
+		w.gather = 0
+		n := min(len(w.queue), maxBatch)
+		batch = append(batch[:0], w.queue[:n]...)
+		rest := copy(w.queue, w.queue[n:])
+		clear(w.queue[rest:])
+		w.queue = w.queue[:rest]
+		w.mu.Unlock()
+
+		// Units whose callers gave up are dropped before anything runs.
+		live := batch[:0]
+		for _, u := range batch {
+			if u.state.CompareAndSwap(unitQueued, unitTaken) {
+				live = append(live, u)
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		left := w.runBatch(live)
+		if len(left) > 0 {
+			// A storage failure ended the transaction before these ran:
+			// they go first into the next batch, where their callers may
+			// still give up on them.
+			for _, u := range left {
+				u.state.Store(unitQueued)
+			}
+			w.mu.Lock()
+			w.queue = append(append([]*unit(nil), left...), w.queue...)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// runBatch runs units in one transaction and commits it, finishing every
+// unit it ran. It returns the units it did not run because the
+// transaction ended under them.
+func (w *writer) runBatch(units []*unit) (left []*unit) {
+	db := w.db
+	finish := func(us []*unit) {
+		for _, u := range us {
+			close(u.done)
+		}
+	}
+	t, err := db.write.BeginTx(context.Background(), nil)
+	if err != nil {
+		db.noteWrite(err)
+		for _, u := range units {
+			u.err = translate(err)
+		}
+		finish(units)
+		return nil
+	}
+	alone := len(units) == 1
+	events := false
+	for i, u := range units {
+		if err := u.ctx.Err(); err != nil {
+			u.err = err // its caller is gone; nothing of it runs
+			continue
+		}
+		if !alone {
+			if _, err := t.Exec(`SAVEPOINT unit`); err != nil {
+				return w.abort(t, units[:i+1], units[i+1:], err)
+			}
+		}
+		wt := &wtx{Tx: t, detach: true}
+		u.err, u.panicked = runUnit(u.fn, wt)
+		if u.err == nil && u.panicked == nil {
+			if !alone {
+				if _, err := t.Exec(`RELEASE unit`); err != nil {
+					return w.abort(t, units[:i+1], units[i+1:], err)
+				}
+			}
+			u.events = wt.events
+			events = events || wt.events
+			continue
+		}
+		if u.err != nil {
+			db.noteWrite(u.err)
+		}
+		if alone {
+			t.Rollback()
+			finish(units)
+			return nil
+		}
+		if _, err := t.Exec(`ROLLBACK TO unit`); err != nil {
+			// The unit's failure ended the transaction (SQLite rolls back
+			// the whole of it on some storage errors).
+			return w.abort(t, units[:i], units[i+1:], err, u)
+		}
+		if _, err := t.Exec(`RELEASE unit`); err != nil {
+			return w.abort(t, units[:i], units[i+1:], err, u)
+		}
+	}
+	cerr := t.Commit()
+	db.noteWrite(cerr)
+	if cerr != nil {
+		for _, u := range units {
+			if u.err == nil && u.panicked == nil {
+				u.err = translate(cerr)
+			}
+		}
+	} else {
+		w.batches.Add(1)
+		w.units.Add(int64(len(units)))
+		if events {
+			db.eventsCommitted()
+		}
+	}
+	finish(units)
+	return nil
+}
+
+// abort ends a batch whose transaction can no longer commit: the units it
+// ran (ran) get the failure unless they already failed on their own,
+// finished keeps the unit that caused it with its own error, and the units
+// not yet run (rest) are returned for the next batch.
+func (w *writer) abort(t *sql.Tx, ran, rest []*unit, cause error, finished ...*unit) []*unit {
+	t.Rollback()
+	w.db.noteWrite(cause)
+	err := fmt.Errorf("the write transaction was rolled back: %w", translate(cause))
+	for _, u := range ran {
+		if u.err == nil && u.panicked == nil {
+			u.err = err
+		}
+		close(u.done)
+	}
+	for _, u := range finished {
+		close(u.done)
+	}
+	return rest
+}
+
+// runUnit calls fn, turning a panic into its value.
+func runUnit(fn func(*wtx) error, t *wtx) (err error, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return fn(t), nil
+}
+
+// GatherWrites makes SQLite's next write batch wait until n write
+// transactions are queued and then take them together, so a test can
+// build a batch of known units; on PostgreSQL (no batches) it does
+// nothing. A batch is still at most maxBatch units.
+func (db *DB) GatherWrites(n int) {
+	if db.writer == nil {
+		return
+	}
+	db.writer.mu.Lock()
+	db.writer.gather = n
+	db.writer.mu.Unlock()
+}
+
+// WriteBatches reports how many write batches SQLite's writer committed and
+// how many units they held (0, 0 on PostgreSQL, where each unit commits on
+// its own): units/batches is the average batch.
+func (db *DB) WriteBatches() (batches, units int64) {
+	if db.writer == nil {
+		return 0, 0
+	}
+	return db.writer.batches.Load(), db.writer.units.Load()
+}
