@@ -20,24 +20,29 @@ func (s abuseStore) InTx(ctx context.Context, fn func(abuse.Tx) error) error {
 	return s.db.tx(ctx, func(tx *wtx) error { return fn(abuseTx{journalTx{s.db, tx}}) })
 }
 
+// Sight records a sighting and counts the key's sightings of that kind
+// since since, in one unit: leak detection's bookkeeping, which need not
+// be durable before the login goes on (txRan).
 func (s abuseStore) Sight(ctx context.Context, appID, licenseKey, kind, value string, now, since time.Time) (int, error) {
-	// A key not of this app (INVALID_KEY) is not recorded: the foreign key
-	// on app_id holds, and sightings of unknown strings would only grow.
-	if _, err := s.db.exec(ctx, `INSERT INTO key_sightings (app_id, license_key, kind, value, last_seen)
-		SELECT ?, ?, ?, ?, CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM license_keys WHERE app_id = ? AND license_key = ?)
-		ON CONFLICT (app_id, license_key, kind, value) DO UPDATE SET last_seen = excluded.last_seen`,
-		appID, licenseKey, kind, value, ms(now), appID, licenseKey); err != nil {
-		return 0, translate(err)
-	}
 	var n int
-	err := s.db.write.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM key_sightings
-		WHERE app_id = ? AND license_key = ? AND kind = ? AND last_seen >= ?`), appID, licenseKey, kind, ms(since)).Scan(&n)
-	return n, translate(err)
+	err := s.db.txRan(ctx, func(tx *wtx) error {
+		// A key not of this app (INVALID_KEY) is not recorded: the foreign key
+		// on app_id holds, and sightings of unknown strings would only grow.
+		if _, err := tx.ExecContext(ctx, s.db.rebind(`INSERT INTO key_sightings (app_id, license_key, kind, value, last_seen)
+			SELECT ?, ?, ?, ?, CAST(? AS BIGINT) WHERE EXISTS (SELECT 1 FROM license_keys WHERE app_id = ? AND license_key = ?)
+			ON CONFLICT (app_id, license_key, kind, value) DO UPDATE SET last_seen = excluded.last_seen`),
+			appID, licenseKey, kind, value, ms(now), appID, licenseKey); err != nil {
+			return translate(err)
+		}
+		return translate(tx.QueryRowContext(ctx, s.db.rebind(`SELECT COUNT(*) FROM key_sightings
+			WHERE app_id = ? AND license_key = ? AND kind = ? AND last_seen >= ?`), appID, licenseKey, kind, ms(since)).Scan(&n))
+	})
+	return n, err
 }
 
 func (s abuseStore) LastDetection(ctx context.Context, appID, kind, subject string) (time.Time, error) {
 	var at sql.NullInt64
-	err := s.db.write.QueryRowContext(ctx, s.db.rebind(`SELECT MAX(created_at) FROM detections WHERE app_id = ? AND kind = ? AND subject = ?`),
+	err := s.db.read.QueryRowContext(ctx, s.db.rebind(`SELECT MAX(created_at) FROM detections WHERE app_id = ? AND kind = ? AND subject = ?`),
 		appID, kind, subject).Scan(&at)
 	if err != nil || !at.Valid {
 		return time.Time{}, translate(err)

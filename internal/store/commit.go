@@ -51,35 +51,62 @@ const maxBatch = 256
 // wtx is a write transaction as the store's code sees it: on SQLite one
 // unit's view of its batch's transaction, on PostgreSQL a transaction of
 // its own. It is a *sql.Tx whose statements may ignore the caller's
-// cancellation (detach), and it remembers whether the unit wrote outbox
+// cancellation and run prepared (a unit of SQLite's writer), and it remembers whether the unit wrote outbox
 // events, so the commit wakes the webhook dispatcher.
 type wtx struct {
 	*sql.Tx
-	detach bool
+	// w is SQLite's writer running this unit (nil on PostgreSQL): its
+	// statements ignore the caller's cancellation and use the writer's
+	// prepared statements.
+	w      *writer
 	events bool
 }
 
-// stmtCtx is ctx, without its cancellation when t is detached.
+// stmtCtx is ctx, without its cancellation in a unit of SQLite's writer.
 func (t *wtx) stmtCtx(ctx context.Context) context.Context {
-	if t.detach {
+	if t.w != nil {
 		return context.WithoutCancel(ctx)
 	}
 	return ctx
 }
 
+// stmt is q's statement prepared on the write connection, bound to t, or
+// nil while q is not prepared (see writer.prepared).
+func (t *wtx) stmt(ctx context.Context, q string) *sql.Stmt {
+	if t.w == nil {
+		return nil
+	}
+	if st := t.w.prepared(q); st != nil {
+		return t.Tx.StmtContext(ctx, st)
+	}
+	return nil
+}
+
 // ExecContext is sql.Tx.ExecContext under stmtCtx.
 func (t *wtx) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.Tx.ExecContext(t.stmtCtx(ctx), q, args...)
+	ctx = t.stmtCtx(ctx)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return t.Tx.ExecContext(ctx, q, args...)
 }
 
 // QueryContext is sql.Tx.QueryContext under stmtCtx.
 func (t *wtx) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.Tx.QueryContext(t.stmtCtx(ctx), q, args...)
+	ctx = t.stmtCtx(ctx)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return t.Tx.QueryContext(ctx, q, args...)
 }
 
 // QueryRowContext is sql.Tx.QueryRowContext under stmtCtx.
 func (t *wtx) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.Tx.QueryRowContext(t.stmtCtx(ctx), q, args...)
+	ctx = t.stmtCtx(ctx)
+	if st := t.stmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return t.Tx.QueryRowContext(ctx, q, args...)
 }
 
 // PrepareContext is sql.Tx.PrepareContext under stmtCtx. The statement's
@@ -94,7 +121,23 @@ func (t *wtx) PrepareContext(ctx context.Context, q string) (*sql.Stmt, error) {
 // the caller.
 func (db *DB) tx(ctx context.Context, fn func(*wtx) error) error {
 	if db.writer != nil {
-		return db.writer.do(ctx, fn)
+		return db.writer.do(ctx, fn, false)
+	}
+	return db.txAlone(ctx, fn)
+}
+
+// txRan is tx for bookkeeping whose durability may trail its caller: on
+// SQLite it returns once fn has run in its batch (with fn's own error),
+// not after the batch's commit, which the caller's next write transaction
+// then waits for (batches commit in order). The envelope replay record
+// uses it: a login claims its envelope, then writes the login, then
+// records the reply; waiting for three commits in a row would make every
+// login three batches long. Should the batch fail to commit after fn ran
+// (the disk fills up), the caller was told nil; only records whose loss
+// is harmless may use it. On PostgreSQL it is tx.
+func (db *DB) txRan(ctx context.Context, fn func(*wtx) error) error {
+	if db.writer != nil {
+		return db.writer.do(ctx, fn, true)
 	}
 	return db.txAlone(ctx, fn)
 }
@@ -135,10 +178,22 @@ type unit struct {
 	// state is unitQueued until the writer takes the unit (unitTaken) or
 	// its caller gives up first (unitAbandoned).
 	state atomic.Int32
+	// ran: the caller is answered once fn has run (txRan), not after the
+	// commit.
+	ran bool
 	// Written by the writer before done is closed.
 	err      error
 	panicked any
 	events   bool
+	released bool // done is closed (writer only)
+}
+
+// release answers the unit's caller (once).
+func (u *unit) release() {
+	if !u.released {
+		u.released = true
+		close(u.done)
+	}
 }
 
 const (
@@ -160,19 +215,77 @@ type writer struct {
 	wake   chan struct{}
 	done   chan struct{}
 
-	// batches and units count what the writer committed (tests read them
-	// through WriteBatches).
-	batches, units atomic.Int64
+	// batches and units count what the writer committed (WriteBatches);
+	// waited, the committed units whose callers waited for the commit
+	// (tx, not txRan).
+	batches, units, waited atomic.Int64
 	// gather, when above zero, makes the next batch wait until that many
 	// units are queued (GatherWrites); guarded by mu.
 	gather int
+
+	// stmts are the statements prepared on the write connection, by query
+	// text; seen counts the unprepared ones run. Only the writer goroutine
+	// uses them (see prepared).
+	stmts map[string]*sql.Stmt
+	seen  map[string]int
+}
+
+// Prepared statements of the writer. SQLite parses a statement on every
+// run otherwise, which was a tenth of a login's CPU. A statement is
+// prepared on the write connection between batches (database/sql prepares
+// on a free connection, and the one connection is busy during a batch),
+// once it has run twice, so statements built for one batch size (IN lists,
+// multi-row inserts) rarely take a place; at most maxStmts are kept.
+const (
+	maxStmts = 256
+	maxSeen  = 4096
+)
+
+// prepared returns q's prepared statement, or nil after noting that q ran
+// unprepared.
+func (w *writer) prepared(q string) *sql.Stmt {
+	if st, ok := w.stmts[q]; ok {
+		return st
+	}
+	if len(w.stmts) < maxStmts {
+		if len(w.seen) >= maxSeen {
+			clear(w.seen)
+		}
+		w.seen[q]++
+	}
+	return nil
+}
+
+// prepare prepares the statements that ran twice unprepared; called
+// between batches, when the write connection is free.
+func (w *writer) prepare() {
+	for q, n := range w.seen {
+		if n < 2 || len(w.stmts) >= maxStmts {
+			continue
+		}
+		delete(w.seen, q)
+		st, err := w.db.write.PrepareContext(context.Background(), q)
+		if err != nil {
+			continue // it runs unprepared, and reports its error there
+		}
+		w.stmts[q] = st
+	}
+}
+
+// closeStmts closes the prepared statements (at stop).
+func (w *writer) closeStmts() {
+	for q, st := range w.stmts {
+		st.Close()
+		delete(w.stmts, q)
+	}
 }
 
 // errClosed is the error of a write unit given to a closed database.
 var errClosed = errors.New("store: the database is closed")
 
 func startWriter(db *DB) *writer {
-	w := &writer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &writer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		stmts: map[string]*sql.Stmt{}, seen: map[string]int{}}
 	go w.run()
 	return w
 }
@@ -181,11 +294,11 @@ func startWriter(db *DB) *writer {
 // before the writer takes the unit abandons it (nothing is written); once
 // taken, the unit's outcome is waited for, so a write that commits is
 // never reported as failed.
-func (w *writer) do(ctx context.Context, fn func(*wtx) error) error {
+func (w *writer) do(ctx context.Context, fn func(*wtx) error, ran bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	u := &unit{ctx: ctx, fn: fn, done: make(chan struct{})}
+	u := &unit{ctx: ctx, fn: fn, done: make(chan struct{}), ran: ran}
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -226,6 +339,7 @@ func (w *writer) stop() {
 // run is the writer goroutine.
 func (w *writer) run() {
 	defer close(w.done)
+	defer w.closeStmts()
 	var batch []*unit
 	for {
 		w.mu.Lock()
@@ -257,6 +371,7 @@ func (w *writer) run() {
 			continue
 		}
 		left := w.runBatch(live)
+		w.prepare()
 		if len(left) > 0 {
 			// A storage failure ended the transaction before these ran:
 			// they go first into the next batch, where their callers may
@@ -278,7 +393,7 @@ func (w *writer) runBatch(units []*unit) (left []*unit) {
 	db := w.db
 	finish := func(us []*unit) {
 		for _, u := range us {
-			close(u.done)
+			u.release()
 		}
 	}
 	t, err := db.write.BeginTx(context.Background(), nil)
@@ -292,26 +407,35 @@ func (w *writer) runBatch(units []*unit) (left []*unit) {
 	}
 	alone := len(units) == 1
 	events := false
+	bt := &wtx{Tx: t, w: w} // the batch's own statements
+	exec := func(q string) error {
+		_, err := bt.ExecContext(context.Background(), q)
+		return err
+	}
 	for i, u := range units {
 		if err := u.ctx.Err(); err != nil {
 			u.err = err // its caller is gone; nothing of it runs
+			u.release()
 			continue
 		}
 		if !alone {
-			if _, err := t.Exec(`SAVEPOINT unit`); err != nil {
+			if err := exec(`SAVEPOINT unit`); err != nil {
 				return w.abort(t, units[:i+1], units[i+1:], err)
 			}
 		}
-		wt := &wtx{Tx: t, detach: true}
+		wt := &wtx{Tx: t, w: w}
 		u.err, u.panicked = runUnit(u.fn, wt)
 		if u.err == nil && u.panicked == nil {
 			if !alone {
-				if _, err := t.Exec(`RELEASE unit`); err != nil {
+				if err := exec(`RELEASE unit`); err != nil {
 					return w.abort(t, units[:i+1], units[i+1:], err)
 				}
 			}
 			u.events = wt.events
 			events = events || wt.events
+			if u.ran {
+				u.release()
+			}
 			continue
 		}
 		if u.err != nil {
@@ -322,26 +446,34 @@ func (w *writer) runBatch(units []*unit) (left []*unit) {
 			finish(units)
 			return nil
 		}
-		if _, err := t.Exec(`ROLLBACK TO unit`); err != nil {
+		if err := exec(`ROLLBACK TO unit`); err != nil {
 			// The unit's failure ended the transaction (SQLite rolls back
 			// the whole of it on some storage errors).
 			return w.abort(t, units[:i], units[i+1:], err, u)
 		}
-		if _, err := t.Exec(`RELEASE unit`); err != nil {
+		if err := exec(`RELEASE unit`); err != nil {
 			return w.abort(t, units[:i], units[i+1:], err, u)
+		}
+		if u.ran {
+			u.release() // its failure is final: nothing of it is in the batch
 		}
 	}
 	cerr := t.Commit()
 	db.noteWrite(cerr)
 	if cerr != nil {
 		for _, u := range units {
-			if u.err == nil && u.panicked == nil {
+			if u.err == nil && u.panicked == nil && !u.released {
 				u.err = translate(cerr)
 			}
 		}
 	} else {
 		w.batches.Add(1)
 		w.units.Add(int64(len(units)))
+		for _, u := range units {
+			if !u.ran {
+				w.waited.Add(1)
+			}
+		}
 		if events {
 			db.eventsCommitted()
 		}
@@ -359,13 +491,13 @@ func (w *writer) abort(t *sql.Tx, ran, rest []*unit, cause error, finished ...*u
 	w.db.noteWrite(cause)
 	err := fmt.Errorf("the write transaction was rolled back: %w", translate(cause))
 	for _, u := range ran {
-		if u.err == nil && u.panicked == nil {
+		if u.err == nil && u.panicked == nil && !u.released {
 			u.err = err
 		}
-		close(u.done)
+		u.release()
 	}
 	for _, u := range finished {
-		close(u.done)
+		u.release()
 	}
 	return rest
 }
@@ -391,6 +523,16 @@ func (db *DB) GatherWrites(n int) {
 	db.writer.mu.Lock()
 	db.writer.gather = n
 	db.writer.mu.Unlock()
+}
+
+// WriteWaits reports how many committed write transactions of SQLite's
+// writer had their callers wait for the commit (0 on PostgreSQL): what
+// makes a request as long as a batch.
+func (db *DB) WriteWaits() int64 {
+	if db.writer == nil {
+		return 0
+	}
+	return db.writer.waited.Load()
 }
 
 // WriteBatches reports how many write batches SQLite's writer committed and

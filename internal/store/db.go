@@ -535,11 +535,22 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// exec runs one write statement (q with ? placeholders) outside a
-// transaction, remembering a failure of the database for readiness.
+// exec runs one write statement (q with ? placeholders) as a write
+// transaction of its own, remembering a failure of the database for
+// readiness. On SQLite it is a unit of the writer's batches like any
+// other (so it shares their commit instead of taking the write connection
+// for an fsync of its own).
 func (db *DB) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	res, err := db.write.ExecContext(ctx, db.rebind(q), args...)
-	db.noteWrite(err)
+	if db.writer == nil {
+		res, err := db.write.ExecContext(ctx, db.rebind(q), args...)
+		db.noteWrite(err)
+		return res, err
+	}
+	var res sql.Result
+	err := db.tx(ctx, func(t *wtx) (err error) {
+		res, err = t.ExecContext(ctx, q, args...)
+		return err
+	})
 	return res, err
 }
 

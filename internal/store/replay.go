@@ -12,7 +12,10 @@ import (
 // later callers get claimed=false and the stored reply (nil while the first
 // caller has not finished).
 func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (claimed bool, reply []byte, err error) {
-	err = db.tx(ctx, func(tx *wtx) error {
+	// The claim need not be durable before the request goes on: the
+	// request's own write (a login) commits after it, in order, and its
+	// reply waits for that (txRan).
+	err = db.txRan(ctx, func(tx *wtx) error {
 		res, err := tx.ExecContext(ctx, db.rebind(`INSERT INTO envelope_replays (app_id, mac, expires_at) VALUES (?, ?, ?)
 			ON CONFLICT (app_id, mac) DO NOTHING`), appID, mac, ms(expires))
 		if err != nil {
@@ -45,14 +48,29 @@ func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byt
 	if err != nil {
 		return err
 	}
-	_, err = db.exec(ctx, `UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`, sealed, appID, mac)
-	return translate(err)
+	// Recorded with the next batch, not waited for (txRan): should it be
+	// lost to a crash, a duplicate of this envelope finds its claim
+	// pending and is refused as busy until the envelope expires; it is
+	// never answered twice.
+	return db.txRan(ctx, func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`), sealed, appID, mac)
+		return translate(err)
+	})
 }
 
 // ReplayReply reads the stored reply of an envelope, nil while pending.
+// On SQLite it reads through the writer: the reply is recorded in the
+// writer's batches without waiting for their commit (CompleteReplay), so
+// the write connection is where it is first seen.
 func (db *DB) ReplayReply(ctx context.Context, appID, mac string) ([]byte, error) {
 	var r sql.NullString
-	err := db.read.QueryRowContext(ctx, db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`), appID, mac).Scan(&r)
+	q := db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`)
+	var err error
+	if db.writer != nil {
+		err = db.txRan(ctx, func(tx *wtx) error { return tx.QueryRowContext(ctx, q, appID, mac).Scan(&r) })
+	} else {
+		err = db.read.QueryRowContext(ctx, q, appID, mac).Scan(&r)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	} else if err != nil {
