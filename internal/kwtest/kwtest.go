@@ -257,7 +257,11 @@ func Start(t testing.TB, o Options) *Server {
 		o.Clock = NewClock()
 	}
 	cfg := config.Config{
-		Database:       config.Database{Data: o.DataDir, DatabaseURL: o.DatabaseURL},
+		// synchronous=NORMAL: what a power cut would lose no test can
+		// observe, and FULL's fsync per commit adds up over a suite of
+		// mostly sequential writes. The store's own tests (group commit,
+		// SIGKILL mid-batch) run with the default, FULL.
+		Database:       config.Database{Data: o.DataDir, DatabaseURL: o.DatabaseURL, SQLiteSynchronous: "normal"},
 		Addr:           "127.0.0.1:0",
 		SessionTimeout: 180 * time.Second,
 		BcryptCost:     4,
