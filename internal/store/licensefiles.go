@@ -87,8 +87,8 @@ func (s licenseStore) LicenseFiles(ctx context.Context, appID string, keyID int6
 }
 
 func (s licenseStore) PurgeLicenseFiles(ctx context.Context, cutoff time.Time) (int, error) {
-	res, err := s.db.write.ExecContext(ctx, s.db.rebind(`DELETE FROM license_files
-		WHERE revoked_at IS NULL AND valid_until < ? AND issued_at < ?`), ms(cutoff), ms(cutoff))
+	res, err := s.db.exec(ctx, `DELETE FROM license_files
+		WHERE revoked_at IS NULL AND valid_until < ? AND issued_at < ?`, ms(cutoff), ms(cutoff))
 	if err != nil {
 		return 0, translate(err)
 	}
