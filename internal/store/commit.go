@@ -305,11 +305,11 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error, ran bool) error {
 		return errClosed
 	}
 	w.queue = append(w.queue, u)
-	w.mu.Unlock()
-	select {
+	select { // under mu: stop closes wake under it too
 	case w.wake <- struct{}{}:
 	default:
 	}
+	w.mu.Unlock()
 	select {
 	case <-u.done:
 	case <-ctx.Done():

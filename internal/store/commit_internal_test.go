@@ -178,3 +178,30 @@ func TestWriterClose(t *testing.T) {
 		t.Errorf("a duplicate: %v, want ErrConflict", err)
 	}
 }
+
+// Writes racing Close either commit or are refused with errClosed; none
+// panics, none is lost after reporting success.
+func TestWriterCloseRacingWrites(t *testing.T) {
+	db := sqliteForCommit(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 64)
+	for i := range errs {
+		wg.Go(func() {
+			errs[i] = db.tx(ctx, func(w *wtx) error { return lease(ctx, db, w, "race-"+string(rune('A'+i))) })
+		})
+	}
+	db.writer.stop()
+	wg.Wait()
+	for i, err := range errs {
+		name := "race-" + string(rune('A'+i))
+		switch {
+		case err == nil && !hasLease(t, db, name):
+			t.Errorf("%s reported committed but is missing", name)
+		case err != nil && !errors.Is(err, errClosed):
+			t.Errorf("%s: %v, want nil or errClosed", name, err)
+		case err != nil && hasLease(t, db, name):
+			t.Errorf("%s refused but written", name)
+		}
+	}
+}
