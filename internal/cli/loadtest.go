@@ -18,7 +18,7 @@ import (
 // this process on a fresh SQLite database) and prints throughput and latency
 // next to the echo baseline.
 type loadtestCmd struct {
-	URL           string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive; empty starts one in this process."`
+	URL           string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive, or several comma-separated (processes on one database: the first provisions, the measured load is spread over all by connection); empty starts one in this process."`
 	AdminUsername string        `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Admin user that provisions the test app (with --url or --database-url)."`
 	AdminPassword string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
 	Data          string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
