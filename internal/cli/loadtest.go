@@ -36,7 +36,7 @@ type loadtestCmd struct {
 	HerdTimeout   time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`
 	HerdConns     int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
 	Keep          bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
-	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
+	CPUProfile    string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) during the measured phase of the mode to this file."`
 }
 
 func (c *loadtestCmd) Run(e *env) error {
@@ -63,10 +63,19 @@ func (c *loadtestCmd) Run(e *env) error {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		var perr error
+		o.Measured = func(start bool) {
+			if !start {
+				pprof.StopCPUProfile()
+			} else if err := pprof.StartCPUProfile(f); err != nil {
+				perr = err
+			}
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if perr != nil {
+				fmt.Fprintf(e.stderr, "loadtest: cpu profile: %v\n", perr)
+			}
+		}()
 	}
 	rep, err := loadtest.Run(e.ctx, o)
 	if err != nil {

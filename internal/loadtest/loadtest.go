@@ -74,6 +74,10 @@ type Options struct {
 	Now func() time.Time
 	// Progress receives one line per provisioning step; nil discards.
 	Progress io.Writer
+	// Measured, when set, is called with true just before the mode's
+	// measured phase (after its warmup) and with false just after it, so
+	// that a profile can cover that phase alone.
+	Measured func(start bool)
 }
 
 // URLs splits o.URL at commas (surrounding blanks and trailing slashes
@@ -143,6 +147,12 @@ func (o *Options) defaults() error {
 		o.Progress = io.Discard
 	}
 	return nil
+}
+
+func (o *Options) measured(start bool) {
+	if o.Measured != nil {
+		o.Measured(start)
+	}
 }
 
 // hasSessions says whether the mode opens live sessions before measuring.
@@ -289,7 +299,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		t.resetCounts()
 		m := newMixer(t, o.Mix, true)
+		o.measured(true)
 		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, m.do)
+		o.measured(false)
 		rep.Kinds = m.results(rep.Target.Elapsed)
 		rep.UpdateRelease = t.hasRelease
 	} else {
@@ -297,9 +309,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) })
 		}
 		t.resetCounts()
+		o.measured(true)
 		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, func(ctx context.Context, i int) error {
 			return t.Do(ctx, o.Mode, i)
 		})
+		o.measured(false)
 	}
 	for j, u := range t.urls {
 		rep.PerURL = append(rep.PerURL, URLCount{URL: u, Requests: t.sent[j].Load()})
