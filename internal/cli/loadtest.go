@@ -18,7 +18,7 @@ import (
 // this process on a fresh SQLite database) and prints throughput and latency
 // next to the echo baseline.
 type loadtestCmd struct {
-	URL               string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive; empty starts one in this process."`
+	URL               string        `name:"url" env:"KEYWARD_LOADTEST_URL" help:"Base URL of the keyward to drive, or several comma-separated (processes on one database: the first provisions, the measured load is spread over all by connection); empty starts one in this process."`
 	AdminUsername     string        `name:"admin-username" default:"admin" env:"KEYWARD_ADMIN_USERNAME" help:"Admin user that provisions the test app (with --url or --database-url)."`
 	AdminPassword     string        `name:"admin-password" env:"KEYWARD_ADMIN_PASSWORD" help:"That admin's password (with --url or --database-url)."`
 	Data              string        `name:"data" help:"Data directory of the in-process server (default: a fresh temporary directory, removed afterwards)."`
@@ -37,7 +37,7 @@ type loadtestCmd struct {
 	HerdTimeout       time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`
 	HerdConns         int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
 	Keep              bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
-	CPUProfile        string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) to this file."`
+	CPUProfile        string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) during the measured phase of the mode to this file."`
 }
 
 func (c *loadtestCmd) Run(e *env) error {
@@ -66,10 +66,19 @@ func (c *loadtestCmd) Run(e *env) error {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+		var perr error
+		o.Measured = func(start bool) {
+			if !start {
+				pprof.StopCPUProfile()
+			} else if err := pprof.StartCPUProfile(f); err != nil {
+				perr = err
+			}
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			if perr != nil {
+				fmt.Fprintf(e.stderr, "loadtest: cpu profile: %v\n", perr)
+			}
+		}()
 	}
 	rep, err := loadtest.Run(e.ctx, o)
 	if err != nil {

@@ -135,3 +135,19 @@ func TestLoadtestMixHerd(t *testing.T) {
 		t.Errorf("bad --mix: exit %d, %q", code, errOut)
 	}
 }
+
+// `keyward loadtest --cpu-profile FILE` writes a CPU profile (gzipped
+// protobuf) of the measured phase.
+func TestLoadtestCPUProfile(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	prof := filepath.Join(t.TempDir(), "cpu.prof")
+	code, out, errOut := run(t, "loadtest", "--sessions", "4", "--duration", "200ms", "--warmup", "0s", "--conns", "2", "--cpu-profile", prof)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %d bytes, %v", len(b), err)
+	}
+}

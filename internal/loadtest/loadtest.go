@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyward/keyward/internal/envelope"
@@ -35,7 +36,11 @@ const (
 
 // Options configure a run.
 type Options struct {
-	URL           string // keyward base URL, e.g. http://127.0.0.1:8080
+	// URL is the keyward base URL, e.g. http://127.0.0.1:8080, or several
+	// comma-separated (processes sharing one database): the first
+	// provisions (admin calls and the sessions' logins), and the measured
+	// requests are spread over all, connection i sending to URL i mod n.
+	URL           string
 	AdminUsername string
 	AdminPassword string
 
@@ -69,9 +74,30 @@ type Options struct {
 	Now func() time.Time
 	// Progress receives one line per provisioning step; nil discards.
 	Progress io.Writer
+	// Measured, when set, is called with true just before the mode's
+	// measured phase (after its warmup) and with false just after it, so
+	// that a profile can cover that phase alone.
+	Measured func(start bool)
+}
+
+// URLs splits o.URL at commas (surrounding blanks and trailing slashes
+// dropped).
+func (o *Options) URLs() ([]string, error) {
+	var urls []string
+	for _, u := range strings.Split(o.URL, ",") {
+		u = strings.TrimRight(strings.TrimSpace(u), "/")
+		if u == "" {
+			return nil, fmt.Errorf("url: empty address in %q", o.URL)
+		}
+		urls = append(urls, u)
+	}
+	return urls, nil
 }
 
 func (o *Options) defaults() error {
+	if _, err := o.URLs(); err != nil {
+		return err
+	}
 	if o.Mode == "" {
 		o.Mode = Heartbeat
 	}
@@ -123,6 +149,12 @@ func (o *Options) defaults() error {
 	return nil
 }
 
+func (o *Options) measured(start bool) {
+	if o.Measured != nil {
+		o.Measured(start)
+	}
+}
+
 // hasSessions says whether the mode opens live sessions before measuring.
 func (m Mode) hasSessions() bool { return m == Heartbeat || m == Mix }
 
@@ -143,6 +175,15 @@ type Report struct {
 	UpdateRelease bool
 	// Herd is the thundering herd (Options.Herd), or nil.
 	Herd *HerdResult
+	// PerURL is how the measured phase's requests (Target) went over the
+	// addresses of Options.URL, in its order.
+	PerURL []URLCount
+}
+
+// URLCount is the requests one address got.
+type URLCount struct {
+	URL      string
+	Requests int64
 }
 
 // Failures counts failed requests of all phases, the herd's refusals aside
@@ -187,6 +228,17 @@ func (r *Report) Print(w io.Writer) {
 			fmtDur(res.P50), fmtDur(res.P99), res.Errors)
 	}
 	fmt.Fprintf(w, "%s / echo: %.0f%%\n", r.Mode, 100*r.Ratio())
+	if len(r.PerURL) > 1 {
+		fmt.Fprintf(w, "%s requests per address:", r.Mode)
+		for i, u := range r.PerURL {
+			sep := ","
+			if i == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s %s %d", sep, u.URL, u.Requests)
+		}
+		fmt.Fprintln(w)
+	}
 	if r.Mode == Mix {
 		if r.UpdateRelease {
 			fmt.Fprintf(w, "update checks: against a published release (update available)\n")
@@ -245,14 +297,26 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Warmup > 0 {
 			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, newMixer(t, o.Mix, false).do)
 		}
+		t.resetCounts()
 		m := newMixer(t, o.Mix, true)
+		o.measured(true)
 		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, m.do)
+		o.measured(false)
 		rep.Kinds = m.results(rep.Target.Elapsed)
 		rep.UpdateRelease = t.hasRelease
 	} else {
-		rep.Target = Measure(ctx, string(o.Mode), o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
+		if o.Warmup > 0 {
+			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) })
+		}
+		t.resetCounts()
+		o.measured(true)
+		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, func(ctx context.Context, i int) error {
 			return t.Do(ctx, o.Mode, i)
 		})
+		o.measured(false)
+	}
+	for j, u := range t.urls {
+		rep.PerURL = append(rep.PerURL, URLCount{URL: u, Requests: t.sent[j].Load()})
 	}
 	if o.HalfRate && rep.Target.RPS() > 0 {
 		rate := rep.Target.RPS() / 2
@@ -284,7 +348,13 @@ func StartEcho(now func() time.Time) (stop func(), url string, err error) {
 // Target is a provisioned app on a keyward: its secret, keys, and the live
 // sessions opened on them.
 type Target struct {
-	c        *client
+	c *client
+	// urls are the addresses the measured requests are spread over (the
+	// first is c's); conns is the connection count they are spread by.
+	urls  []string
+	conns int
+	// sent counts the requests sent to each of urls since resetCounts.
+	sent     []atomic.Int64
 	token    string
 	AppID    string
 	Secret   string
@@ -308,7 +378,8 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	c := newClient(o.URL, o.Conns, o.Now)
+	urls, _ := o.URLs()
+	c := newClient(urls[0], o.Conns, o.Now)
 	var login struct{ Token string }
 	if err := c.admin(ctx, "", "POST", "/api/admin/login.php",
 		map[string]string{"username": o.AdminUsername, "password": o.AdminPassword}, &login); err != nil {
@@ -324,7 +395,7 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 	if err := c.admin(ctx, login.Token, "POST", "/api/admin/apps.php", map[string]any{"name": name, "version": "1.0.0"}, &created); err != nil {
 		return nil, fmt.Errorf("create app: %w", err)
 	}
-	t := &Target{c: c, token: login.Token, AppID: created.App.ID, Secret: created.App.Secret, keys: envelope.Derive(created.App.Secret)}
+	t := &Target{c: c, urls: urls, conns: o.Conns, sent: make([]atomic.Int64, len(urls)), token: login.Token, AppID: created.App.ID, Secret: created.App.Secret, keys: envelope.Derive(created.App.Secret)}
 	fail := func(err error) (*Target, error) {
 		t.Close(ctx, o.Keep)
 		return nil, err
@@ -413,13 +484,31 @@ func cmp(first, err error) error {
 	return first
 }
 
+// login logs a device in through the first address (provisioning).
 func (t *Target) login(ctx context.Context, key, hwid string) (*reply, error) {
-	inner, _ := json.Marshal(map[string]string{"license_key": key, "hwid": hwid})
-	return t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/login.php", inner)
+	return t.c.sealedLogin(ctx, t, t.c.base, key, hwid)
+}
+
+// url is where connection conn (a Measure i: i mod conns is its
+// goroutine) sends path: address conn mod len(urls), counted.
+func (t *Target) url(conn int, path string) string {
+	j := 0
+	if len(t.urls) > 1 {
+		j = (conn % t.conns) % len(t.urls)
+	}
+	t.sent[j].Add(1)
+	return t.urls[j] + path
+}
+
+func (t *Target) resetCounts() {
+	for j := range t.sent {
+		t.sent[j].Store(0)
+	}
 }
 
 // Do sends the i-th request of mode: heartbeats cycle through the sessions,
-// logins and check-keys through the keys.
+// logins and check-keys through the keys; with several addresses, the
+// request goes to the one of i's connection (see Options.URL).
 func (t *Target) Do(ctx context.Context, mode Mode, i int) error {
 	var err error
 	switch mode {
@@ -428,19 +517,25 @@ func (t *Target) Do(ctx context.Context, mode Mode, i int) error {
 			return errors.New("no sessions provisioned")
 		}
 		s := t.Sessions[i%len(t.Sessions)]
-		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/heartbeat.php", heartbeatBody(s))
+		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.url(i, "/api/auth/heartbeat.php"), heartbeatBody(s))
 	case Login:
 		k := i % len(t.Keys)
-		_, err = t.login(ctx, t.Keys[k], "loadtest-login-"+strconv.Itoa(k))
+		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k], "hwid": "loadtest-login-" + strconv.Itoa(k)})
+		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.url(i, "/api/auth/login.php"), inner)
 	case CheckKey:
-		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[i%len(t.Keys)]})
-		var r *reply
-		r, err = t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/check-key.php", inner)
-		if err == nil && (r.Valid == nil || !*r.Valid) {
-			err = errors.New("check-key: key reported not valid")
-		}
+		err = t.checkKey(ctx, i, i)
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
+	}
+	return err
+}
+
+// checkKey checks key k through connection conn's address.
+func (t *Target) checkKey(ctx context.Context, conn, k int) error {
+	inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k%len(t.Keys)]})
+	r, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/auth/check-key.php"), inner)
+	if err == nil && (r.Valid == nil || !*r.Valid) {
+		err = errors.New("check-key: key reported not valid")
 	}
 	return err
 }

@@ -19,10 +19,12 @@ func TestRunEveryMode(t *testing.T) {
 		srv := kwtest.Start(t, kwtest.Options{Engine: engine})
 		for _, mode := range []loadtest.Mode{loadtest.Heartbeat, loadtest.Login, loadtest.CheckKey} {
 			t.Run(string(mode), func(t *testing.T) {
+				var marks []bool // Measured's calls
 				rep, err := loadtest.Run(context.Background(), loadtest.Options{
 					URL: srv.URL, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword,
 					Mode: mode, Sessions: 40, Keys: 20, Conns: 4,
 					Duration: 300 * time.Millisecond, Now: srv.Clock.Now,
+					Measured: func(start bool) { marks = append(marks, start) },
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -37,6 +39,9 @@ func TestRunEveryMode(t *testing.T) {
 					if r.P50 <= 0 || r.P99 < r.P50 {
 						t.Errorf("%s: p50 %v p99 %v", r.Name, r.P50, r.P99)
 					}
+				}
+				if len(marks) != 2 || !marks[0] || marks[1] {
+					t.Errorf("Measured called with %v, want [true false]", marks)
 				}
 				if mode == loadtest.Heartbeat && rep.Sessions != 40 {
 					t.Errorf("opened %d sessions, want 40", rep.Sessions)

@@ -132,11 +132,12 @@ func (m *mixer) pick() Kind {
 	return m.ws[len(m.ws)-1].Kind
 }
 
-// do sends one request of a randomly weighted kind.
-func (m *mixer) do(ctx context.Context, _ int) error {
+// do sends one request of a randomly weighted kind through the address of
+// i's connection.
+func (m *mixer) do(ctx context.Context, i int) error {
 	k := m.pick()
 	t0 := time.Now()
-	err := m.t.doKind(ctx, k)
+	err := m.t.doKind(ctx, k, i)
 	if m.stats != nil {
 		m.stats[k].add(time.Since(t0), err)
 	}
@@ -157,12 +158,13 @@ func (m *mixer) results(elapsed time.Duration) []Result {
 	return out
 }
 
-// doKind sends one request of kind k. Heartbeats and logins go to a random
+// doKind sends one request of kind k through the address of connection
+// conn (see Target.url). Heartbeats and logins go to a random
 // live session under its lock: a login in the mix is that session's device
 // logging in again, which opens a new session and retires its old one (the
 // server's rule for a one-device key), so the session count stays the same
 // and later heartbeats use the new id.
-func (t *Target) doKind(ctx context.Context, k Kind) error {
+func (t *Target) doKind(ctx context.Context, k Kind, conn int) error {
 	switch k {
 	case KindHeartbeat, KindLogin:
 		if len(t.Sessions) == 0 {
@@ -172,21 +174,21 @@ func (t *Target) doKind(ctx context.Context, k Kind) error {
 		t.locks[i].Lock()
 		defer t.locks[i].Unlock()
 		if k == KindHeartbeat {
-			_, err := t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/heartbeat.php", heartbeatBody(t.Sessions[i]))
+			_, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/auth/heartbeat.php"), heartbeatBody(t.Sessions[i]))
 			return err
 		}
-		r, err := t.login(ctx, t.Sessions[i].Key, deviceID(i))
+		r, err := t.c.sealedLogin(ctx, t, t.url(conn, ""), t.Sessions[i].Key, deviceID(i))
 		if err != nil {
 			return err
 		}
 		t.Sessions[i].ID = r.SessionID
 		return nil
 	case KindCheckKey:
-		return t.Do(ctx, CheckKey, rand.IntN(len(t.Keys)))
+		return t.checkKey(ctx, conn, rand.IntN(len(t.Keys)))
 	case KindUpdate:
 		i := rand.IntN(len(t.Keys))
 		inner, _ := json.Marshal(map[string]string{"v": "1.0.0", "hwid": deviceID(i), "license_key": t.Keys[i]})
-		r, err := t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/update/check.php", inner)
+		r, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/update/check.php"), inner)
 		if err != nil {
 			return err
 		}
@@ -254,10 +256,13 @@ func herdBackoff(base time.Duration, n int) time.Duration {
 // Herd has every live session's device log in again at once, each over a
 // connection pool of conns (retrying failures with herdBackoff from
 // backoff), while conns heartbeat workers keep heartbeating the sessions
-// that have recovered. It stops at timeout.
+// that have recovered. It stops at timeout. With several addresses, session
+// i logs in through address i mod n and heartbeat worker w sends to address
+// w mod n, so a session is often kept alive by another process than the one
+// it logged in on.
 func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Duration) HerdResult {
 	n := len(t.Sessions)
-	hc := newClient(t.c.base, conns, t.c.now)
+	hc := newClient(t.c.base, conns, t.c.now) // base unused: every call names its address
 	defer hc.close()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -283,6 +288,7 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 	hbCtx, stopHB := context.WithCancel(ctx)
 	for w := 0; w < conns; w++ {
 		hb.Add(1)
+		hbURL := t.urls[w%len(t.urls)] + "/api/auth/heartbeat.php"
 		go func() {
 			defer hb.Done()
 			for hbCtx.Err() == nil {
@@ -299,7 +305,7 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 				s := t.Sessions[i]
 				t.locks[i].Unlock()
 				t0 := time.Now()
-				_, err := t.c.sealed(hbCtx, t.keys, t.Secret, t.c.base+"/api/auth/heartbeat.php", heartbeatBody(s))
+				_, err := t.c.sealed(hbCtx, t.keys, t.Secret, hbURL, heartbeatBody(s))
 				if hbCtx.Err() != nil {
 					return // cut off by the end of the herd, not a failure
 				}
@@ -317,7 +323,7 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 			for try := 0; ctx.Err() == nil; try++ {
 				attempts.Add(1)
 				t0 := time.Now()
-				r, err := hc.sealedLogin(ctx, t, key, deviceID(i))
+				r, err := hc.sealedLogin(ctx, t, t.urls[i%len(t.urls)], key, deviceID(i))
 				if ctx.Err() != nil {
 					return
 				}
@@ -364,8 +370,9 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 	return res
 }
 
-// sealedLogin is Target.login over c (the herd's own connection pool).
-func (c *client) sealedLogin(ctx context.Context, t *Target, key, hwid string) (*reply, error) {
+// sealedLogin logs device hwid in on key at the keyward at base, over c
+// (the herd has its own connection pool).
+func (c *client) sealedLogin(ctx context.Context, t *Target, base, key, hwid string) (*reply, error) {
 	inner, _ := json.Marshal(map[string]string{"license_key": key, "hwid": hwid})
-	return c.sealed(ctx, t.keys, t.Secret, c.base+"/api/auth/login.php", inner)
+	return c.sealed(ctx, t.keys, t.Secret, base+"/api/auth/login.php", inner)
 }
