@@ -36,7 +36,9 @@ type Store interface {
 
 	// HeartbeatView reads a session and its key's state in one query.
 	HeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
-	// TouchSessions records last-seen times of live sessions in one write.
+	// TouchSessions records last-seen times of live sessions (in writes of
+	// a few hundred each; a failure may leave some written, and writing
+	// them again is harmless).
 	TouchSessions(ctx context.Context, seen map[string]time.Time) error
 	// ReapSessions ends live sessions last seen before cutoff and deletes ended
 	// sessions older than purgeBefore. It returns how many it ended.

@@ -528,11 +528,15 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 // parameters, well under SQLite's 32 766 and PostgreSQL's 65 535.
 const touchChunk = 500
 
-// TouchSessions writes heartbeat times in one transaction, one UPDATE … FROM
-// (VALUES …) statement per touchChunk sessions. Ended sessions are left
-// alone, a time never moves backwards, and unknown ids are ignored. The ids
-// go in sorted order so that concurrent flushes from several processes lock
-// rows in the same order on PostgreSQL.
+// TouchSessions writes heartbeat times, one UPDATE … FROM (VALUES …)
+// statement per touchChunk sessions, each its own write transaction: on
+// PostgreSQL a chunk's row locks are held only until its own commit, so a
+// login ending one of those sessions waits for one chunk, not the whole
+// flush; on SQLite the chunks are units of the writer's batches, so they
+// still share commits (and a login queued meanwhile runs between them).
+// Ended sessions are left alone, a time never moves backwards, and unknown
+// ids are ignored. The ids go in sorted order so that concurrent flushes
+// from several processes lock rows in the same order on PostgreSQL.
 func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
 	if len(seen) == 0 {
 		return nil
@@ -542,29 +546,30 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	return s.db.tx(ctx, func(tx *wtx) error {
-		var full string // the statement of a whole chunk, built once
-		args := make([]any, 0, 2*min(len(ids), touchChunk))
-		for len(ids) > 0 {
-			chunk := ids[:min(len(ids), touchChunk)]
-			ids = ids[len(chunk):]
-			args = args[:0]
-			for _, id := range chunk {
-				args = append(args, id, ms(seen[id]))
-			}
-			q := full
-			if len(chunk) < touchChunk || q == "" {
-				q = s.db.touchQuery(len(chunk))
-				if len(chunk) == touchChunk {
-					full = q
-				}
-			}
-			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-				return translate(err)
+	var full string // the statement of a whole chunk, built once
+	args := make([]any, 0, 2*min(len(ids), touchChunk))
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), touchChunk)]
+		ids = ids[len(chunk):]
+		args = args[:0]
+		for _, id := range chunk {
+			args = append(args, id, ms(seen[id]))
+		}
+		q := full
+		if len(chunk) < touchChunk || q == "" {
+			q = s.db.touchQuery(len(chunk))
+			if len(chunk) == touchChunk {
+				full = q
 			}
 		}
-		return nil
-	})
+		if err := s.db.tx(ctx, func(tx *wtx) error {
+			_, err := tx.ExecContext(ctx, q, args...)
+			return translate(err)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // touchQuery is the UPDATE of n sessions' last-seen times, its arguments
