@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -167,6 +168,7 @@ func (d *Dispatcher) FanOut(ctx context.Context) error {
 				}
 			}
 			now := d.clock()
+			var dels []*Delivery
 			for i, js := range wants {
 				if len(js) == 0 {
 					continue
@@ -182,10 +184,11 @@ func (d *Dispatcher) FanOut(ctx context.Context) error {
 					if err != nil {
 						return err
 					}
-					if err := tx.InsertDelivery(ctx, newDelivery(id, &dests[i], evs[j], seq, now)); err != nil {
-						return err
-					}
+					dels = append(dels, newDelivery(id, &dests[i], evs[j], seq, now))
 				}
+			}
+			if err := tx.InsertDeliveries(ctx, dels); err != nil {
+				return err
 			}
 			return tx.MarkDispatched(ctx, ids, now)
 		})
@@ -196,21 +199,27 @@ func (d *Dispatcher) FanOut(ctx context.Context) error {
 }
 
 // SendDue claims up to a batch of due deliveries, sends them with bounded
-// concurrency and records each attempt; it returns how many it claimed.
+// concurrency and records the attempts, all in one transaction once the
+// batch is sent; it returns how many it claimed. A process that stops
+// between the sends and the record leaves the batch leased: it is sent
+// again, with the same X-Webhook-Id, once the lease expires, as after a
+// crash mid-send.
 func (d *Dispatcher) SendDue(ctx context.Context) (int, error) {
 	var batch []Delivery
 	now := d.clock()
 	err := d.store.InTx(ctx, func(tx Tx) error {
 		due, err := tx.DueDeliveries(ctx, now, d.cfg.Batch)
-		if err != nil {
+		if err != nil || len(due) == 0 {
 			return err
 		}
+		ids := make([]string, len(due))
 		for i := range due {
+			ids[i] = due[i].ID
 			due[i].Attempts++
 			due[i].LockedUntil, due[i].UpdatedAt = now.Add(d.cfg.Lease), now
-			if err := tx.UpdateDelivery(ctx, &due[i]); err != nil {
-				return err
-			}
+		}
+		if err := tx.LeaseDeliveries(ctx, ids, now.Add(d.cfg.Lease), now); err != nil {
+			return err
 		}
 		batch = due
 		return nil
@@ -220,69 +229,140 @@ func (d *Dispatcher) SendDue(ctx context.Context) (int, error) {
 	}
 	sem := make(chan struct{}, d.cfg.Concurrency)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := make([]sent, 0, len(batch))
 	for i := range batch {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func(del *Delivery) {
 			defer func() { <-sem; wg.Done() }()
-			d.attempt(ctx, del)
+			s := d.attempt(ctx, del)
+			mu.Lock()
+			done = append(done, s)
+			mu.Unlock()
 		}(&batch[i])
 	}
 	wg.Wait()
+	d.record(ctx, done)
 	return len(batch), nil
 }
 
-// attempt sends one claimed delivery and records the outcome.
-func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) {
+// sent is an attempt made and not yet recorded.
+type sent struct {
+	del *Delivery
+	a   Attempt
+	ok  bool
+}
+
+// attempt sends one claimed delivery.
+func (d *Dispatcher) attempt(ctx context.Context, del *Delivery) sent {
 	at := d.clock()
 	res := d.send.Send(ctx, del.URL, Headers(del.ID, del.Secret, del.Attempts, at, del.Body), del.Body)
 	a := Attempt{Attempt: del.Attempts, At: at, StatusCode: res.StatusCode, Duration: res.Duration, Response: string(res.Body)}
 	if res.Err != nil {
 		a.Error = res.Err.Error()
 	}
+	return sent{del: del, a: a, ok: res.OK()}
+}
+
+// record logs the attempts made, in the order they ended, and applies their
+// outcomes in one transaction: each delivery succeeded, pending again after
+// its wait or failed, and each destination's failures in a row counted
+// (reset by a success, pausing it at PauseAfter) as if the attempts had
+// been recorded one by one. A delivery or destination deleted meanwhile is
+// skipped.
+func (d *Dispatcher) record(ctx context.Context, done []sent) {
 	ctx = context.WithoutCancel(ctx) // an attempt made is recorded, even during shutdown
-	var outcome string
+	var outcomes []string
 	err := d.store.InTx(ctx, func(tx Tx) error {
-		cur, err := tx.DeliveryForUpdate(ctx, del.ID)
+		outcomes = outcomes[:0]
+		ids := make([]string, len(done))
+		for i, s := range done {
+			ids[i] = s.del.ID
+		}
+		curs, err := tx.DeliveriesForUpdate(ctx, ids)
 		if err != nil {
 			return err
 		}
-		if err := tx.AddAttempt(ctx, del.ID, a); err != nil {
-			return err
+		byID := make(map[string]*Delivery, len(curs))
+		for i := range curs {
+			byID[curs[i].ID] = &curs[i]
 		}
 		now := d.clock()
-		cur.LockedUntil, cur.UpdatedAt = time.Time{}, now
-		if res.OK() {
-			cur.Status, outcome = Succeeded, Succeeded
-		} else if cur.Attempts > len(d.cfg.Schedule) {
-			cur.Status, outcome = Failed, Failed
-		} else {
-			cur.Status, cur.NextAttemptAt = Pending, now.Add(d.jitter(d.cfg.Schedule[cur.Attempts-1]))
-			outcome = "retry"
+		logged := make([]DeliveryAttempt, 0, len(curs))
+		changed := make([]*Delivery, 0, len(curs))
+		var destIDs []int64
+		for _, s := range done {
+			cur := byID[s.del.ID]
+			if cur == nil {
+				continue // deleted with its destination
+			}
+			logged = append(logged, DeliveryAttempt{DeliveryID: cur.ID, Attempt: s.a})
+			cur.LockedUntil, cur.UpdatedAt = time.Time{}, now
+			var outcome string
+			if s.ok {
+				cur.Status, outcome = Succeeded, Succeeded
+			} else if cur.Attempts > len(d.cfg.Schedule) {
+				cur.Status, outcome = Failed, Failed
+			} else {
+				cur.Status, cur.NextAttemptAt = Pending, now.Add(d.jitter(d.cfg.Schedule[cur.Attempts-1]))
+				outcome = "retry"
+			}
+			outcomes = append(outcomes, outcome)
+			changed = append(changed, cur)
+			if !slices.Contains(destIDs, cur.DestinationID) {
+				destIDs = append(destIDs, cur.DestinationID)
+			}
 		}
-		if err := tx.UpdateDelivery(ctx, cur); err != nil {
+		if err := tx.AddAttempts(ctx, logged); err != nil {
 			return err
 		}
-		dest, err := tx.DestinationForUpdate(ctx, del.DestinationID)
+		if err := tx.UpdateDeliveries(ctx, changed); err != nil {
+			return err
+		}
+		dests, err := tx.DestinationsForUpdate(ctx, destIDs)
 		if err != nil {
 			return err
 		}
-		if res.OK() {
-			dest.Failures = 0
-		} else {
+		byDest := make(map[int64]*Destination, len(dests))
+		for i := range dests {
+			byDest[dests[i].ID] = &dests[i]
+		}
+		dirty := make(map[int64]bool, len(dests))
+		for _, s := range done {
+			dest := byDest[s.del.DestinationID]
+			if dest == nil || byID[s.del.ID] == nil {
+				continue
+			}
+			if s.ok {
+				dirty[dest.ID] = dirty[dest.ID] || dest.Failures != 0
+				dest.Failures = 0
+				continue
+			}
 			dest.Failures++
+			dirty[dest.ID] = true
 			if dest.Failures >= PauseAfter && dest.PausedAt == nil {
 				dest.PausedAt = &now
 				d.log.WarnContext(ctx, "webhook destination paused after failures in a row", "webhook_id", dest.ID, "failures", dest.Failures)
 			}
 		}
-		return tx.UpdateDestination(ctx, dest)
+		for i := range dests {
+			if dirty[dests[i].ID] {
+				if err := tx.UpdateDestination(ctx, &dests[i]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
-	if err == nil && d.cfg.OnAttempt != nil {
-		d.cfg.OnAttempt(outcome)
-	}
 	if err != nil {
-		d.log.ErrorContext(ctx, "record webhook attempt", "delivery_id", del.ID, "err", err)
+		d.log.ErrorContext(ctx, "record webhook attempts", "deliveries", len(done), "err", err)
+		return
+	}
+	if d.cfg.OnAttempt != nil {
+		for _, o := range outcomes {
+			d.cfg.OnAttempt(o)
+		}
 	}
 }
 
