@@ -139,3 +139,42 @@ func writeBatchEvents(t *testing.T, s *kwtest.Server, appID string, n int) {
 func eventFor(appID string, i int, now time.Time) event.Event {
 	return event.Event{AppID: appID, Type: event.KeyCreated, CreatedAt: now, Subject: fmt.Sprintf("key:%d", i), Data: map[string]any{"n": i}}
 }
+
+// A fan-out that queues AnalyzeAfter deliveries or more refreshes
+// PostgreSQL's statistics of the deliveries (an ANALYZE, which
+// pg_stat_user_tables.analyze_count counts), so the next claim is planned
+// for the queue as it is; a smaller one does not.
+func TestWebhookFanOutAnalyzes(t *testing.T) {
+	t.Parallel()
+	if len(kwtest.Engines()) == 1 {
+		t.Skip(kwtest.NoPostgres)
+	}
+	s := kwtest.Start(t, kwtest.Options{Engine: "postgres"})
+	a := s.CreateApp("Analyze")
+	for i := range 2 {
+		s.MustAdmin("POST", "/api/admin/webhooks.php", map[string]any{"app_id": a.ID, "url": fmt.Sprintf("http://127.0.0.1:9/%d", i)})
+	}
+	raw := kwtest.RawDB(t, "", s.DatabaseURL)
+	analyzed := func() (n int) {
+		t.Helper()
+		if err := raw.QueryRow(`SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := analyzed()
+	writeBatchEvents(t, s, a.ID, webhook.AnalyzeAfter/2-1) // 998 deliveries
+	if err := s.Dispatcher.FanOut(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := analyzed(); n != before {
+		t.Errorf("a fan-out of %d deliveries analyzed the table (analyze_count %d → %d)", webhook.AnalyzeAfter-2, before, n)
+	}
+	writeBatchEvents(t, s, a.ID, webhook.AnalyzeAfter/2) // 1 000
+	if err := s.Dispatcher.FanOut(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := analyzed(); n != before+1 {
+		t.Errorf("after a fan-out of %d deliveries: analyze_count %d → %d, want one ANALYZE", webhook.AnalyzeAfter, before, n)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/keyward/keyward/internal/event"
@@ -64,7 +65,16 @@ type Dispatcher struct {
 	rand  io.Reader
 	log   *slog.Logger
 	cfg   DispatchConfig
+	// analyzed is when Store.Analyze last ran (Unix ns of the clock).
+	analyzed atomic.Int64
 }
+
+// A fan-out of at least AnalyzeAfter deliveries has the store analyze its
+// queue, at most once per AnalyzeEvery per dispatcher.
+const (
+	AnalyzeAfter = 1000
+	AnalyzeEvery = 10 * time.Second
+)
 
 // NewDispatcher returns a Dispatcher.
 func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reader, log *slog.Logger, cfg DispatchConfig) *Dispatcher {
@@ -139,7 +149,7 @@ func newDelivery(id string, dest *Destination, ev event.Event, seq int64, now ti
 // sequence (advanced in the same transaction) follows event order.
 func (d *Dispatcher) FanOut(ctx context.Context) error {
 	for {
-		var n int
+		var n, queued int
 		err := d.store.InTx(ctx, func(tx Tx) error {
 			// Idle rounds lock nothing.
 			if waiting, err := tx.HasUndispatched(ctx); err != nil || !waiting {
@@ -190,11 +200,28 @@ func (d *Dispatcher) FanOut(ctx context.Context) error {
 			if err := tx.InsertDeliveries(ctx, dels); err != nil {
 				return err
 			}
+			queued = len(dels)
 			return tx.MarkDispatched(ctx, ids, now)
 		})
+		if err == nil && queued >= AnalyzeAfter {
+			d.analyze(ctx)
+		}
 		if err != nil || n < 500 {
 			return err
 		}
+	}
+}
+
+// analyze runs Store.Analyze unless it ran less than AnalyzeEvery ago; a
+// failure is logged, the claims go on with what the planner knew.
+func (d *Dispatcher) analyze(ctx context.Context) {
+	now := d.clock().UnixNano()
+	last := d.analyzed.Load()
+	if now-last < int64(AnalyzeEvery) || !d.analyzed.CompareAndSwap(last, now) {
+		return
+	}
+	if err := d.store.Analyze(ctx); err != nil {
+		d.log.WarnContext(ctx, "analyze webhook deliveries", "err", err)
 	}
 }
 

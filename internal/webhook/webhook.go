@@ -119,6 +119,13 @@ type Store interface {
 	Delivery(ctx context.Context, id string) (*Delivery, error)
 	Attempts(ctx context.Context, deliveryID string) ([]Attempt, error)
 	InTx(ctx context.Context, fn func(Tx) error) error
+	// Analyze has the database's query planner learn how many deliveries
+	// are pending, after a fan-out queued many: PostgreSQL plans the claim
+	// from statistics that autovacuum refreshes only every minute or so,
+	// and a claim planned for a near-empty queue tests every pending row
+	// (docs/performance.md). It may do nothing, and may give up rather
+	// than wait for a lock.
+	Analyze(ctx context.Context) error
 }
 
 // Tx is a write transaction of webhooks.
