@@ -44,12 +44,16 @@ const PauseAfter = 20
 // DispatchConfig tunes a Dispatcher; zero values take the defaults.
 type DispatchConfig struct {
 	Schedule    Schedule
-	Concurrency int           // deliveries sent at once (default 8)
-	Batch       int           // deliveries claimed per round (default 64)
-	Lease       time.Duration // how long a claimed delivery is held (default below)
+	Concurrency int // deliveries sent at once, by all workers together (default 8)
+	Batch       int // deliveries claimed per round, by one worker (default 32)
+	// Workers is how many batches Run has in hand at once (default 2): while
+	// one batch's attempts are being recorded, another is claimed and sent.
+	Workers int
+	Lease   time.Duration // how long a claimed delivery is held (default below)
 	// Timeout is the Sender's answer timeout (default 5 s). The default
-	// lease covers sending a whole batch at it twice over, and at least a
-	// minute, so no other process takes a delivery still being sent.
+	// lease covers sending every worker's batch at it twice over (they
+	// share the Concurrency), and at least a minute, so no other process
+	// takes a delivery still being sent.
 	Timeout time.Duration
 	// OnAttempt, when set, is told of every recorded attempt's outcome:
 	// Succeeded, "retry" (pending again) or Failed (no retry left).
@@ -67,6 +71,8 @@ type Dispatcher struct {
 	cfg   DispatchConfig
 	// analyzed is when Store.Analyze last ran (Unix ns of the clock).
 	analyzed atomic.Int64
+	// sem holds a slot per send in flight, shared by every worker.
+	sem chan struct{}
 }
 
 // A fan-out of at least AnalyzeAfter deliveries has the store analyze its
@@ -85,33 +91,53 @@ func NewDispatcher(store Store, send Sender, now func() time.Time, rand io.Reade
 		cfg.Concurrency = 8
 	}
 	if cfg.Batch <= 0 {
-		cfg.Batch = 64
+		cfg.Batch = 32
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
 	if cfg.Lease <= 0 {
-		rounds := (cfg.Batch + cfg.Concurrency - 1) / cfg.Concurrency
+		rounds := (cfg.Workers*cfg.Batch + cfg.Concurrency - 1) / cfg.Concurrency
 		cfg.Lease = max(time.Minute, 2*time.Duration(rounds)*cfg.Timeout)
 	}
-	return &Dispatcher{store: store, send: send, now: now, rand: rand, log: log, cfg: cfg}
+	return &Dispatcher{store: store, send: send, now: now, rand: rand, log: log, cfg: cfg, sem: make(chan struct{}, cfg.Concurrency)}
 }
 
 func (d *Dispatcher) clock() time.Time { return d.now().UTC() }
 
 // Run fans out new events and sends due deliveries until none is left due;
-// the sweep job calls it every second. It goes on after a part batch too:
-// a delivery that succeeded may have let the next one of its subject go.
+// the sweep job calls it every second. Its Workers each claim, send and
+// record batches until one finds nothing due, so one batch is claimed and
+// sent while another's attempts are recorded; a worker goes on after a
+// part batch too: a delivery that succeeded may have let the next one of
+// its subject go. Run returns once every worker stopped, with the first
+// error.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if err := d.FanOut(ctx); err != nil {
 		return err
 	}
-	for {
-		n, err := d.SendDue(ctx)
-		if err != nil || n == 0 {
-			return err
+	errs := make(chan error, d.cfg.Workers)
+	for range d.cfg.Workers {
+		go func() {
+			for {
+				n, err := d.SendDue(ctx)
+				if err != nil || n == 0 {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var first error
+	for range d.cfg.Workers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
 	}
+	return first
 }
 
 // EventID is the body's "id" of outbox event id: the same for every
@@ -254,7 +280,7 @@ func (d *Dispatcher) SendDue(ctx context.Context) (int, error) {
 	if err != nil || len(batch) == 0 {
 		return 0, err
 	}
-	sem := make(chan struct{}, d.cfg.Concurrency)
+	sem := d.sem
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := make([]sent, 0, len(batch))
