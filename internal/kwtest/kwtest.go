@@ -28,21 +28,47 @@ import (
 
 // Clock is a settable clock for servers under test.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	real bool          // RealClock: the wall clock shifted by off
+	off  time.Duration // RealClock's shift
 }
 
 // NewClock returns a clock at a fixed, realistic instant.
 func NewClock() *Clock { return &Clock{t: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)} }
 
+// RealClock returns a clock that runs with the wall clock, for benchmarks
+// that time what the server does (a test never does); Advance and Set
+// shift it.
+func RealClock() *Clock { return &Clock{real: true} }
+
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.real {
+		return time.Now().Add(c.off)
+	}
+	return c.t
+}
 
 // Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t, c.off = c.t.Add(d), c.off+d
+	c.mu.Unlock()
+}
 
 // Set moves the clock to t.
-func (c *Clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.real {
+		c.off = time.Until(t)
+		return
+	}
+	c.t = t
+}
 
 // Engines returns the engines to test on: sqlite always, postgres when
 // KEYWARD_TEST_DATABASE_URL is set.

@@ -104,6 +104,17 @@ func Allowed(ip netip.Addr, allow []netip.Prefix) bool {
 // redirects followed.
 type Client struct {
 	http *http.Client
+	tr   *http.Transport
+}
+
+// KeepIdle keeps up to n idle connections per host (default 4) for reuse;
+// call it before the first request. A sender that has more requests than
+// that in flight to one host would otherwise close the surplus after each
+// answer and dial (and on HTTPS, handshake) again.
+func (c *Client) KeepIdle(n int) {
+	if n > 0 {
+		c.tr.MaxIdleConnsPerHost = n
+	}
 }
 
 // New returns a Client that refuses non-public addresses outside allow and
@@ -128,7 +139,7 @@ func New(allow []netip.Prefix, timeout time.Duration) *Client {
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &Client{http: &http.Client{Transport: tr, Timeout: timeout,
+	return &Client{tr: tr, http: &http.Client{Transport: tr, Timeout: timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 

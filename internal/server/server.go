@@ -242,7 +242,11 @@ func (s *Server) init(ctx context.Context) error {
 		})
 	s.License.OnSeatDenied(func(string) { s.Metrics.SeatDenied() })
 	s.License.OnFileIssued(s.Metrics.LicenseFileIssued)
-	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), outbound.New(allow, timeout), s.opts.Now, rand.Reader, s.opts.Log,
+	sender := outbound.New(allow, timeout)
+	if s.cfg.WebhookConcurrency > 0 { // else the dispatcher's 8, the transport's default 4
+		sender.KeepIdle(s.cfg.WebhookConcurrency) // every send at once may go to one host
+	}
+	s.Dispatcher = webhook.NewDispatcher(s.DB.WebhookStore(), sender, s.opts.Now, rand.Reader, s.opts.Log,
 		webhook.DispatchConfig{Schedule: retries, Concurrency: s.cfg.WebhookConcurrency, Timeout: timeout, OnAttempt: s.Metrics.WebhookAttempt})
 	detector := abuse.New(s.DB.AbuseStore(), guard, func(ctx context.Context, appID, licenseKey, action string) error {
 		var err error

@@ -187,11 +187,14 @@ func TestNewDispatcherDefaults(t *testing.T) {
 	if len(d.cfg.Schedule) != 5 || d.cfg.Schedule[0] != time.Minute || d.cfg.Schedule[4] != 6*time.Hour {
 		t.Errorf("default schedule = %v, want 1m, 5m, 30m, 2h, 6h", d.cfg.Schedule)
 	}
-	// 64 deliveries, 8 at a time, 5 s each: 40 s to send a batch; the lease
-	// covers it twice.
-	if d.cfg.Concurrency != 8 || d.cfg.Batch != 64 || d.cfg.Timeout != 5*time.Second || d.cfg.Lease != 80*time.Second {
-		t.Errorf("defaults = concurrency %d, batch %d, timeout %v, lease %v; want 8, 64, 5s, 80s",
-			d.cfg.Concurrency, d.cfg.Batch, d.cfg.Timeout, d.cfg.Lease)
+	// Two workers with 32 deliveries each, 8 at a time between them, 5 s
+	// each: 40 s to send both batches; the lease covers it twice.
+	if d.cfg.Concurrency != 8 || d.cfg.Batch != 32 || d.cfg.Workers != 2 || d.cfg.Timeout != 5*time.Second || d.cfg.Lease != 80*time.Second {
+		t.Errorf("defaults = concurrency %d, batch %d, workers %d, timeout %v, lease %v; want 8, 32, 2, 5s, 80s",
+			d.cfg.Concurrency, d.cfg.Batch, d.cfg.Workers, d.cfg.Timeout, d.cfg.Lease)
+	}
+	if one := NewDispatcher(nil, nil, time.Now, rand.Reader, nil, DispatchConfig{Workers: 1, Batch: 64, Timeout: 15 * time.Second}); one.cfg.Lease != 4*time.Minute {
+		t.Errorf("lease of one worker with 64 at a 15 s timeout = %v, want 4m (8 rounds, twice)", one.cfg.Lease)
 	}
 	slow := NewDispatcher(nil, nil, time.Now, rand.Reader, nil, DispatchConfig{Timeout: 30 * time.Second, Concurrency: 16})
 	if slow.cfg.Lease != 4*time.Minute {

@@ -96,6 +96,12 @@ type Attempt struct {
 	Error      string
 }
 
+// DeliveryAttempt is an attempt of a delivery, as logged in a batch.
+type DeliveryAttempt struct {
+	DeliveryID string
+	Attempt    Attempt
+}
+
 // DeliveryFilter selects deliveries for the admin log.
 type DeliveryFilter struct {
 	AppID         string // "" with DestinationID 0: all
@@ -113,12 +119,22 @@ type Store interface {
 	Delivery(ctx context.Context, id string) (*Delivery, error)
 	Attempts(ctx context.Context, deliveryID string) ([]Attempt, error)
 	InTx(ctx context.Context, fn func(Tx) error) error
+	// Analyze has the database's query planner learn how many deliveries
+	// are pending, after a fan-out queued many: PostgreSQL plans the claim
+	// from statistics that autovacuum refreshes only every minute or so,
+	// and a claim planned for a near-empty queue tests every pending row
+	// (docs/performance.md). It may do nothing, and may give up rather
+	// than wait for a lock.
+	Analyze(ctx context.Context) error
 }
 
 // Tx is a write transaction of webhooks.
 type Tx interface {
 	InsertDestination(ctx context.Context, d *Destination) error
 	DestinationForUpdate(ctx context.Context, id int64) (*Destination, error)
+	// DestinationsForUpdate returns those of the destinations that exist,
+	// in id order, locked.
+	DestinationsForUpdate(ctx context.Context, ids []int64) ([]Destination, error)
 	UpdateDestination(ctx context.Context, d *Destination) error
 	DeleteDestination(ctx context.Context, id int64) error
 
@@ -141,15 +157,27 @@ type Tx interface {
 	// the caller's.
 	AdvanceSequence(ctx context.Context, destinationID int64, n int) (last int64, err error)
 	InsertDelivery(ctx context.Context, d *Delivery) error
+	// InsertDeliveries inserts several deliveries, as InsertDelivery each.
+	InsertDeliveries(ctx context.Context, ds []*Delivery) error
 	// DueDeliveries returns up to limit pending deliveries due at now whose
 	// lease is free, whose destination is enabled and not paused and that
 	// no earlier pending delivery of the same subject to the same
 	// destination holds back, with URL and Secret, locked (skipping rows
 	// another process holds).
 	DueDeliveries(ctx context.Context, now time.Time, limit int) ([]Delivery, error)
+	// LeaseDeliveries counts an attempt of each of the deliveries (attempts
+	// + 1) and holds it until until.
+	LeaseDeliveries(ctx context.Context, ids []string, until, now time.Time) error
 	DeliveryForUpdate(ctx context.Context, id string) (*Delivery, error)
+	// DeliveriesForUpdate returns those of the deliveries that exist, in
+	// id order, locked.
+	DeliveriesForUpdate(ctx context.Context, ids []string) ([]Delivery, error)
 	UpdateDelivery(ctx context.Context, d *Delivery) error
+	// UpdateDeliveries is UpdateDelivery of each.
+	UpdateDeliveries(ctx context.Context, ds []*Delivery) error
 	AddAttempt(ctx context.Context, deliveryID string, a Attempt) error
+	// AddAttempts logs several attempts, in order.
+	AddAttempts(ctx context.Context, as []DeliveryAttempt) error
 	// RequeueFailed makes failed deliveries created at or after since due
 	// at now (of appID's destinations, or of one destination) and returns
 	// how many.

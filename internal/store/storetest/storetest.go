@@ -113,6 +113,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"WebhookAdvanceSequence", testWebhookAdvanceSequence},
 		{"WebhookFanOutSequence", testWebhookFanOutSequence},
 		{"WebhookFanOutTurns", testWebhookFanOutTurns},
+		{"WebhookBatches", testWebhookBatches},
 		{"ExpiryPastAndMark", testExpiryPastAndMark},
 		{"ExpiryExpiring", testExpiryExpiring},
 		{"ExpiryAddEvents", testExpiryAddEvents},
