@@ -33,7 +33,7 @@ func (s webhookStore) Analyze(ctx context.Context) error {
 	if s.db.engine != Postgres {
 		return nil
 	}
-	return s.db.tx(ctx, func(tx *sql.Tx) error {
+	return s.db.tx(ctx, func(tx *wtx) error {
 		if _, err := tx.ExecContext(ctx, `SET LOCAL lock_timeout = '100ms'`); err != nil {
 			return translate(err)
 		}
