@@ -106,6 +106,14 @@ func TestLiteReadsLifecycle(t *testing.T) {
 		t.Fatal("an integer scanned as text: no error")
 	}
 
+	// The connections are the read pool's: query_only, from the same DSN.
+	var only int64
+	err = p.row(ctx, `SELECT query_only AS a FROM pragma_query_only() WHERE ? = 1`, int64(1),
+		func(v []driver.Value) error { return liteInt(v[0], &only) })
+	if err != nil || only != 1 {
+		t.Fatalf("query_only on a read connection: %d, %v; want 1", only, err)
+	}
+
 	inUse, err := p.get(ctx)
 	if err != nil {
 		t.Fatal(err)
