@@ -150,23 +150,25 @@ func (p *liteReads) row(ctx context.Context, q string, arg any, scan func([]driv
 	if err != nil {
 		return err
 	}
+	// Closing the rows resets the prepared statement for the next read, so
+	// it happens however this returns.
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
 	n := len(rows.Columns())
 	if n > len(c.vals) {
-		rows.Close()
 		return fmt.Errorf("store: a hot read of %d columns (at most %d)", n, len(c.vals))
 	}
 	vals := c.vals[:n]
 	defer clear(vals)
 	if err = rows.Next(vals); err == io.EOF {
-		err = sql.ErrNoRows
+		return sql.ErrNoRows
+	} else if err != nil {
+		return err
 	}
-	if err == nil {
-		err = scan(vals)
-	}
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return scan(vals)
 }
 
 // The conversions below store a driver value the way Row.Scan does for the
