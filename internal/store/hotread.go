@@ -23,9 +23,9 @@ import (
 // rows, the column names and declared types it copies, the values it
 // boxes) plus the boxed argument.
 //
-// The pool holds at most max connections (the read pool's size), opened on
+// The pool holds at most size connections (the read pool's size), opened on
 // first use with the read pool's DSN (query_only, the same pragmas), so at
-// most max more SQLite connections are open than before. It is not in
+// most size more SQLite connections are open than before. It is not in
 // DB.Pools' statistics. PostgreSQL does not use it.
 type liteReads struct {
 	driver driver.Driver
@@ -43,8 +43,8 @@ type liteConn struct {
 	vals  [16]driver.Value // the row, reused: values are copied out before the connection goes back
 }
 
-func newLiteReads(drv driver.Driver, dsn string, max int) *liteReads {
-	return &liteReads{driver: drv, dsn: dsn, idle: make(chan *liteConn, max), slots: make(chan struct{}, max)}
+func newLiteReads(drv driver.Driver, dsn string, size int) *liteReads {
+	return &liteReads{driver: drv, dsn: dsn, idle: make(chan *liteConn, size), slots: make(chan struct{}, size)}
 }
 
 // errLiteClosed is returned by reads after Close.
