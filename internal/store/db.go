@@ -59,6 +59,9 @@ type DB struct {
 	// hot caches prepared statements of the hot-path reads (query → *sql.Stmt),
 	// so SQLite does not parse them on every heartbeat.
 	hot sync.Map
+	// lite is SQLite's heartbeat read outside database/sql (hotread.go);
+	// nil on PostgreSQL.
+	lite *liteReads
 
 	// onEvents is called after a commit that wrote events (see OnEvents).
 	onEvents atomic.Pointer[func()]
@@ -163,7 +166,8 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	if n <= 0 {
 		n = 8
 	}
-	r, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)&_pragma=mmap_size(268435456)")
+	readDSN := dsn + "&_pragma=query_only(1)&_pragma=mmap_size(268435456)"
+	r, err := sql.Open("sqlite", readDSN)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -171,7 +175,8 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	db := &DB{engine: SQLite, write: w, read: r, now: time.Now, lockPath: filepath.Join(o.DataDir, "migrate.lock")}
+	db := &DB{engine: SQLite, write: w, read: r, lite: newLiteReads(r.Driver(), readDSN, n), now: time.Now,
+		lockPath: filepath.Join(o.DataDir, "migrate.lock")}
 	db.writer = startWriter(db)
 	return db, nil
 }
@@ -257,6 +262,9 @@ func (db *DB) Close() error {
 		db.hot.Delete(q)
 		return true
 	})
+	if db.lite != nil {
+		db.lite.Close()
+	}
 	return errors.Join(db.write.Close(), db.read.Close())
 }
 
