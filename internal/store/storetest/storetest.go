@@ -113,7 +113,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"WebhookAdvanceSequence", testWebhookAdvanceSequence},
 		{"WebhookFanOutSequence", testWebhookFanOutSequence},
 		{"WebhookFanOutTurns", testWebhookFanOutTurns},
-		{"ExpiryPastAndMark", testExpiryPastAndMark},
+		{"ExpiryDue", testExpiryDue},
 		{"ExpiryExpiring", testExpiryExpiring},
 		{"ExpiryAddEvents", testExpiryAddEvents},
 		{"AnalyticsUsage", testAnalyticsUsage},
