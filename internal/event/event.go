@@ -10,10 +10,14 @@ import (
 
 // Event is one outbox row.
 type Event struct {
-	ID        int64
-	AppID     string // empty for installation-wide events
-	Type      string
-	Data      map[string]any
+	ID    int64
+	AppID string // empty for installation-wide events
+	Type  string
+	Data  map[string]any
+	// Encoded, when set, is the data already encoded as a JSON object, and
+	// Data is not read: a writer of many events of one shape (the expiry
+	// sweep) encodes a struct rather than a map per event.
+	Encoded   []byte
 	CreatedAt time.Time
 	// Subject names the one thing the event is about ("key:42", see the
 	// helpers below); "" for events about no single thing (several keys,

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,15 +17,74 @@ import (
 // Expiry sweeps (license.ExpiryTx). Both queries walk the partial index
 // license_keys_expiry (active keys with an expiry, by expires_at).
 
-func (t licenseTx) KeysPastExpiry(ctx context.Context, now, afterExp time.Time, afterID int64, limit int) ([]license.Key, error) {
+// ExpireDue is one UPDATE … RETURNING over the next keys by (expires_at,
+// id) — the walk index, from the cursor, never a rescan — and one UPDATE of
+// their live sessions; both statements' texts are the same for every batch
+// (the limit and the ids are arguments), so SQLite's writer runs them
+// prepared.
+func (t licenseTx) ExpireDue(ctx context.Context, now, afterExp time.Time, afterID int64, limit int, reason string) ([]license.DueKey, error) {
 	after := int64(math.MinInt64)
 	if !afterExp.IsZero() {
 		after = ms(afterExp)
 	}
-	return scanKeys(t.tx.QueryContext(ctx, t.db.rebind(`SELECT `+keyCols+` FROM license_keys
-		WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at, id) > (?, ?)
-		ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")),
-		ms(now), after, afterID, limit))
+	rows, err := t.tx.QueryContext(ctx, t.db.rebind(`UPDATE license_keys SET status = 'expired', updated_at = ?
+		WHERE id IN (SELECT id FROM license_keys
+			WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= ? AND (expires_at, id) > (?, ?)
+			ORDER BY expires_at, id LIMIT ?`+t.db.skipLocked("")+`)
+		RETURNING id, app_id, license_key, expires_at`),
+		ms(now), ms(now), after, afterID, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	keys := make([]license.DueKey, 0, limit)
+	for rows.Next() {
+		var k license.DueKey
+		var exp int64
+		if err := rows.Scan(&k.ID, &k.AppID, &k.LicenseKey, &exp); err != nil {
+			return nil, translate(err)
+		}
+		k.ExpiresAt = fromMS(exp)
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	// RETURNING promises no order.
+	slices.SortFunc(keys, func(a, b license.DueKey) int {
+		return cmp.Or(a.ExpiresAt.Compare(b.ExpiresAt), cmp.Compare(a.ID, b.ID))
+	})
+	var in string
+	var ids any
+	if t.db.engine == Postgres {
+		in = `= ANY(?)`
+		ids = keyIDsOf(keys)
+	} else {
+		in = `IN (SELECT value FROM json_each(?))`
+		b := make([]byte, 0, 12*len(keys))
+		for i, k := range keys {
+			b = append(b, ',')
+			if i == 0 {
+				b[0] = '['
+			}
+			b = strconv.AppendInt(b, k.ID, 10)
+		}
+		ids = string(append(b, ']'))
+	}
+	_, err = t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE ended_at IS NULL AND key_id `+in),
+		ms(now), reason, ids)
+	return keys, translate(err)
+}
+
+func keyIDsOf(keys []license.DueKey) []int64 {
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	return ids
 }
 
 func (t licenseTx) KeysExpiringBy(ctx context.Context, now, until, afterExp time.Time, afterID int64, minWindow int64,
@@ -60,20 +122,6 @@ func (t licenseTx) SetExpiryNotice(ctx context.Context, keyID int64, forExpiry t
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET expiry_notice_for = ?, expiry_notice = ? WHERE id = ?`),
 		ms(forExpiry), window, keyID)
 	return affected(res, err)
-}
-
-func (t licenseTx) MarkExpired(ctx context.Context, ids []int64, reason string, now time.Time) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	in, args := inList(ids)
-	if _, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE license_keys SET status = 'expired', updated_at = ? WHERE id IN `+in),
-		append([]any{ms(now)}, args...)...); err != nil {
-		return translate(err)
-	}
-	_, err := t.tx.ExecContext(ctx, t.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ? WHERE ended_at IS NULL AND key_id IN `+in),
-		append([]any{ms(now), reason}, args...)...)
-	return translate(err)
 }
 
 func (t licenseTx) AddEvents(ctx context.Context, evs []event.Event) error {

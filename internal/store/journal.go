@@ -28,9 +28,12 @@ func addEvents(ctx context.Context, db *DB, q queryer, evs []event.Event) error 
 	b.WriteString(`INSERT INTO events (app_id, type, data, created_at, subject) VALUES `)
 	args := make([]any, 0, 5*len(evs))
 	for i, e := range evs {
-		data, err := json.Marshal(e.Data)
-		if err != nil {
-			return fmt.Errorf("event %s data: %w", e.Type, err)
+		data := e.Encoded
+		if data == nil {
+			var err error
+			if data, err = json.Marshal(e.Data); err != nil {
+				return fmt.Errorf("event %s data: %w", e.Type, err)
+			}
 		}
 		if i > 0 {
 			b.WriteString(", ")

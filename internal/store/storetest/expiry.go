@@ -29,9 +29,10 @@ func expiringKeys(t *testing.T, db *store.DB, app, tag string, offsets ...*time.
 	return addKeys(t, db, keys...)
 }
 
-// KeysPastExpiry returns active keys at or past their expiry, oldest first,
-// within the limit; MarkExpired expires them and ends their live sessions.
-func testExpiryPastAndMark(t *testing.T, db *store.DB) {
+// ExpireDue expires active keys at or past their expiry in (expiry, id)
+// order from a cursor, within the limit, returns them, and ends their live
+// sessions; a key it expired is never returned again.
+func testExpiryDue(t *testing.T, db *store.DB) {
 	addApp(t, db, "a")
 	h := time.Hour
 	ks := expiringKeys(t, db, "a", "K", ptr(-2*h), ptr(-h), ptr(time.Duration(0)), ptr(h), nil)
@@ -41,47 +42,47 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 		return tx.UpdateKey(ctx, &paused)
 	})
 	addSessions(t, db, newSession("s1", "a", ks[0].ID, t0), newSession("s2", "a", ks[3].ID, t0))
+	due := func(now, afterExp time.Time, afterID int64, limit int) []license.DueKey {
+		t.Helper()
+		var got []license.DueKey
+		inTx(t, db, func(ctx context.Context, tx storeTx) error {
+			var err error
+			got, err = tx.ExpireDue(ctx, now, afterExp, afterID, limit, license.CodeExpired)
+			return err
+		})
+		return got
+	}
+	dueIDs := func(keys []license.DueKey) []int64 {
+		out := []int64{}
+		for _, k := range keys {
+			out = append(out, k.ID)
+		}
+		return out
+	}
 
-	var got []license.Key
-	inTx(t, db, func(ctx context.Context, tx storeTx) error {
-		var err error
-		got, err = tx.KeysPastExpiry(ctx, t0, time.Time{}, 0, 2)
-		return err
-	})
-	if ids, want := keyIDs(got), keyIDs(ks[:2]); fmt.Sprint(ids) != fmt.Sprint(want) {
-		t.Fatalf("KeysPastExpiry(limit 2) = %v, want %v (oldest expiry first, paused keys left out)", ids, want)
+	got := due(t0, time.Time{}, 0, 2)
+	if ids, want := dueIDs(got), keyIDs(ks[:2]); fmt.Sprint(ids) != fmt.Sprint(want) {
+		t.Fatalf("ExpireDue(limit 2) = %v, want %v (oldest expiry first, paused keys left out)", ids, want)
+	}
+	if k := got[0]; k.AppID != "a" || k.LicenseKey != ks[0].LicenseKey || !k.ExpiresAt.Equal(stored(*ks[0].ExpiresAt)) {
+		t.Errorf("ExpireDue returned %+v, want key %s of app a expiring %s", k, ks[0].LicenseKey, *ks[0].ExpiresAt)
+	}
+	if next := due(t0, *ks[2].ExpiresAt, ks[2].ID, 100); len(next) != 0 {
+		t.Errorf("ExpireDue after a cursor past every due key = %v, want none", dueIDs(next))
+	}
+	if next, want := dueIDs(due(t0, got[1].ExpiresAt, got[1].ID, 100)), keyIDs(ks[2:3]); fmt.Sprint(next) != fmt.Sprint(want) {
+		t.Errorf("ExpireDue after the cursor = %v, want %v (expiry at now included)", next, want)
+	}
+	if again := due(t0, time.Time{}, 0, 100); len(again) != 0 {
+		t.Errorf("ExpireDue from the start again = %v, want none (each key once)", dueIDs(again))
 	}
 	inTx(t, db, func(ctx context.Context, tx storeTx) error {
-		next, err := tx.KeysPastExpiry(ctx, t0, *got[1].ExpiresAt, got[1].ID, 100)
-		if err != nil {
-			return err
-		}
-		if ids, want := keyIDs(next), keyIDs(ks[2:3]); fmt.Sprint(ids) != fmt.Sprint(want) {
-			t.Errorf("KeysPastExpiry after the cursor = %v, want %v", ids, want)
-		}
-		all, err := tx.KeysPastExpiry(ctx, t0, time.Time{}, 0, 100)
-		if err != nil {
-			return err
-		}
-		if ids, want := keyIDs(all), keyIDs(ks[:3]); fmt.Sprint(ids) != fmt.Sprint(want) {
-			t.Errorf("KeysPastExpiry = %v, want %v (expiry at now included)", ids, want)
-		}
-		return tx.MarkExpired(ctx, keyIDs(all), license.CodeExpired, t0)
-	})
-	inTx(t, db, func(ctx context.Context, tx storeTx) error {
-		left, err := tx.KeysPastExpiry(ctx, t0.Add(2*h), time.Time{}, 0, 100)
-		if err != nil {
-			return err
-		}
-		if ids, want := keyIDs(left), keyIDs(ks[3:4]); fmt.Sprint(ids) != fmt.Sprint(want) {
-			t.Errorf("after MarkExpired, KeysPastExpiry = %v, want only the later key %v", ids, want)
-		}
-		for i, k := range ks {
+		for i, k := range append(ks, paused) {
 			cur, err := tx.KeyByIDForUpdate(ctx, "a", k.ID)
 			if err != nil {
 				return err
 			}
-			want := license.StatusActive
+			want := k.Status
 			if i < 3 {
 				want = license.StatusExpired
 			}
@@ -93,8 +94,8 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 		if err != nil {
 			return err
 		}
-		if s1.EndedAt == nil || s1.EndReason != license.CodeExpired {
-			t.Errorf("session of an expired key: ended %v reason %q", s1.EndedAt, s1.EndReason)
+		if s1.EndedAt == nil || !s1.EndedAt.Equal(stored(t0)) || s1.EndReason != license.CodeExpired {
+			t.Errorf("session of an expired key: ended %v reason %q, want %s %s", s1.EndedAt, s1.EndReason, t0, license.CodeExpired)
 		}
 		s2, err := tx.SessionByID(ctx, "s2")
 		if err != nil {
@@ -103,8 +104,11 @@ func testExpiryPastAndMark(t *testing.T, db *store.DB) {
 		if s2.EndedAt != nil {
 			t.Errorf("session of a live key ended")
 		}
-		return tx.MarkExpired(ctx, []int64{}, license.CodeExpired, t0) // nothing to do
+		return nil
 	})
+	if later, want := dueIDs(due(t0.Add(2*h), time.Time{}, 0, 100)), keyIDs(ks[3:4]); fmt.Sprint(later) != fmt.Sprint(want) {
+		t.Errorf("two hours later ExpireDue = %v, want only the later key %v", later, want)
+	}
 }
 
 // KeysExpiringBy walks active keys expiring in (now, until] by (expiry, id)
@@ -177,6 +181,8 @@ func testExpiryAddEvents(t *testing.T, db *store.DB) {
 		{AppID: "a", Type: event.KeyExpired, CreatedAt: t0, Data: map[string]any{"license_key": "K1"}},
 		{Type: event.AppRevoked, CreatedAt: t0, Data: map[string]any{"app_id": "x"}},
 		{AppID: "a", Type: event.KeyExpiring, CreatedAt: t0.Add(time.Second), Data: map[string]any{"days_left": float64(7)}},
+		{AppID: "a", Type: event.KeyExpired, CreatedAt: t0, Encoded: []byte(`{"license_key":"K2"}`),
+			Data: map[string]any{"license_key": "not written"}},
 	}
 	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		if err := tx.AddEvents(ctx, nil); err != nil {
@@ -185,9 +191,10 @@ func testExpiryAddEvents(t *testing.T, db *store.DB) {
 		return tx.AddEvents(ctx, evs)
 	})
 	out, err := db.Events(ctx, 0, 10)
-	if err != nil || len(out) != 3 {
+	if err != nil || len(out) != len(evs) {
 		t.Fatalf("Events = %d, %v", len(out), err)
 	}
+	evs[3].Data = map[string]any{"license_key": "K2"} // Encoded was written
 	for i, e := range out {
 		if e.Type != evs[i].Type || e.AppID != evs[i].AppID || fmt.Sprint(e.Data) != fmt.Sprint(evs[i].Data) ||
 			!e.CreatedAt.Equal(stored(evs[i].CreatedAt)) {

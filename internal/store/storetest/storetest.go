@@ -114,7 +114,7 @@ func Exercise(t *testing.T, open func(t *testing.T) *store.DB) {
 		{"WebhookFanOutSequence", testWebhookFanOutSequence},
 		{"WebhookFanOutTurns", testWebhookFanOutTurns},
 		{"WebhookBatches", testWebhookBatches},
-		{"ExpiryPastAndMark", testExpiryPastAndMark},
+		{"ExpiryDue", testExpiryDue},
 		{"ExpiryExpiring", testExpiryExpiring},
 		{"ExpiryAddEvents", testExpiryAddEvents},
 		{"AnalyticsUsage", testAnalyticsUsage},
