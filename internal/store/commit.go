@@ -142,6 +142,20 @@ func (db *DB) txRan(ctx context.Context, fn func(*wtx) error) error {
 	return db.txAlone(ctx, fn)
 }
 
+// txQueued queues fn to SQLite's writer and returns at once; onDone (on
+// the writer's goroutine, so it must not block) is told its outcome after
+// its batch commits or fails. Units run in queue order, so a write
+// transaction its caller queues next runs after fn and commits with it or
+// after it. It reports false on PostgreSQL, where there is no queue, and
+// on a closed database.
+func (db *DB) txQueued(fn func(*wtx) error, onDone func(error)) bool {
+	if db.writer == nil {
+		return false
+	}
+	u := &unit{ctx: context.Background(), fn: fn, done: make(chan struct{}), onDone: onDone}
+	return db.writer.enqueue(u)
+}
+
 // txAlone runs fn in a transaction of its own (PostgreSQL).
 func (db *DB) txAlone(ctx context.Context, fn func(*wtx) error) (err error) {
 	t, err := db.write.BeginTx(ctx, nil)
@@ -186,6 +200,9 @@ type unit struct {
 	panicked any
 	events   bool
 	released bool // done is closed (writer only)
+	// onDone, for a unit nobody waits for (txQueued), is told its outcome
+	// when it is released.
+	onDone func(error)
 }
 
 // release answers the unit's caller (once).
@@ -193,6 +210,13 @@ func (u *unit) release() {
 	if !u.released {
 		u.released = true
 		close(u.done)
+		if u.onDone != nil {
+			err := u.err
+			if err == nil && u.panicked != nil {
+				err = fmt.Errorf("panic in a queued write: %v", u.panicked)
+			}
+			u.onDone(err)
+		}
 	}
 }
 
@@ -299,17 +323,9 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error, ran bool) error {
 		return err
 	}
 	u := &unit{ctx: ctx, fn: fn, done: make(chan struct{}), ran: ran}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	if !w.enqueue(u) {
 		return errClosed
 	}
-	w.queue = append(w.queue, u)
-	select { // under mu: stop closes wake under it too
-	case w.wake <- struct{}{}:
-	default:
-	}
-	w.mu.Unlock()
 	select {
 	case <-u.done:
 	case <-ctx.Done():
@@ -322,6 +338,21 @@ func (w *writer) do(ctx context.Context, fn func(*wtx) error, ran bool) error {
 		panic(u.panicked)
 	}
 	return u.err
+}
+
+// enqueue queues u and wakes the writer; false when the writer is closed.
+func (w *writer) enqueue(u *unit) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.queue = append(w.queue, u)
+	select { // under mu: stop closes wake under it too
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // stop refuses new units, lets the writer finish the queued ones and waits
@@ -470,7 +501,7 @@ func (w *writer) runBatch(units []*unit) (left []*unit) {
 		w.batches.Add(1)
 		w.units.Add(int64(len(units)))
 		for _, u := range units {
-			if !u.ran {
+			if !u.ran && u.onDone == nil {
 				w.waited.Add(1)
 			}
 		}

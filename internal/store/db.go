@@ -69,6 +69,9 @@ type DB struct {
 	// writer is SQLite's one writer, which commits write units in batches
 	// (commit.go); nil on PostgreSQL.
 	writer *writer
+	// claims holds the envelope replay claims of this process not yet
+	// committed (SQLite; see claimQueued).
+	claims sync.Map
 
 	// writeFail is the last write the database could not take (full,
 	// read-only, I/O error, unreachable), kept until a write commits; the

@@ -12,6 +12,9 @@ import (
 // later callers get claimed=false and the stored reply (nil while the first
 // caller has not finished).
 func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (claimed bool, reply []byte, err error) {
+	if db.writer != nil {
+		return db.claimQueued(ctx, appID, mac, expires)
+	}
 	// The claim need not be durable before the request goes on: the
 	// request's own write (a login) commits after it, in order, and its
 	// reply waits for that (txRan).
@@ -41,6 +44,50 @@ func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.T
 	return claimed, reply, err
 }
 
+// claimQueued is ClaimReplay on SQLite, where one process owns the
+// database: a claim costs the request no batch of its own. An envelope
+// claimed in this process and not yet committed is in db.claims; one
+// committed (before a restart too) is in the table, read on the read pool;
+// otherwise the claim is this caller's, and its INSERT is queued to the
+// writer without waiting (txQueued). The request's own write transaction,
+// queued after it, commits with it or after it, so a login acknowledged
+// has its claim durable too; the claims entry goes once the INSERT has
+// committed, when the table shows it.
+func (db *DB) claimQueued(ctx context.Context, appID, mac string, expires time.Time) (bool, []byte, error) {
+	key := appID + "\x00" + mac
+	if _, inFlight := db.claims.LoadOrStore(key, struct{}{}); inFlight {
+		// Claimed in this process; its reply, if recorded, may still be
+		// queued: ReplayReply reads through the writer, behind it.
+		reply, err := db.ReplayReply(ctx, appID, mac)
+		return false, reply, err
+	}
+	var r sql.NullString
+	err := db.read.QueryRowContext(ctx, db.rebind(`SELECT reply FROM envelope_replays WHERE app_id = ? AND mac = ?`), appID, mac).Scan(&r)
+	if err == nil {
+		db.claims.Delete(key)
+		if !r.Valid {
+			reply, err := db.ReplayReply(ctx, appID, mac)
+			return false, reply, err
+		}
+		reply, err := db.keys.Open(purposeReplayReply, replayID(appID, mac), r.String)
+		return false, reply, err
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		db.claims.Delete(key)
+		return false, nil, translate(err)
+	}
+	queued := db.txQueued(func(tx *wtx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO envelope_replays (app_id, mac, expires_at) VALUES (?, ?, ?)
+			ON CONFLICT (app_id, mac) DO NOTHING`, appID, mac, ms(expires))
+		return translate(err)
+	}, func(error) { db.claims.Delete(key) })
+	if !queued {
+		db.claims.Delete(key)
+		return false, nil, errClosed
+	}
+	return true, nil, nil
+}
+
 // CompleteReplay stores the reply given to a claimed envelope, sealed: a
 // login reply holds the new session's token.
 func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byte) error {
@@ -48,14 +95,20 @@ func (db *DB) CompleteReplay(ctx context.Context, appID, mac string, reply []byt
 	if err != nil {
 		return err
 	}
-	// Recorded with the next batch, not waited for (txRan): should it be
+	// Not waited for: on SQLite queued to the writer (txQueued; a
+	// duplicate reads it through the writer, behind it), on PostgreSQL
+	// committed without waiting for its WAL flush (txRan). Should it be
 	// lost to a crash, a duplicate of this envelope finds its claim
 	// pending and is refused as busy until the envelope expires; it is
 	// never answered twice.
-	return db.txRan(ctx, func(tx *wtx) error {
+	update := func(tx *wtx) error {
 		_, err := tx.ExecContext(ctx, db.rebind(`UPDATE envelope_replays SET reply = ? WHERE app_id = ? AND mac = ?`), sealed, appID, mac)
 		return translate(err)
-	})
+	}
+	if db.txQueued(update, func(error) {}) {
+		return nil
+	}
+	return db.txRan(ctx, update)
 }
 
 // ReplayReply reads the stored reply of an envelope, nil while pending.
