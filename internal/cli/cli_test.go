@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,8 +104,14 @@ type served struct {
 var listeningRE = regexp.MustCompile(`listening on (https?)://(\S+) `)
 
 // serve starts `keyward serve args…` and waits until it reports its address.
+// App user account passwords are hashed at bcrypt's cheapest cost (as on
+// kwtest's servers) unless args set --account-bcrypt-cost: every server
+// hashes a dummy password at that cost when it starts.
 func serve(t *testing.T, args ...string) *served {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--account-bcrypt-cost") }) {
+		args = append([]string{"--account-bcrypt-cost", "4"}, args...)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() { s.done <- Run(ctx, append([]string{"serve"}, args...), s.stdout, s.stderr) }()

@@ -118,7 +118,11 @@ func TestMain(m *testing.M) {
 		fmt.Printf("%d\n%s", code, stderr.Bytes())
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if deployBuild.dir != "" {
+		os.RemoveAll(deployBuild.dir)
+	}
+	os.Exit(code)
 }
 
 // userLabel is how the messages name the user uid: "name (uid N)".

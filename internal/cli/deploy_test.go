@@ -28,6 +28,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,21 +58,39 @@ func repoFile(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// buildKeyward builds cmd/keyward into a temporary directory the way
-// docs/deploy.md does (static, version stamped) and returns its path.
+// deployBuild is cmd/keyward built once per test process (the deployment
+// tests that run it share the build; linking it is seconds of CPU), in a
+// directory TestMain removes.
+var deployBuild struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// buildKeyward builds cmd/keyward the way docs/deploy.md does (static,
+// version stamped), once per test process, and returns its path.
 func buildKeyward(t *testing.T) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is needed to build keyward: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "keyward")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags", versionLDFlag+deployVersion, "-o", bin, "./cmd/keyward")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	deployBuild.once.Do(func() {
+		deployBuild.dir, deployBuild.err = os.MkdirTemp("", "keyward-deploy-")
+		if deployBuild.err != nil {
+			return
+		}
+		deployBuild.bin = filepath.Join(deployBuild.dir, "keyward")
+		cmd := exec.Command(gobin, "build", "-trimpath", "-ldflags", versionLDFlag+deployVersion, "-o", deployBuild.bin, "./cmd/keyward")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		deployBuild.out, deployBuild.err = cmd.CombinedOutput()
+	})
+	if deployBuild.err != nil {
+		t.Fatalf("go build: %v\n%s", deployBuild.err, deployBuild.out)
 	}
+	bin := deployBuild.bin
 	out, err := exec.Command(bin, "version").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "keyward "+deployVersion {
 		t.Fatalf("keyward version = %q, %v; want keyward %s (the -ldflags of docs/deploy.md)", out, err, deployVersion)

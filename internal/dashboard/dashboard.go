@@ -56,7 +56,7 @@ func New(o Options) *Dashboard {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	d := &Dashboard{api: o.API, https: o.HTTPS, log: o.Log, now: o.Now, pages: parsePages(), cop: http.NewCrossOriginProtection()}
+	d := &Dashboard{api: o.API, https: o.HTTPS, log: o.Log, now: o.Now, pages: pages(), cop: http.NewCrossOriginProtection()}
 	d.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, http.StatusForbidden, "This request came from another site and was refused.")
 	}))

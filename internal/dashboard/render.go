@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/keyward/keyward/internal/reqid"
@@ -51,6 +52,12 @@ var assetVersion = func() string {
 	})
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
+
+// pages are the parsed pages, parsed once per process: the templates are
+// embedded and their functions package-level, so every Dashboard's would be
+// the same, and html/template executes concurrently (test processes start
+// hundreds of servers, each of which parsed them all).
+var pages = sync.OnceValue(parsePages)
 
 // parsePages parses each templates/*.html page (not layout.html or
 // partials.html) together with the layout and partials.
