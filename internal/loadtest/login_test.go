@@ -13,7 +13,7 @@ import (
 const (
 	// loginAllocBudget is the allocations per login, client and server
 	// together, over real HTTP on SQLite.
-	loginAllocBudget = 700
+	loginAllocBudget = 760
 	// loginWaitBudget is the commits a login waits for: its own. The
 	// envelope's replay record and leak detection's sightings are written
 	// in the writer's batches without waiting for their commit.
