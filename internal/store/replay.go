@@ -8,7 +8,8 @@ import (
 )
 
 // ClaimReplay records that the envelope with this MAC is being answered. It
-// returns claimed=true for the first caller across every keyward process;
+// returns claimed=true for the first caller across every keyward process
+// (on SQLite, in the one process that owns the database: see claimQueued);
 // later callers get claimed=false and the stored reply (nil while the first
 // caller has not finished).
 func (db *DB) ClaimReplay(ctx context.Context, appID, mac string, expires time.Time) (claimed bool, reply []byte, err error) {
