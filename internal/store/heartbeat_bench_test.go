@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/internal/license"
-	"github.com/keyward/keyward/internal/store"
 )
 
 // BenchmarkHeartbeatView measures the read every heartbeat makes, on
@@ -17,23 +15,10 @@ import (
 // session read's share of a heartbeat's allocations (docs/performance.md).
 func BenchmarkHeartbeatView(b *testing.B) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, store.Options{DataDir: b.TempDir(), Keys: kwtest.SecretKeys})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	ls := db.LicenseStore()
-	t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	ls := benchApp(b).LicenseStore()
+	t0 := benchT0
 	exp := t0.Add(1000 * time.Hour)
-	app := &license.App{ID: "app", Name: "App", Version: "1.0.0", Secret: "secret", Settings: license.DefaultSettings(),
-		CreatedAt: t0, UpdatedAt: t0}
-	err = ls.InTx(ctx, func(tx license.Tx) error {
-		if err := tx.InsertApp(ctx, app, "hash"); err != nil {
-			return err
-		}
+	err := ls.InTx(ctx, func(tx license.Tx) error {
 		keys := make([]license.Key, 300)
 		for i := range keys {
 			keys[i] = license.Key{AppID: "app", LicenseKey: fmt.Sprintf("KEY-AAAA-BBBB-%04d", i), Status: license.StatusActive,

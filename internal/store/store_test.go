@@ -59,7 +59,7 @@ func engines(t *testing.T) []engine {
 	return out
 }
 
-func open(t *testing.T, o store.Options) *store.DB {
+func open(t testing.TB, o store.Options) *store.DB {
 	t.Helper()
 	if o.Keys == nil {
 		o.Keys = kwtest.SecretKeys
@@ -72,7 +72,7 @@ func open(t *testing.T, o store.Options) *store.DB {
 	return db
 }
 
-func openMigrated(t *testing.T, o store.Options) *store.DB {
+func openMigrated(t testing.TB, o store.Options) *store.DB {
 	t.Helper()
 	db := open(t, o)
 	if _, err := db.Migrate(context.Background()); err != nil {
