@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -18,24 +17,6 @@ import (
 	"github.com/keyward/keyward/internal/webhook"
 )
 
-// lockedBuffer is a log sink for a server whose goroutines write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A dispatcher run records a batch of attempts at once: to one destination
 // that answers 200, one that answers 500, and one deleted (with its
 // deliveries) while its deliveries are being sent. Each outcome lands as if
@@ -46,7 +27,7 @@ func TestWebhookBatchRecord(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		const events = 5
-		logs := &lockedBuffer{}
+		logs := &syncBuffer{}
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(logs, nil))})
 		a := s.CreateApp("Batch")
 		var gone int64

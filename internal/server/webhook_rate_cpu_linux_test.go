@@ -5,18 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
-
-// processCPU is the CPU time (user + system) this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // backendCPU is the CPU time used so far by each PostgreSQL backend of the
 // database raw is connected to, by pid (from /proc/<pid>/stat; the server
