@@ -14,6 +14,7 @@ import (
 
 	"github.com/keyward/keyward/internal/apperr"
 	"github.com/keyward/keyward/internal/kwtest"
+	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/store"
 	"github.com/keyward/keyward/internal/store/storetest"
 )
@@ -126,7 +127,13 @@ func TestMigrateIsIdempotent(t *testing.T) {
 				t.Fatalf("Migrate reported version %d, want at least 1", v1)
 			}
 			// Data written after the first migration survives the second.
+			// A replay claim is not waited for on SQLite (it commits with
+			// the request's own write, queued after it); the empty
+			// transaction after it is that write.
 			if _, _, err := db.ClaimReplay(ctx, "app", "mac", exp); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.LicenseStore().InTx(ctx, func(license.Tx) error { return nil }); err != nil {
 				t.Fatal(err)
 			}
 			v2, err := db.Migrate(ctx)
