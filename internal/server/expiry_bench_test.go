@@ -70,13 +70,13 @@ func BenchmarkExpireMillionKeys(b *testing.B) {
 					go func() { during <- loadtest.MeasureAt(ctx, "sweep", 16, 0, time.Hour, *sweepHeartbeats, beat) }()
 				}
 				commits, _ := s.DB.WriteBatches()
-				cpu := cpuTime()
+				cpu := kwtest.CPUTime()
 				b.StartTimer()
 				start := time.Now()
 				got, err := s.License.ExpireKeys(b.Context())
 				took := time.Since(start)
 				b.StopTimer()
-				cpu = cpuTime() - cpu
+				cpu = kwtest.CPUTime() - cpu
 				after, _ := s.DB.WriteBatches()
 				stop()
 				if err != nil || got != n {

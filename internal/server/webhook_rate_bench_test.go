@@ -150,7 +150,7 @@ func benchWebhookRate(b *testing.B, engine string, perSecond float64) {
 		pgBefore = backendCPU(raw)
 	}
 	b.ResetTimer()
-	cpuBefore := cpuTime()
+	cpuBefore := kwtest.CPUTime()
 	start := time.Now()
 	if err := writeRateEvents(ctx, s, a.ID, b.N, 10, perSecond); err != nil {
 		b.Fatal(err)
@@ -165,7 +165,7 @@ func benchWebhookRate(b *testing.B, engine string, perSecond float64) {
 		b.Fatalf("%d of %d deliveries arrived", got, want)
 	}
 	b.StopTimer()
-	cpu := cpuTime() - cpuBefore
+	cpu := kwtest.CPUTime() - cpuBefore
 	if raw != nil {
 		var pg time.Duration
 		for pid, t := range backendCPU(raw) {

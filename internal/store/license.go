@@ -595,26 +595,54 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	type chunk struct {
+		q    string
+		args []any
+	}
+	chunks := make([]chunk, 0, (len(ids)+touchChunk-1)/touchChunk)
 	var full string // the statement of a whole chunk, built once
-	args := make([]any, 0, 2*min(len(ids), touchChunk))
 	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), touchChunk)]
-		ids = ids[len(chunk):]
-		args = args[:0]
-		for _, id := range chunk {
+		part := ids[:min(len(ids), touchChunk)]
+		ids = ids[len(part):]
+		args := make([]any, 0, 2*len(part))
+		for _, id := range part {
 			args = append(args, id, ms(seen[id]))
 		}
 		q := full
-		if len(chunk) < touchChunk || q == "" {
-			q = s.db.touchQuery(len(chunk))
-			if len(chunk) == touchChunk {
+		if len(part) < touchChunk || q == "" {
+			q = s.db.touchQuery(len(part))
+			if len(part) == touchChunk {
 				full = q
 			}
 		}
-		if err := s.db.tx(ctx, func(tx *wtx) error {
-			_, err := tx.ExecContext(ctx, q, args...)
-			return translate(err)
-		}); err != nil {
+		chunks = append(chunks, chunk{q, args})
+	}
+	run := func(tx *wtx, c chunk) error {
+		_, err := tx.ExecContext(ctx, c.q, c.args...)
+		return translate(err)
+	}
+	if s.db.engine == SQLite {
+		// One commit for the whole flush. Every commit makes each of
+		// SQLite's read connections drop its page cache and unmap the
+		// file when it next reads (WAL readers cannot tell which pages
+		// changed), and the heartbeat's read is the one that pays:
+		// committing each chunk on its own, ten to twenty commits a
+		// second at 100 000 sessions, made that read several times
+		// dearer (BenchmarkHeartbeatViewWrites). The writer is one
+		// goroutine, so no row locks are held for others to wait on.
+		return s.db.tx(ctx, func(tx *wtx) error {
+			for _, c := range chunks {
+				if err := run(tx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	// PostgreSQL: each chunk commits on its own, so a login waiting for a
+	// session row's lock waits for one chunk, not the whole flush.
+	for _, c := range chunks {
+		if err := s.db.tx(ctx, func(tx *wtx) error { return run(tx, c) }); err != nil {
 			return err
 		}
 	}

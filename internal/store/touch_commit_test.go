@@ -1,0 +1,87 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/license"
+	"github.com/keyward/keyward/internal/store"
+)
+
+// insertSessions adds n live sessions of app "app" (benchApp's), each of its
+// own key with an expiry, as the heartbeat reads them: session i has id
+// %032x of i and token hash "tok-<i>".
+func insertSessions(tb testing.TB, db *store.DB, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	exp := benchT0.Add(1000 * time.Hour)
+	for c := 0; c < n; c += 10_000 {
+		err := db.LicenseStore().InTx(ctx, func(tx license.Tx) error {
+			keys := make([]license.Key, min(10_000, n-c))
+			for i := range keys {
+				keys[i] = license.Key{AppID: "app", LicenseKey: fmt.Sprintf("KEY-AAAA-BBBB-%08d", c+i), Status: license.StatusActive,
+					Type: license.TypeLifetime, MaxDevices: 1, ExpiresAt: &exp, CreatedAt: benchT0, UpdatedAt: benchT0}
+			}
+			if err := tx.InsertKeys(ctx, keys); err != nil {
+				return err
+			}
+			for i := range keys {
+				s := &license.Session{ID: fmt.Sprintf("%032x", c+i), TokenHash: fmt.Sprintf("tok-%d", c+i), AppID: "app",
+					KeyID: &keys[i].ID, HWID: "hw", CreatedAt: benchT0, LastSeenAt: benchT0}
+				if err := tx.InsertSession(ctx, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// On SQLite a heartbeat flush is one commit however many statements it
+// takes: each commit costs every read connection its page cache and memory
+// map (BenchmarkHeartbeatViewWrites), so the flush of 1 200 sessions (three
+// statements of at most 500) must not commit three times. Every session's
+// new time is written.
+func TestTouchSessionsCommitsOnceOnSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openMigrated(t, store.Options{DataDir: t.TempDir()})
+	app := &license.App{ID: "app", Name: "App", Version: "1.0.0", Secret: "secret", Settings: license.DefaultSettings(),
+		CreatedAt: benchT0, UpdatedAt: benchT0}
+	ls := db.LicenseStore()
+	if err := ls.InTx(ctx, func(tx license.Tx) error { return tx.InsertApp(ctx, app, "hash") }); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1200
+	insertSessions(t, db, n)
+	later := benchT0.Add(time.Minute).Truncate(time.Millisecond)
+	seen := make(map[string]time.Time, n)
+	for i := range n {
+		seen[fmt.Sprintf("%032x", i)] = later
+	}
+	b0, _ := db.WriteBatches()
+	if err := ls.TouchSessions(ctx, seen); err != nil {
+		t.Fatal(err)
+	}
+	if b1, _ := db.WriteBatches(); b1-b0 != 1 {
+		t.Errorf("a flush of %d sessions took %d commits, want 1", n, b1-b0)
+	}
+	for _, i := range []int{0, 499, 500, 1199} {
+		var s *license.Session
+		err := ls.InTx(ctx, func(tx license.Tx) (err error) {
+			s, err = tx.SessionByID(ctx, fmt.Sprintf("%032x", i))
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.LastSeenAt.Equal(later) {
+			t.Errorf("session %d last seen %v, want %v", i, s.LastSeenAt, later)
+		}
+	}
+}
