@@ -10,7 +10,7 @@ import (
 // abDetections lists an app's detections of kind ("" for all).
 func abDetections(t testing.TB, a *kwtest.App, kind string) []map[string]any {
 	t.Helper()
-	return admList(t, a.S.MustAdmin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind="+kind, nil), "detections")
+	return a.S.MustAdmin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind="+kind, nil).List(t, "detections")
 }
 
 // A key used from more devices than leak_max_hwids within the window is
@@ -19,16 +19,16 @@ func abDetections(t testing.TB, a *kwtest.App, kind string) []map[string]any {
 func TestAbuseLeakPause(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Leak")
-		clSettings(t, a, map[string]any{"leak_max_hwids": 2, "leak_window_hours": 24, "leak_action": "pause"})
+		a.SetSettings(t, map[string]any{"leak_max_hwids": 2, "leak_window_hours": 24, "leak_action": "pause"})
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "owner-pc")
-		clSealedFail(t, clLoginReply(a, key, "copy-1"), "HWID_MISMATCH")
+		a.LoginReply(key, "copy-1").SealedFail(t, "HWID_MISMATCH")
 		if n := len(abDetections(t, a, "")); n != 0 {
 			t.Fatalf("%d detections at 2 devices (the limit)", n)
 		}
-		clSealedFail(t, clLoginReply(a, key, "copy-2"), "HWID_MISMATCH") // the third device
+		a.LoginReply(key, "copy-2").SealedFail(t, "HWID_MISMATCH") // the third device
 		ds := abDetections(t, a, "key.suspected_leak")
 		if len(ds) != 1 || ds[0]["subject"] != key {
 			t.Fatalf("detections %v", ds)
@@ -37,13 +37,13 @@ func TestAbuseLeakPause(t *testing.T) {
 		if len(evs) != 1 || evs[0]["license_key"] != key || evs[0]["hwids"] != float64(3) || evs[0]["action"] != "pause" {
 			t.Fatalf("key.suspected_leak events %v", evs)
 		}
-		if st := clKey(t, a, key)["status"]; st != "paused" {
+		if st := a.KeyView(t, key)["status"]; st != "paused" {
 			t.Fatalf("status after a suspected leak with action pause = %v", st)
 		}
-		clKill(t, a.Heartbeat(sid, key), "PAUSED")
+		a.Heartbeat(sid, key).Kill(t, "PAUSED")
 
 		// More devices in the same window: no second report.
-		clLoginReply(a, key, "copy-3")
+		a.LoginReply(key, "copy-3")
 		if n := len(s.EventsOf(a.ID, "key.suspected_leak")); n != 1 {
 			t.Fatalf("%d reports within one window", n)
 		}
@@ -55,20 +55,20 @@ func TestAbuseLeakPause(t *testing.T) {
 func TestAbuseLeakReportOnly(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("LeakNone")
-		clSettings(t, a, map[string]any{"leak_max_hwids": 1})
+		a.SetSettings(t, map[string]any{"leak_max_hwids": 1})
 		shared := a.GenerateKeys(1, "lifetime", 0, 3)[0]
 		for _, pc := range []string{"a", "b"} {
 			a.Login(shared, pc)
 		}
-		if st := clKey(t, a, shared)["status"]; st != "active" {
+		if st := a.KeyView(t, shared)["status"]; st != "active" {
 			t.Fatalf("status with action none = %v", st)
 		}
 		if evs := s.EventsOf(a.ID, "key.suspected_leak"); len(evs) != 1 || evs[0]["action"] != "none" {
 			t.Fatalf("events %v", evs)
 		}
-		clSettings(t, a, map[string]any{"leak_max_hwids": 0})
+		a.SetSettings(t, map[string]any{"leak_max_hwids": 0})
 		other := a.GenerateKeys(1, "lifetime", 0, 5)[0]
 		for _, pc := range []string{"a", "b", "c", "d"} {
 			a.Login(other, pc)
@@ -85,10 +85,11 @@ func TestAbuseLeakReportOnly(t *testing.T) {
 func TestAbuseBursts(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Bursts")
-		clSettings(t, a, map[string]any{"suspicious_invalid_keys": 3, "suspicious_envelope_failures": 2, "suspicious_trials": 2,
+		a.SetSettings(t, map[string]any{"suspicious_invalid_keys": 3, "suspicious_envelope_failures": 2, "suspicious_trials": 2,
 			"suspicious_window_minutes": 10, "trial_enabled": true, "trial_ip_limit": 0})
+
 		reasons := func() map[string]int {
 			out := map[string]int{}
 			for _, e := range s.EventsOf(a.ID, "suspicious_activity") {
@@ -101,7 +102,7 @@ func TestAbuseBursts(t *testing.T) {
 		}
 		guess := func(n int) {
 			for range n {
-				clSealedFail(t, clLoginReply(a, "AAAAA-BBBBB-CCCCC-DDDDD", "pc"), "INVALID_KEY")
+				a.LoginReply("AAAAA-BBBBB-CCCCC-DDDDD", "pc").SealedFail(t, "INVALID_KEY")
 			}
 		}
 		guess(2)
@@ -128,7 +129,7 @@ func TestAbuseBursts(t *testing.T) {
 				mac[0] = '0'
 			}
 			env.S = string(mac)
-			s.Do("POST", clLogin, clHeader(a.Secret), env.Marshal())
+			s.Do("POST", kwtest.PathLogin, kwtest.AppHeader(a.Secret), env.Marshal())
 		}
 		for _, hw := range []string{"farm-1", "farm-2"} {
 			if r := a.Plain("/api/auth/trial.php", map[string]any{"hwid": hw}); r.Status != 200 {
@@ -148,7 +149,7 @@ func TestAbuseBursts(t *testing.T) {
 // refuse a bad leak_action or threshold.
 func TestAbuseAdminValidation(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", nil)
+	s := kwtest.Boot(t, "sqlite", nil)
 	a := s.CreateApp("Valid")
 	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id="+a.ID+"&kind=nope", nil), 400, "MISSING_FIELDS")
 	kwtest.ExpectCode(t, s.Admin("GET", "/api/admin/detections.php?app_id=missing", nil), 404, "NOT_FOUND")
@@ -166,14 +167,14 @@ func TestAbuseAdminValidation(t *testing.T) {
 func TestAbuseLeakRotate(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Rotate")
-		clSettings(t, a, map[string]any{"leak_max_hwids": 2, "leak_action": "rotate"})
+		a.SetSettings(t, map[string]any{"leak_max_hwids": 2, "leak_action": "rotate"})
 		old := a.GenerateKeys(1, "lifetime", 0, 2)[0]
 		ownerSid := a.Login(old, "owner-pc")
 		s.Clock.Advance(time.Second)
 		leakSid := a.Login(old, "leaker-1") // takes the second seat
-		clSealedFail(t, clLoginReply(a, old, "leaker-2"), "DEVICE_LIMIT")
+		a.LoginReply(old, "leaker-2").SealedFail(t, "DEVICE_LIMIT")
 
 		evs := s.EventsOf(a.ID, "key.rotated")
 		if len(evs) != 1 || evs[0]["old_license_key"] != old || evs[0]["kept_hwid"] != "owner-pc" {
@@ -183,14 +184,14 @@ func TestAbuseLeakRotate(t *testing.T) {
 		if fresh == old || fresh == "" {
 			t.Fatalf("new string %q", fresh)
 		}
-		clBeatOK(t, a, ownerSid, old) // the owner's running session, old string
-		clKill(t, a.Heartbeat(leakSid, old), "SESSION_REVOKED")
-		if got := clDevices(t, a, fresh); len(got) != 1 || got[0] != "owner-pc" {
+		a.BeatOK(t, ownerSid, old) // the owner's running session, old string
+		a.Heartbeat(leakSid, old).Kill(t, "SESSION_REVOKED")
+		if got := a.Devices(t, fresh); len(got) != 1 || got[0] != "owner-pc" {
 			t.Fatalf("devices after rotation %v", got)
 		}
 		a.Login(old, "owner-pc")   // old string, kept device
 		a.Login(fresh, "owner-pc") // new string, kept device
-		clSealedFail(t, clLoginReply(a, old, "leaker-1"), "INVALID_KEY")
-		clSealedFail(t, clLoginReply(a, old, "leaker-3"), "INVALID_KEY")
+		a.LoginReply(old, "leaker-1").SealedFail(t, "INVALID_KEY")
+		a.LoginReply(old, "leaker-3").SealedFail(t, "INVALID_KEY")
 	})
 }

@@ -168,7 +168,7 @@ func tfTwoFactorOn(t testing.TB, s *kwtest.Server, token string) any {
 func TestAdmin2FAEnrolConfirmSignIn(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "tina")
 
 		r := tf2FA(s, tok, "enrol", nil)
@@ -211,8 +211,8 @@ func TestAdmin2FAEnrolConfirmSignIn(t *testing.T) {
 			t.Fatalf("login with an unconfirmed enrolment: %s, want a token", r)
 		}
 
-		admExpect(t, tf2FA(s, tok, "confirm", map[string]any{"code": tfWrong(t, s, secret)}), 401, "INVALID_CODE")
-		admExpect(t, tf2FA(s, tok, "confirm", map[string]any{"code": "abc"}), 401, "INVALID_CODE")
+		tf2FA(s, tok, "confirm", map[string]any{"code": tfWrong(t, s, secret)}).JSONFail(t, 401, "INVALID_CODE")
+		tf2FA(s, tok, "confirm", map[string]any{"code": "abc"}).JSONFail(t, 401, "INVALID_CODE")
 		r = tf2FA(s, tok, "confirm", map[string]any{"code": tfCode(t, secret, s.Clock.Now())})
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("confirm: %s", r)
@@ -231,18 +231,18 @@ func TestAdmin2FAEnrolConfirmSignIn(t *testing.T) {
 		if tfTwoFactorOn(t, s, tok) != true {
 			t.Fatal("two_factor off after confirmation")
 		}
-		admExpect(t, tf2FA(s, tok, "enrol", nil), 409, "TOTP_ENABLED")
-		admExpect(t, tf2FA(s, tok, "confirm", map[string]any{"code": tfCode(t, secret, s.Clock.Now())}), 409, "TOTP_ENABLED")
+		tf2FA(s, tok, "enrol", nil).JSONFail(t, 409, "TOTP_ENABLED")
+		tf2FA(s, tok, "confirm", map[string]any{"code": tfCode(t, secret, s.Clock.Now())}).JSONFail(t, 409, "TOTP_ENABLED")
 
 		// The password alone is the first step only.
 		s.Clock.Advance(30 * time.Second)
 		step1 := tfStep1(t, s, "tina")
 		tfSignedIn(t, s, "TOTP code", tfSecond(s, step1, tfCode(t, secret, s.Clock.Now())))
 		// A wrong password is still refused before any second step.
-		admExpect(t, tfLoginReply(s, "tina", "not-the-password"), 401, "INVALID_CREDENTIALS")
+		tfLoginReply(s, "tina", "not-the-password").JSONFail(t, 401, "INVALID_CREDENTIALS")
 
 		var actions []string
-		for _, e := range admAudit(t, s, "target=tina&action=admin.2fa.") {
+		for _, e := range s.Audit(t, "target=tina&action=admin.2fa.") {
 			actions = append(actions, e["action"].(string))
 		}
 		if strings.Join(actions, ",") != "admin.2fa.enable,admin.2fa.enrol" {
@@ -257,13 +257,13 @@ func TestAdmin2FAEnrolConfirmSignIn(t *testing.T) {
 func TestAdmin2FACodeUsedOnce(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "uma")
 		secret, _ := tfEnable(t, s, tok)
 
 		code := tfCode(t, secret, s.Clock.Now())
 		tfSignedIn(t, s, "first use", tfSecond(s, tfStep1(t, s, "uma"), code))
-		admExpect(t, tfSecond(s, tfStep1(t, s, "uma"), code), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "uma"), code).JSONFail(t, 401, "INVALID_CODE")
 
 		// Next step: the code of the step after it (within the allowed
 		// drift) is used first; then the current step's code, though never
@@ -273,7 +273,7 @@ func TestAdmin2FACodeUsedOnce(t *testing.T) {
 		ahead, current := tfCode(t, secret, now.Add(30*time.Second)), tfCode(t, secret, now)
 		tfSignedIn(t, s, "code one step ahead", tfSecond(s, tfStep1(t, s, "uma"), ahead))
 		if current != ahead {
-			admExpect(t, tfSecond(s, tfStep1(t, s, "uma"), current), 401, "INVALID_CODE")
+			tfSecond(s, tfStep1(t, s, "uma"), current).JSONFail(t, 401, "INVALID_CODE")
 		}
 		s.Clock.Advance(60 * time.Second)
 		tfSignedIn(t, s, "a later step", tfSecond(s, tfStep1(t, s, "uma"), tfCode(t, secret, s.Clock.Now())))
@@ -283,7 +283,7 @@ func TestAdmin2FACodeUsedOnce(t *testing.T) {
 		if r := tf2FA(s, tok, "recovery_codes", map[string]any{"code": c}); r.Status != 200 {
 			t.Fatalf("recovery_codes: %s", r)
 		}
-		admExpect(t, tfSecond(s, tfStep1(t, s, "uma"), c), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "uma"), c).JSONFail(t, 401, "INVALID_CODE")
 	})
 }
 
@@ -293,17 +293,17 @@ func TestAdmin2FACodeUsedOnce(t *testing.T) {
 func TestAdmin2FARecoveryCodes(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "rita")
 		secret, codes := tfEnable(t, s, tok)
 
 		typed := " " + strings.ToUpper(strings.Replace(codes[0], "-", " ", 1)) + " "
 		tfSignedIn(t, s, "recovery code in upper case with a space", tfSecond(s, tfStep1(t, s, "rita"), typed))
-		admExpect(t, tfSecond(s, tfStep1(t, s, "rita"), codes[0]), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "rita"), codes[0]).JSONFail(t, 401, "INVALID_CODE")
 		tfSignedIn(t, s, "recovery code without its dash", tfSecond(s, tfStep1(t, s, "rita"), strings.ReplaceAll(codes[1], "-", "")))
-		admExpect(t, tfSecond(s, tfStep1(t, s, "rita"), "aaaaa-aaaaa"), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "rita"), "aaaaa-aaaaa").JSONFail(t, 401, "INVALID_CODE")
 
-		admExpect(t, tf2FA(s, tok, "recovery_codes", map[string]any{"code": tfWrong(t, s, secret)}), 401, "INVALID_CODE")
+		tf2FA(s, tok, "recovery_codes", map[string]any{"code": tfWrong(t, s, secret)}).JSONFail(t, 401, "INVALID_CODE")
 		r := tf2FA(s, tok, "recovery_codes", map[string]any{"code": tfCode(t, secret, s.Clock.Now())})
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("recovery_codes: %s", r)
@@ -322,10 +322,10 @@ func TestAdmin2FARecoveryCodes(t *testing.T) {
 			}
 		}
 		for _, c := range codes[2:4] {
-			admExpect(t, tfSecond(s, tfStep1(t, s, "rita"), c), 401, "INVALID_CODE")
+			tfSecond(s, tfStep1(t, s, "rita"), c).JSONFail(t, 401, "INVALID_CODE")
 		}
 		tfSignedIn(t, s, "new recovery code", tfSecond(s, tfStep1(t, s, "rita"), fresh[0]))
-		admExpect(t, tfSecond(s, tfStep1(t, s, "rita"), fresh[0]), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "rita"), fresh[0]).JSONFail(t, 401, "INVALID_CODE")
 	})
 }
 
@@ -334,19 +334,19 @@ func TestAdmin2FARecoveryCodes(t *testing.T) {
 func TestAdmin2FAStep1Token(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "sam")
 		secret, _ := tfEnable(t, s, tok)
 
 		step1 := tfStep1(t, s, "sam")
 		for _, path := range []string{tfProfile, "/api/admin/apps.php", "/api/admin/tokens.php"} {
-			admExpect(t, s.AdminAs(step1, "GET", path, nil), 401, "UNAUTHORIZED")
+			s.AdminAs(step1, "GET", path, nil).JSONFail(t, 401, "UNAUTHORIZED")
 		}
-		admExpect(t, s.AdminAs(step1, "POST", "/api/admin/logout.php", nil), 401, "UNAUTHORIZED")
-		admExpect(t, tfSecond(s, tok, tfCode(t, secret, s.Clock.Now())), 401, "UNAUTHORIZED")
-		admExpect(t, tfSecond(s, "not-a-jwt", tfCode(t, secret, s.Clock.Now())), 401, "UNAUTHORIZED")
-		admExpect(t, s.AdminAs("", "POST", tfTOTP, map[string]any{"step1_token": step1}), 400, "MISSING_FIELDS")
-		admExpect(t, s.AdminAs("", "POST", tfTOTP, map[string]any{"code": "123456"}), 400, "MISSING_FIELDS")
+		s.AdminAs(step1, "POST", "/api/admin/logout.php", nil).JSONFail(t, 401, "UNAUTHORIZED")
+		tfSecond(s, tok, tfCode(t, secret, s.Clock.Now())).JSONFail(t, 401, "UNAUTHORIZED")
+		tfSecond(s, "not-a-jwt", tfCode(t, secret, s.Clock.Now())).JSONFail(t, 401, "UNAUTHORIZED")
+		s.AdminAs("", "POST", tfTOTP, map[string]any{"step1_token": step1}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.AdminAs("", "POST", tfTOTP, map[string]any{"code": "123456"}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// Still good after four and a half minutes.
 		s.Clock.Advance(4*time.Minute + 30*time.Second)
@@ -356,7 +356,7 @@ func TestAdmin2FAStep1Token(t *testing.T) {
 		s.Clock.Advance(30 * time.Second)
 		step1 = tfStep1(t, s, "sam")
 		s.Clock.Advance(5*time.Minute + time.Second)
-		admExpect(t, tfSecond(s, step1, tfCode(t, secret, s.Clock.Now())), 401, "UNAUTHORIZED")
+		tfSecond(s, step1, tfCode(t, secret, s.Clock.Now())).JSONFail(t, 401, "UNAUTHORIZED")
 		// A fresh one works with the same code.
 		tfSignedIn(t, s, "fresh step-1 token", tfSecond(s, tfStep1(t, s, "sam"), tfCode(t, secret, s.Clock.Now())))
 	})
@@ -368,20 +368,20 @@ func TestAdmin2FAStep1Token(t *testing.T) {
 func TestAdmin2FALockout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "lou")
 		secret, _ := tfEnable(t, s, tok)
 
 		step1 := tfStep1(t, s, "lou")
 		for i := range 4 {
-			admExpect(t, tfLoginReply(s, "lou", "wrong-password-"+strconv.Itoa(i)), 401, "INVALID_CREDENTIALS")
+			tfLoginReply(s, "lou", "wrong-password-"+strconv.Itoa(i)).JSONFail(t, 401, "INVALID_CREDENTIALS")
 		}
 		for range 6 {
-			admExpect(t, tfSecond(s, step1, tfWrong(t, s, secret)), 401, "INVALID_CODE")
+			tfSecond(s, step1, tfWrong(t, s, secret)).JSONFail(t, 401, "INVALID_CODE")
 		}
 		locked := func(what string, r *kwtest.Reply, want int) {
 			t.Helper()
-			admExpect(t, r, 429, "TOO_MANY_ATTEMPTS")
+			r.JSONFail(t, 429, "TOO_MANY_ATTEMPTS")
 			if h := r.Header.Get("Retry-After"); h != strconv.Itoa(want) {
 				t.Fatalf("%s: Retry-After %q, want %d", what, h, want)
 			}
@@ -405,19 +405,20 @@ func TestAdmin2FALockout(t *testing.T) {
 func TestAdmin2FADisable(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		tok := tfUser(t, s, "dora")
 
-		admExpect(t, tf2FA(s, tok, "confirm", map[string]any{"code": "123456"}), 409, "TOTP_NOT_ENROLLED")
-		admExpect(t, tf2FA(s, tok, "disable", map[string]any{"password": tfPassword, "code": "123456"}), 409, "TOTP_DISABLED")
-		admExpect(t, tf2FA(s, tok, "recovery_codes", map[string]any{"code": "123456"}), 409, "TOTP_DISABLED")
-		admExpect(t, tf2FA(s, tok, "bogus", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.AdminAs(tok, "POST", tfTwoFA, map[string]any{}), 400, "MISSING_FIELDS")
+		tf2FA(s, tok, "confirm", map[string]any{"code": "123456"}).JSONFail(t, 409, "TOTP_NOT_ENROLLED")
+		tf2FA(s, tok, "disable", map[string]any{"password": tfPassword, "code": "123456"}).JSONFail(t, 409, "TOTP_DISABLED")
+		tf2FA(s, tok, "recovery_codes", map[string]any{"code": "123456"}).JSONFail(t, 409, "TOTP_DISABLED")
+		tf2FA(s, tok, "bogus", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.AdminAs(tok, "POST", tfTwoFA, map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		secret, codes := tfEnable(t, s, tok)
-		admExpect(t, tf2FA(s, tok, "disable", map[string]any{"password": "wrong-password", "code": tfCode(t, secret, s.Clock.Now())}),
+		tf2FA(s, tok, "disable", map[string]any{"password": "wrong-password", "code": tfCode(t, secret, s.Clock.Now())}).JSONFail(t,
 			401, "INVALID_CREDENTIALS")
-		admExpect(t, tf2FA(s, tok, "disable", map[string]any{"password": tfPassword, "code": tfWrong(t, s, secret)}), 401, "INVALID_CODE")
+
+		tf2FA(s, tok, "disable", map[string]any{"password": tfPassword, "code": tfWrong(t, s, secret)}).JSONFail(t, 401, "INVALID_CODE")
 		if tfTwoFactorOn(t, s, tok) != true {
 			t.Fatal("refused disable turned two-factor off")
 		}
@@ -431,7 +432,7 @@ func TestAdmin2FADisable(t *testing.T) {
 		if r := tfLoginReply(s, "dora", tfPassword); r.Status != 200 || r.Str("token") == "" || r.Body["requires_2fa"] == true {
 			t.Fatalf("login after disable: %s, want a token", r)
 		}
-		admExpect(t, tf2FA(s, tok, "recovery_codes", map[string]any{"code": codes[0]}), 409, "TOTP_DISABLED")
+		tf2FA(s, tok, "recovery_codes", map[string]any{"code": codes[0]}).JSONFail(t, 409, "TOTP_DISABLED")
 
 		// Enrolling again starts from a new secret, and the old recovery
 		// codes are gone with the old one.
@@ -444,6 +445,6 @@ func TestAdmin2FADisable(t *testing.T) {
 		if r := tf2FA(s, tok, "confirm", map[string]any{"code": tfCode(t, secret, s.Clock.Now())}); r.Status != 200 {
 			t.Fatalf("confirm after re-enrolling: %s", r)
 		}
-		admExpect(t, tfSecond(s, tfStep1(t, s, "dora"), codes[1]), 401, "INVALID_CODE")
+		tfSecond(s, tfStep1(t, s, "dora"), codes[1]).JSONFail(t, 401, "INVALID_CODE")
 	})
 }

@@ -34,7 +34,7 @@ var aaTempRE = regexp.MustCompile(`^[abcdefghijkmnpqrstuvwxyzABCDEFGHJKLMNPQRSTU
 func aaApp(t testing.TB, s *kwtest.Server, name string) *kwtest.App {
 	t.Helper()
 	a := s.CreateApp(name)
-	clSettings(t, a, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
+	a.SetSettings(t, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
 	return a
 }
 
@@ -45,7 +45,7 @@ func aaSignUp(t testing.TB, a *kwtest.App, username, email string) {
 	if email != "" {
 		body["email"] = email
 	}
-	clOK(t, a.Plain(aaRegister, body))
+	a.Plain(aaRegister, body).OK(t)
 }
 
 // aaSignIn sends account-login from hwid.
@@ -64,7 +64,7 @@ func aaGetReply(a *kwtest.App, username string) *kwtest.Reply {
 func aaGet(t testing.TB, a *kwtest.App, username string) map[string]any {
 	t.Helper()
 	r := aaGetReply(a, username)
-	clOK(t, r)
+	r.OK(t)
 	acct := r.Obj("account")
 	if acct == nil {
 		t.Fatalf("GET account %s: no account object: %s", username, r)
@@ -86,12 +86,12 @@ func aaList(a *kwtest.App, query string) *kwtest.Reply {
 func aaNames(t testing.TB, a *kwtest.App, q string) []string {
 	t.Helper()
 	r := aaList(a, "q="+url.QueryEscape(q))
-	clOK(t, r)
+	r.OK(t)
 	if r.Body["next_cursor"] != nil {
 		t.Fatalf("q=%q: next_cursor %v on a single page", q, r.Body["next_cursor"])
 	}
 	out := []string{}
-	for _, v := range admList(t, r, "accounts") {
+	for _, v := range r.List(t, "accounts") {
 		out = append(out, v["username"].(string))
 	}
 	return out
@@ -111,7 +111,7 @@ func aaAction(a *kwtest.App, action, username string, extra map[string]any) *kwt
 func aaMust(t testing.TB, a *kwtest.App, action, username string, extra map[string]any) map[string]any {
 	t.Helper()
 	r := aaAction(a, action, username, extra)
-	clOK(t, r)
+	r.OK(t)
 	acct := r.Obj("account")
 	if got, _ := acct["username"].(string); !strings.EqualFold(got, username) {
 		t.Fatalf("%s %s: reply account %v", action, username, r)
@@ -122,7 +122,7 @@ func aaMust(t testing.TB, a *kwtest.App, action, username string, extra map[stri
 // aaAudits returns the app's audit entries of action (newest first).
 func aaAudits(t testing.TB, a *kwtest.App, action string) []map[string]any {
 	t.Helper()
-	return admAudit(t, a.S, "app_id="+url.QueryEscape(a.ID)+"&action="+url.QueryEscape(action))
+	return a.S.Audit(t, "app_id="+url.QueryEscape(a.ID)+"&action="+url.QueryEscape(action))
 }
 
 // aaAudited fails unless the newest entry of action targets username in the
@@ -148,21 +148,21 @@ func aaAudited(t testing.TB, a *kwtest.App, action, username string, want int) m
 func TestAdminAccountsList(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Accounts")
 		created := s.Clock.Now()
 		key := a.GenerateKeys(1, "days", 10, 2)[0]
 		aaSignUp(t, a, "alice", "Alice@Example.com")
-		clOK(t, a.Plain(aaRegister, map[string]any{"username": "bob", "password": aaPassword, "license_key": key}))
+		a.Plain(aaRegister, map[string]any{"username": "bob", "password": aaPassword, "license_key": key}).OK(t)
 		s.Clock.Advance(time.Hour)
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc-1"))
+		aaSignIn(a, "alice", aaPassword, "pc-1").OK(t)
 
 		r := aaList(a, "")
-		clOK(t, r)
+		r.OK(t)
 		if r.Body["next_cursor"] != nil {
 			t.Fatalf("next_cursor = %v on the only page, want null", r.Body["next_cursor"])
 		}
-		list := admList(t, r, "accounts")
+		list := r.List(t, "accounts")
 		if len(list) != 2 || list[0]["username"] != "alice" || list[1]["username"] != "bob" {
 			t.Fatalf("accounts = %v, want alice then bob", list)
 		}
@@ -183,7 +183,7 @@ func TestAdminAccountsList(t *testing.T) {
 			}
 		}
 		alice, bob := list[0], list[1]
-		clNum(t, "id", alice["id"])
+		kwtest.Num(t, "id", alice["id"])
 		if alice["id"] == bob["id"] {
 			t.Fatalf("alice and bob share id %v", alice["id"])
 		}
@@ -194,22 +194,22 @@ func TestAdminAccountsList(t *testing.T) {
 		if f, ok := alice["features"].(map[string]any); !ok || len(f) != 0 {
 			t.Fatalf("alice features = %#v, want {}", alice["features"])
 		}
-		if want := created.Add(30 * 24 * time.Hour); !clTime(t, "alice expires_at", alice["expires_at"]).Equal(want) {
+		if want := created.Add(30 * 24 * time.Hour); !kwtest.WireTime(t, "alice expires_at", alice["expires_at"]).Equal(want) {
 			t.Fatalf("alice expires_at = %v, want %v", alice["expires_at"], want)
 		}
-		if clNum(t, "days_remaining", alice["days_remaining"]) != 30 || clNum(t, "max_devices", alice["max_devices"]) != 1 {
+		if kwtest.Num(t, "days_remaining", alice["days_remaining"]) != 30 || kwtest.Num(t, "max_devices", alice["max_devices"]) != 1 {
 			t.Fatalf("alice days_remaining/max_devices = %v/%v, want 30/1", alice["days_remaining"], alice["max_devices"])
 		}
-		if got := clTime(t, "alice created_at", alice["created_at"]); !got.Equal(created) {
+		if got := kwtest.WireTime(t, "alice created_at", alice["created_at"]); !got.Equal(created) {
 			t.Fatalf("alice created_at = %v, want %v", got, created)
 		}
-		if got := clTime(t, "alice last_login_at", alice["last_login_at"]); !got.Equal(created.Add(time.Hour)) {
+		if got := kwtest.WireTime(t, "alice last_login_at", alice["last_login_at"]); !got.Equal(created.Add(time.Hour)) {
 			t.Fatalf("alice last_login_at = %v, want %v", got, created.Add(time.Hour))
 		}
 		if bob["last_login_at"] != nil || bob["email"] != "" {
 			t.Fatalf("bob last_login_at/email = %#v/%#v, want null/\"\"", bob["last_login_at"], bob["email"])
 		}
-		if bob["license_key"] != key || clNum(t, "bob days_remaining", bob["days_remaining"]) != 40 {
+		if bob["license_key"] != key || kwtest.Num(t, "bob days_remaining", bob["days_remaining"]) != 40 {
 			t.Fatalf("bob = %v, want license_key %s and 40 days", bob, key)
 		}
 	})
@@ -220,7 +220,7 @@ func TestAdminAccountsList(t *testing.T) {
 func TestAdminAccountsSearch(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Search")
 		other := aaApp(t, s, "OtherApp")
 		aaSignUp(t, a, "alice", "Alice@Example.com")
@@ -262,7 +262,7 @@ func TestAdminAccountsSearch(t *testing.T) {
 func TestAdminAccountsPaging(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Paging")
 		var want []string
 		for i := range 5 {
@@ -283,8 +283,8 @@ func TestAdminAccountsPaging(t *testing.T) {
 				q += "&cursor=" + url.QueryEscape(cursor)
 			}
 			r := aaList(a, q)
-			clOK(t, r)
-			list := admList(t, r, "accounts")
+			r.OK(t)
+			list := r.List(t, "accounts")
 			sizes = append(sizes, len(list))
 			for _, v := range list {
 				got = append(got, v["username"].(string))
@@ -304,13 +304,13 @@ func TestAdminAccountsPaging(t *testing.T) {
 
 		// Paging combines with q.
 		r := aaList(a, "q=USER&limit=3")
-		clOK(t, r)
-		if n := len(admList(t, r, "accounts")); n != 3 || r.Body["next_cursor"] == nil {
+		r.OK(t)
+		if n := len(r.List(t, "accounts")); n != 3 || r.Body["next_cursor"] == nil {
 			t.Fatalf("q=USER&limit=3: %d accounts, next_cursor %v", n, r.Body["next_cursor"])
 		}
 		r = aaList(a, "q=USER&limit=3&cursor="+url.QueryEscape(r.Body["next_cursor"].(string)))
-		clOK(t, r)
-		if n := len(admList(t, r, "accounts")); n != 2 || r.Body["next_cursor"] != nil {
+		r.OK(t)
+		if n := len(r.List(t, "accounts")); n != 2 || r.Body["next_cursor"] != nil {
 			t.Fatalf("second page of q=USER&limit=3: %d accounts, next_cursor %v; want 2, null", n, r.Body["next_cursor"])
 		}
 		kwtest.ExpectCode(t, aaList(a, "cursor=abc"), 400, "MISSING_FIELDS")
@@ -323,7 +323,7 @@ func TestAdminAccountsPaging(t *testing.T) {
 func TestAdminAccountsDetail(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Detail")
 		aaSignUp(t, a, "alice", "alice@example.com")
 		key := a.GenerateKeys(1, "days", 7, 1)[0]
@@ -341,9 +341,9 @@ func TestAdminAccountsDetail(t *testing.T) {
 		}
 
 		login := aaSignIn(a, "alice", aaPassword, "pc-1")
-		clOK(t, login)
+		login.OK(t)
 		s.Clock.Advance(time.Minute)
-		clOK(t, a.Plain(aaRedeem, map[string]any{"username": "alice", "password": aaPassword, "license_key": key}))
+		a.Plain(aaRedeem, map[string]any{"username": "alice", "password": aaPassword, "license_key": key}).OK(t)
 
 		acct = aaGet(t, a, "ALICE")
 		if acct["username"] != "alice" || acct["email"] != "alice@example.com" || acct["license_key"] != key {
@@ -357,10 +357,10 @@ func TestAdminAccountsDetail(t *testing.T) {
 		if d["hwid"] != "pc-1" {
 			t.Fatalf("device = %v, want pc-1", d)
 		}
-		if got := clTime(t, "first_seen_at", d["first_seen_at"]); !got.Equal(t0) {
+		if got := kwtest.WireTime(t, "first_seen_at", d["first_seen_at"]); !got.Equal(t0) {
 			t.Fatalf("first_seen_at = %v, want %v", got, t0)
 		}
-		clTime(t, "last_seen_at", d["last_seen_at"])
+		kwtest.WireTime(t, "last_seen_at", d["last_seen_at"])
 		sessions := acct["sessions"].([]any)
 		if len(sessions) != 1 {
 			t.Fatalf("sessions = %v, want the one of pc-1", sessions)
@@ -380,10 +380,10 @@ func TestAdminAccountsDetail(t *testing.T) {
 			t.Fatalf("redeemed_keys = %v, want the one key", keys)
 		}
 		rk := keys[0].(map[string]any)
-		if rk["license_key"] != key || clNum(t, "days_added", rk["days_added"]) != 7 || rk["lifetime"] != false {
+		if rk["license_key"] != key || kwtest.Num(t, "days_added", rk["days_added"]) != 7 || rk["lifetime"] != false {
 			t.Fatalf("redeemed key = %v", rk)
 		}
-		if got := clTime(t, "redeemed_at", rk["redeemed_at"]); !got.Equal(t0.Add(time.Minute)) {
+		if got := kwtest.WireTime(t, "redeemed_at", rk["redeemed_at"]); !got.Equal(t0.Add(time.Minute)) {
 			t.Fatalf("redeemed_at = %v, want %v", got, t0.Add(time.Minute))
 		}
 	})
@@ -394,34 +394,34 @@ func TestAdminAccountsDetail(t *testing.T) {
 func TestAdminAccountsRefusals(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Refusals")
 		other := aaApp(t, s, "Other")
 		aaSignUp(t, a, "alice", "")
 		aaSignUp(t, other, "olga", "")
 
-		admExpect(t, aaGetReply(a, "nobody"), 404, "NOT_FOUND")
-		admExpect(t, aaGetReply(a, "olga"), 404, "NOT_FOUND") // another app's account
+		aaGetReply(a, "nobody").JSONFail(t, 404, "NOT_FOUND")
+		aaGetReply(a, "olga").JSONFail(t, 404, "NOT_FOUND") // another app's account
 		ghost := s.NewApp("no-such-app", "x")
-		admExpect(t, aaGetReply(ghost, "alice"), 404, "NOT_FOUND")
-		admExpect(t, aaList(ghost, ""), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", aaAccounts, nil), 400, "MISSING_FIELDS")
-		admExpect(t, aaAction(a, "ban", "nobody", nil), 404, "NOT_FOUND")
-		admExpect(t, aaAction(ghost, "ban", "alice", nil), 404, "NOT_FOUND")
-		admExpect(t, aaAction(a, "ban", "olga", nil), 404, "NOT_FOUND")
-		admExpect(t, aaAction(a, "ban", "", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", aaAccounts+"?app_id="+a.ID, map[string]any{"username": "alice"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID, "username": "nobody"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID}), 400, "MISSING_FIELDS")
+		aaGetReply(ghost, "alice").JSONFail(t, 404, "NOT_FOUND")
+		aaList(ghost, "").JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", aaAccounts, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		aaAction(a, "ban", "nobody", nil).JSONFail(t, 404, "NOT_FOUND")
+		aaAction(ghost, "ban", "alice", nil).JSONFail(t, 404, "NOT_FOUND")
+		aaAction(a, "ban", "olga", nil).JSONFail(t, 404, "NOT_FOUND")
+		aaAction(a, "ban", "", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", aaAccounts+"?app_id="+a.ID, map[string]any{"username": "alice"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID, "username": "nobody"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID}).JSONFail(t, 400, "MISSING_FIELDS")
 		if es := aaAudits(t, a, "account.ban"); len(es) != 0 {
 			t.Fatalf("refused actions were audited: %v", es)
 		}
 
 		for _, m := range []string{"GET", "POST", "DELETE"} {
 			path := aaAccounts + "?app_id=" + a.ID + "&username=alice&action=ban"
-			body := admJSON(t, map[string]any{"app_id": a.ID, "username": "alice"})
-			admExpect(t, s.Do(m, path, http.Header{"Content-Type": {"application/json"}}, body), 401, "UNAUTHORIZED")
-			admExpect(t, s.Do(m, path, admBearer("not-a-token"), body), 401, "UNAUTHORIZED")
+			body := kwtest.JSON(t, map[string]any{"app_id": a.ID, "username": "alice"})
+			s.Do(m, path, http.Header{"Content-Type": {"application/json"}}, body).JSONFail(t, 401, "UNAUTHORIZED")
+			s.Do(m, path, kwtest.Bearer("not-a-token"), body).JSONFail(t, 401, "UNAUTHORIZED")
 		}
 		if got := aaGet(t, a, "alice")["status"]; got != "active" {
 			t.Fatalf("status after refused calls = %v, want active", got)
@@ -433,12 +433,12 @@ func TestAdminAccountsRefusals(t *testing.T) {
 func TestAdminAccountsBanPause(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "BanPause")
 		aaSignUp(t, a, "alice", "")
 
-		admExpect(t, aaAction(a, "unban", "alice", nil), 409, "CONFLICT")
-		admExpect(t, aaAction(a, "resume", "alice", nil), 409, "CONFLICT")
+		aaAction(a, "unban", "alice", nil).JSONFail(t, 409, "CONFLICT")
+		aaAction(a, "resume", "alice", nil).JSONFail(t, 409, "CONFLICT")
 
 		if acct := aaMust(t, a, "ban", "Alice", map[string]any{"reason": "chargeback"}); acct["status"] != "banned" {
 			t.Fatalf("after ban: %v", acct)
@@ -447,16 +447,16 @@ func TestAdminAccountsBanPause(t *testing.T) {
 		if d, _ := e["details"].(map[string]any); d == nil || d["reason"] != "chargeback" {
 			t.Fatalf("ban audit details = %#v, want the reason", e["details"])
 		}
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc"), 403, "BANNED")
-		admExpect(t, aaAction(a, "pause", "alice", nil), 409, "CONFLICT")
-		admExpect(t, aaAction(a, "resume", "alice", nil), 409, "CONFLICT")
+		aaSignIn(a, "alice", aaPassword, "pc").PlainFail(t, 403, "BANNED")
+		aaAction(a, "pause", "alice", nil).JSONFail(t, 409, "CONFLICT")
+		aaAction(a, "resume", "alice", nil).JSONFail(t, 409, "CONFLICT")
 		if acct := aaMust(t, a, "unban", "alice", nil); acct["status"] != "active" {
 			t.Fatalf("after unban: %v", acct)
 		}
 		aaAudited(t, a, "account.unban", "alice", 1)
-		admExpect(t, aaAction(a, "unban", "alice", nil), 409, "CONFLICT")
+		aaAction(a, "unban", "alice", nil).JSONFail(t, 409, "CONFLICT")
 		aaAudited(t, a, "account.unban", "alice", 1)
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc"))
+		aaSignIn(a, "alice", aaPassword, "pc").OK(t)
 
 		if acct := aaMust(t, a, "pause", "alice", nil); acct["status"] != "paused" {
 			t.Fatalf("after pause: %v", acct)
@@ -465,14 +465,14 @@ func TestAdminAccountsBanPause(t *testing.T) {
 		if got := aaGet(t, a, "alice")["status"]; got != "paused" {
 			t.Fatalf("status = %v, want paused", got)
 		}
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc"), 403, "PAUSED")
+		aaSignIn(a, "alice", aaPassword, "pc").PlainFail(t, 403, "PAUSED")
 		if acct := aaMust(t, a, "resume", "alice", nil); acct["status"] != "active" {
 			t.Fatalf("after resume: %v", acct)
 		}
 		aaAudited(t, a, "account.resume", "alice", 1)
-		admExpect(t, aaAction(a, "resume", "alice", nil), 409, "CONFLICT")
+		aaAction(a, "resume", "alice", nil).JSONFail(t, 409, "CONFLICT")
 		aaAudited(t, a, "account.resume", "alice", 1)
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc"))
+		aaSignIn(a, "alice", aaPassword, "pc").OK(t)
 
 		// A paused account can be banned; unbanning makes it active.
 		aaMust(t, a, "pause", "alice", nil)
@@ -490,11 +490,11 @@ func TestAdminAccountsBanPause(t *testing.T) {
 func TestAdminAccountsResetDevices(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Devices")
 		aaSignUp(t, a, "alice", "")
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc-1"))
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc-2"), 403, "HWID_MISMATCH")
+		aaSignIn(a, "alice", aaPassword, "pc-1").OK(t)
+		aaSignIn(a, "alice", aaPassword, "pc-2").PlainFail(t, 403, "HWID_MISMATCH")
 		if d := aaGet(t, a, "alice")["devices"].([]any); len(d) != 1 {
 			t.Fatalf("devices = %v, want pc-1", d)
 		}
@@ -508,7 +508,7 @@ func TestAdminAccountsResetDevices(t *testing.T) {
 			t.Fatalf("sessions after reset-devices = %v, want none", ss)
 		}
 		aaAudited(t, a, "account.reset-devices", "alice", 1)
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc-2"))
+		aaSignIn(a, "alice", aaPassword, "pc-2").OK(t)
 		if d := aaGet(t, a, "alice")["devices"].([]any); len(d) != 1 || d[0].(map[string]any)["hwid"] != "pc-2" {
 			t.Fatalf("devices = %v, want pc-2", d)
 		}
@@ -520,7 +520,7 @@ func TestAdminAccountsResetDevices(t *testing.T) {
 func TestAdminAccountsSetExpiry(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Expiry")
 		aaSignUp(t, a, "alice", "")
 
@@ -556,7 +556,7 @@ func TestAdminAccountsSetExpiry(t *testing.T) {
 			{"expires_at": "2027-01-01"},
 			{"expires_at": "2027-13-01T00:00:00Z"},
 		} {
-			admExpect(t, aaAction(a, "set-expiry", "alice", body), 400, "MISSING_FIELDS")
+			aaAction(a, "set-expiry", "alice", body).JSONFail(t, 400, "MISSING_FIELDS")
 		}
 		aaAudited(t, a, "account.set-expiry", "alice", 3)
 		if got := aaGet(t, a, "alice"); got["expires_at"] != nil || got["lifetime"] != true {
@@ -568,7 +568,7 @@ func TestAdminAccountsSetExpiry(t *testing.T) {
 		if acct := aaMust(t, a, "set-expiry", "alice", map[string]any{"expires_at": past}); acct["status"] != "expired" {
 			t.Fatalf("after a past expiry: %v", acct)
 		}
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc"), 403, "EXPIRED")
+		aaSignIn(a, "alice", aaPassword, "pc").PlainFail(t, 403, "EXPIRED")
 	})
 }
 
@@ -578,12 +578,12 @@ func TestAdminAccountsSetExpiry(t *testing.T) {
 func TestAdminAccountsResetPassword(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Reset")
 		aaSignUp(t, a, "alice", "")
 
 		r := aaAction(a, "reset-password", "alice", nil)
-		clOK(t, r)
+		r.OK(t)
 		temp := r.Str("temporary_password")
 		if !aaTempRE.MatchString(temp) {
 			t.Fatalf("temporary_password = %q, want 16 unambiguous letters and digits", temp)
@@ -595,22 +595,23 @@ func TestAdminAccountsResetPassword(t *testing.T) {
 			t.Fatalf("password_reset_required not stored")
 		}
 		e := aaAudited(t, a, "account.reset-password", "alice", 1)
-		if raw := string(admJSON(t, e)); strings.Contains(raw, temp) {
+		if raw := string(kwtest.JSON(t, e)); strings.Contains(raw, temp) {
 			t.Fatalf("the audit entry shows the temporary password: %s", raw)
 		}
 		if r2 := aaAction(a, "reset-password", "alice", nil); r2.Str("temporary_password") == temp {
 			t.Fatalf("a second reset gave the same temporary password")
 		} else {
-			clOK(t, r2)
+			r2.OK(t)
 			temp = r2.Str("temporary_password")
 		}
 
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc"), 401, "INVALID_CREDENTIALS")
-		clPlainFail(t, aaSignIn(a, "alice", temp, "pc"), 403, "PASSWORD_RESET_REQUIRED")
-		clOK(t, a.Plain(aaChange, map[string]any{"username": "alice", "current_password": temp,
-			"new_password": "second-pass-456"}))
-		clOK(t, aaSignIn(a, "alice", "second-pass-456", "pc"))
-		clPlainFail(t, aaSignIn(a, "alice", temp, "pc"), 401, "INVALID_CREDENTIALS")
+		aaSignIn(a, "alice", aaPassword, "pc").PlainFail(t, 401, "INVALID_CREDENTIALS")
+		aaSignIn(a, "alice", temp, "pc").PlainFail(t, 403, "PASSWORD_RESET_REQUIRED")
+		a.Plain(aaChange, map[string]any{"username": "alice", "current_password": temp,
+			"new_password": "second-pass-456"}).OK(t)
+
+		aaSignIn(a, "alice", "second-pass-456", "pc").OK(t)
+		aaSignIn(a, "alice", temp, "pc").PlainFail(t, 401, "INVALID_CREDENTIALS")
 		if aaGet(t, a, "alice")["password_reset_required"] != false {
 			t.Fatalf("password_reset_required still true after change-password")
 		}
@@ -621,13 +622,13 @@ func TestAdminAccountsResetPassword(t *testing.T) {
 func TestAdminAccountsUnknownAction(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Unknown")
 		aaSignUp(t, a, "alice", "")
 		for _, action := range []string{"delete", "BAN", "extend", "reset-hwid", "nope"} {
-			admExpect(t, aaAction(a, action, "alice", nil), 400, "MISSING_FIELDS")
+			aaAction(a, action, "alice", nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		for _, e := range admAudit(t, s, "app_id="+a.ID) {
+		for _, e := range s.Audit(t, "app_id="+a.ID) {
 			if action, _ := e["action"].(string); strings.HasPrefix(action, "account.") {
 				t.Fatalf("a refused action was audited: %v", e)
 			}
@@ -643,25 +644,25 @@ func TestAdminAccountsUnknownAction(t *testing.T) {
 func TestAdminAccountsDelete(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := aaApp(t, s, "Delete")
 		aaSignUp(t, a, "alice", "")
 		aaSignUp(t, a, "bob", "")
-		clOK(t, aaSignIn(a, "alice", aaPassword, "pc"))
+		aaSignIn(a, "alice", aaPassword, "pc").OK(t)
 
 		r := s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID, "username": "ALICE"})
-		clOK(t, r)
-		admExpect(t, aaGetReply(a, "alice"), 404, "NOT_FOUND")
+		r.OK(t)
+		aaGetReply(a, "alice").JSONFail(t, 404, "NOT_FOUND")
 		aaAudited(t, a, "account.delete", "alice", 1)
 		if got := aaNames(t, a, ""); !reflect.DeepEqual(got, []string{"bob"}) {
 			t.Fatalf("accounts after delete = %v, want [bob]", got)
 		}
-		clPlainFail(t, aaSignIn(a, "alice", aaPassword, "pc"), 401, "INVALID_CREDENTIALS")
-		admExpect(t, s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID, "username": "alice"}), 404, "NOT_FOUND")
+		aaSignIn(a, "alice", aaPassword, "pc").PlainFail(t, 401, "INVALID_CREDENTIALS")
+		s.Admin("DELETE", aaAccounts, map[string]any{"app_id": a.ID, "username": "alice"}).JSONFail(t, 404, "NOT_FOUND")
 		aaAudited(t, a, "account.delete", "alice", 1)
 
 		// app_id in the query string works too.
-		clOK(t, s.Admin("DELETE", aaAccounts+"?app_id="+a.ID, map[string]any{"username": "bob"}))
+		s.Admin("DELETE", aaAccounts+"?app_id="+a.ID, map[string]any{"username": "bob"}).OK(t)
 		aaAudited(t, a, "account.delete", "bob", 2)
 
 		aaSignUp(t, a, "alice", "")

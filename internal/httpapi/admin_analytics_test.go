@@ -33,7 +33,7 @@ func TestAdminAnalytics(t *testing.T) {
 		ctx := context.Background()
 		a := s.CreateApp("Charts")
 		other := s.CreateApp("Elsewhere")
-		clSettings(t, a, map[string]any{"trial_enabled": true})
+		a.SetSettings(t, map[string]any{"trial_enabled": true})
 		keys := a.GenerateKeys(4, "lifetime", 0, 2)
 		sid := a.Login(keys[0], "pc-1")
 		a.Login(keys[0], "pc-2") // a second device: a login, not an activation
@@ -42,18 +42,18 @@ func TestAdminAnalytics(t *testing.T) {
 		for range 2 {
 			kwtest.ExpectCode(t, a.Env("/api/auth/login.php", map[string]any{"license_key": "NOPE-NOPE", "hwid": "pc-9"}), 200, "INVALID_KEY")
 		}
-		clOK(t, a.Plain("/api/auth/trial.php", map[string]any{"hwid": "trial-pc"}))
-		clOK(t, a.Plain("/api/auth/trial.php", map[string]any{"hwid": "trial-pc"})) // resumed: not a new trial
+		a.Plain("/api/auth/trial.php", map[string]any{"hwid": "trial-pc"}).OK(t)
+		a.Plain("/api/auth/trial.php", map[string]any{"hwid": "trial-pc"}).OK(t) // resumed: not a new trial
 		if err := s.Analytics.Sample(ctx, s.Clock.Now()); err != nil {
 			t.Fatal(err)
 		}
 		a.KeyAction("ban", keys[1], nil)
 		s.Clock.Advance(time.Minute)
 		a.Login(keys[2], "pc-4")
-		clOK(t, a.Heartbeat(sid, keys[0]))
-		updCheck(t, a, map[string]any{"v": "1.2.0", "hwid": "pc-1"})
-		updCheck(t, a, map[string]any{"v": "1.2.0", "hwid": "pc-2"})
-		updCheck(t, a, map[string]any{"v": "1.3.0", "hwid": "pc-3"})
+		a.Heartbeat(sid, keys[0]).OK(t)
+		a.UpdateCheck(t, map[string]any{"v": "1.2.0", "hwid": "pc-1"})
+		a.UpdateCheck(t, map[string]any{"v": "1.2.0", "hwid": "pc-2"})
+		a.UpdateCheck(t, map[string]any{"v": "1.3.0", "hwid": "pc-3"})
 		if err := s.Usage.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +92,7 @@ func TestAdminAnalytics(t *testing.T) {
 		s4 := a.Login(keys[3], "pc-5")
 		a.KeyAction("ban", keys[3], nil)
 		kwtest.ExpectCode(t, a.Heartbeat(s4, keys[3]), 200, "BANNED")
-		clOK(t, a.Env("/api/auth/logout.php", map[string]any{"session_id": sid}))
+		a.Env("/api/auth/logout.php", map[string]any{"session_id": sid}).OK(t)
 		s.Usage.Flush(ctx)
 		rep = s.MustAdmin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&from="+from+"&to="+to, nil).Obj("analytics")
 		if r := rep["heartbeat_refusals"].(map[string]any); r["BANNED"] != 1.0 {
@@ -107,8 +107,8 @@ func TestAdminAnalytics(t *testing.T) {
 		if rep["step"] != "day" || len(rep["logins"].([]any)) < 7 {
 			t.Errorf("default report: step %v, %d points", rep["step"], len(rep["logins"].([]any)))
 		}
-		admExpect(t, s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&step=minute", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&from=yesterday", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&from="+to+"&to="+from, nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&step=minute", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&from=yesterday", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", "/api/admin/analytics.php?app_id="+a.ID+"&from="+to+"&to="+from, nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }

@@ -46,14 +46,14 @@ func asServes(t *testing.T, s *kwtest.Server, appID, secret, key, hwid string) s
 func asRefused(t *testing.T, s *kwtest.Server, appID, secret, key string) {
 	t.Helper()
 	r := s.NewApp(appID, secret).Env("/api/auth/login.php", map[string]any{"license_key": key, "hwid": "pc-x"})
-	admExpect(t, r, 401, "INVALID_APP")
-	admExpect(t, admCheckKey(s, secret, key), 401, "INVALID_APP")
+	r.JSONFail(t, 401, "INVALID_APP")
+	admCheckKey(s, secret, key).JSONFail(t, 401, "INVALID_APP")
 }
 
 // asNoSecretIn fails if the audit log or the server log shows secret.
-func asNoSecretIn(t *testing.T, s *kwtest.Server, logs *lockedBuffer, secrets ...string) {
+func asNoSecretIn(t *testing.T, s *kwtest.Server, logs *kwtest.LogBuffer, secrets ...string) {
 	t.Helper()
-	entries, _ := json.Marshal(admAudit(t, s, "limit=1000"))
+	entries, _ := json.Marshal(s.Audit(t, "limit=1000"))
 	for _, sec := range secrets {
 		if strings.Contains(string(entries), sec) {
 			t.Errorf("the audit log shows secret %s…", sec[:8])
@@ -74,7 +74,7 @@ func asNoSecretIn(t *testing.T, s *kwtest.Server, logs *lockedBuffer, secrets ..
 func TestAdminCreateAppWithSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		var logs lockedBuffer
+		var logs kwtest.LogBuffer
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		r := s.MustAdmin("POST", "/api/admin/apps.php", map[string]any{"name": "Moved", "version": "3.1", "secret": asMixed})
 		got := r.Obj("app")
@@ -86,7 +86,7 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 		key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
 		asServes(t, s, id, asMixed, key, "pc-1")
 		asRefused(t, s, id, strings.ToLower(asMixed), key)
-		if one := admApp(t, s, id); one["secret"] != nil || one["name"] != "Moved" {
+		if one := s.AppView(t, id); one["secret"] != nil || one["name"] != "Moved" {
 			t.Fatalf("single view shows %v", one)
 		}
 		raw := secRaw(t, s)
@@ -95,7 +95,7 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 				t.Fatalf("apps.secret stored as %q, want it sealed", v)
 			}
 		}
-		created := admAudit(t, s, "app_id="+id+"&action=app.create")
+		created := s.Audit(t, "app_id="+id+"&action=app.create")
 		if len(created) != 1 {
 			t.Fatalf("%d app.create entries, want 1", len(created))
 		}
@@ -105,7 +105,7 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 
 		// The same secret again: 409, no second app.
 		dup := s.Admin("POST", "/api/admin/apps.php", map[string]any{"name": "Twin", "secret": asMixed})
-		admExpect(t, dup, 409, "CONFLICT")
+		dup.JSONFail(t, 409, "CONFLICT")
 		if !strings.Contains(dup.Str("message"), "secret") {
 			t.Errorf("conflict message %q does not name the secret", dup.Str("message"))
 		}
@@ -118,12 +118,12 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 			"a number":      12,
 		} {
 			r := s.Admin("POST", "/api/admin/apps.php", map[string]any{"name": "Bad " + name, "secret": bad})
-			admExpect(t, r, 400, "MISSING_FIELDS")
+			r.JSONFail(t, 400, "MISSING_FIELDS")
 			if msg := r.Str("message"); !strings.Contains(msg, "secret") || (name != "a number" && !strings.Contains(msg, "64 hexadecimal")) {
 				t.Errorf("%s: message %q does not say what a secret is", name, msg)
 			}
 		}
-		if apps := admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps"); len(apps) != 1 {
+		if apps := s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps"); len(apps) != 1 {
 			t.Fatalf("refused creations left %d apps, want 1", len(apps))
 		}
 		// An empty secret is none: a fresh one.
@@ -150,7 +150,7 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 func TestAdminSetSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		var logs lockedBuffer
+		var logs kwtest.LogBuffer
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		jwt := s.AdminToken()
 		app := s.CreateApp("Adopting")
@@ -169,7 +169,7 @@ func TestAdminSetSecret(t *testing.T) {
 			t.Fatalf("heartbeat of the open session with the new secret: %s", hb)
 		}
 		asServes(t, s, app.ID, asMixed, key, "pc-1")
-		if one := admApp(t, s, app.ID); one["secret"] != nil {
+		if one := s.AppView(t, app.ID); one["secret"] != nil {
 			t.Fatalf("single view shows the secret: %v", one)
 		}
 		for _, v := range secValues(t, secRaw(t, s), `SELECT secret FROM apps WHERE id = ?`, app.ID) {
@@ -177,13 +177,13 @@ func TestAdminSetSecret(t *testing.T) {
 				t.Fatalf("apps.secret stored as %q, want it sealed", v)
 			}
 		}
-		if n := len(admAudit(t, s, "app_id="+app.ID+"&action=app.set_secret")); n != 1 {
+		if n := len(s.Audit(t, "app_id="+app.ID+"&action=app.set_secret")); n != 1 {
 			t.Fatalf("%d app.set_secret audit entries, want 1", n)
 		}
 
 		// Another app's secret: 409, both apps as they were.
 		dup := asSetSecret(s, jwt, other.ID, map[string]any{"secret": asMixed})
-		admExpect(t, dup, 409, "CONFLICT")
+		dup.JSONFail(t, 409, "CONFLICT")
 		asServes(t, s, other.ID, other.Secret, otherKey, "pc-2")
 		asServes(t, s, app.ID, asMixed, key, "pc-1")
 
@@ -196,20 +196,20 @@ func TestAdminSetSecret(t *testing.T) {
 			"a number":      map[string]any{"secret": 7},
 		} {
 			r := asSetSecret(s, jwt, app.ID, body)
-			admExpect(t, r, 400, "MISSING_FIELDS")
+			r.JSONFail(t, 400, "MISSING_FIELDS")
 			if !strings.Contains(r.Str("message"), "secret") {
 				t.Errorf("%s: message %q does not name the secret", name, r.Str("message"))
 			}
 		}
-		admExpect(t, asSetSecret(s, jwt, "00000000-0000-4000-8000-000000000000", map[string]any{"secret": asOther}), 404, "NOT_FOUND")
-		admExpect(t, s.AdminAs(jwt, "POST", "/api/admin/apps.php?action=set-secret", map[string]any{"secret": asOther}), 400, "MISSING_FIELDS")
+		asSetSecret(s, jwt, "00000000-0000-4000-8000-000000000000", map[string]any{"secret": asOther}).JSONFail(t, 404, "NOT_FOUND")
+		s.AdminAs(jwt, "POST", "/api/admin/apps.php?action=set-secret", map[string]any{"secret": asOther}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// Admins below owner: 403.
 		for _, role := range []string{"admin", "support", "viewer"} {
 			tok := s.AddMember(app.ID, "m-"+role, "a long member password", role)
-			admExpect(t, asSetSecret(s, tok, app.ID, map[string]any{"secret": asOther}), 403, "FORBIDDEN")
+			asSetSecret(s, tok, app.ID, map[string]any{"secret": asOther}).JSONFail(t, 403, "FORBIDDEN")
 		}
-		if n := len(admAudit(t, s, "app_id="+app.ID+"&action=app.set_secret")); n != 1 {
+		if n := len(s.Audit(t, "app_id="+app.ID+"&action=app.set_secret")); n != 1 {
 			t.Errorf("%d app.set_secret audit entries after refusals, want still 1", n)
 		}
 		asServes(t, s, app.ID, asMixed, key, "pc-1")
@@ -232,11 +232,11 @@ func TestAdminSetSecret(t *testing.T) {
 // secret stays; a malformed set-secret is refused before it counts.
 func TestSetSecretSharesRegenLimit(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 2 })
+	s := kwtest.Boot(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 2 })
 	app := s.CreateApp("Limited")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
 	jwt := s.AdminToken()
-	admExpect(t, asSetSecret(s, jwt, app.ID, map[string]any{"secret": "0"}), 400, "MISSING_FIELDS")
+	asSetSecret(s, jwt, app.ID, map[string]any{"secret": "0"}).JSONFail(t, 400, "MISSING_FIELDS")
 	if r := asSetSecret(s, jwt, app.ID, map[string]any{"secret": asMixed}); r.Status != 200 {
 		t.Fatalf("set-secret: %s", r)
 	}
@@ -253,7 +253,7 @@ func TestSetSecretSharesRegenLimit(t *testing.T) {
 func TestTokenCreatesAppWithSecret(t *testing.T) {
 	t.Parallel()
 	s := kwtest.Start(t, kwtest.Options{})
-	pat := tkMint(t, s, s.AdminToken(), "migration script")["token"].(string)
+	pat := s.MintToken(t, s.AdminToken(), "migration script")["token"].(string)
 	r := s.AdminAs(pat, "POST", "/api/admin/apps.php", map[string]any{"name": "Scripted", "secret": asOther})
 	if r.Status != http.StatusOK || r.Obj("app")["secret"] != asOther {
 		t.Fatalf("create with a secret through a token: %s", r)
@@ -261,5 +261,5 @@ func TestTokenCreatesAppWithSecret(t *testing.T) {
 	id := r.Obj("app")["app_id"].(string)
 	key := s.NewApp(id, asOther).GenerateKeys(1, "lifetime", 0, 1)[0]
 	asServes(t, s, id, asOther, key, "pc")
-	admExpect(t, asSetSecret(s, pat, id, map[string]any{"secret": asMixed}), 403, "TOKEN_NOT_ALLOWED")
+	asSetSecret(s, pat, id, map[string]any{"secret": asMixed}).JSONFail(t, 403, "TOKEN_NOT_ALLOWED")
 }

@@ -23,7 +23,7 @@ var (
 func admCheckKey(s *kwtest.Server, secret, key string) *kwtest.Reply {
 	s.T.Helper()
 	return s.Do("POST", "/api/auth/check-key.php", http.Header{"X-App-Secret": {secret}, "Content-Type": {"application/json"}},
-		admJSON(s.T, map[string]string{"license_key": key}))
+		kwtest.JSON(s.T, map[string]string{"license_key": key}))
 }
 
 // Creating an app returns its id, name, version, default settings and a
@@ -71,10 +71,10 @@ func TestAdminCreateApp(t *testing.T) {
 		// Both secrets identify their app on the client API: an unknown key
 		// is INVALID_KEY, not INVALID_APP.
 		for _, sec := range []string{secret, secret2} {
-			admExpect(t, admCheckKey(s, sec, "AAAAA-AAAAA-AAAAA-AAAAA"), 401, "INVALID_KEY")
+			admCheckKey(s, sec, "AAAAA-AAAAA-AAAAA-AAAAA").JSONFail(t, 401, "INVALID_KEY")
 		}
 
-		apps := admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps")
+		apps := s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps")
 		if len(apps) != 2 {
 			t.Fatalf("list has %d apps, want 2: %v", len(apps), apps)
 		}
@@ -91,7 +91,7 @@ func TestAdminCreateApp(t *testing.T) {
 		if !ids[app["app_id"]] || !ids[app2["app_id"]] {
 			t.Fatalf("list %v lacks a created app", apps)
 		}
-		one := admApp(t, s, app["app_id"].(string))
+		one := s.AppView(t, app["app_id"].(string))
 		if _, has := one["secret"]; has || one["name"] != "Photo Tool" {
 			t.Fatalf("single view: %v", one)
 		}
@@ -118,11 +118,11 @@ func TestAdminCreateAppInvalid(t *testing.T) {
 			if name == "unknown action" {
 				path += "?action=clone"
 			}
-			r := s.Do("POST", path, admBearer(s.AdminToken()), []byte(body))
-			admExpect(t, r, 400, "MISSING_FIELDS")
+			r := s.Do("POST", path, kwtest.Bearer(s.AdminToken()), []byte(body))
+			r.JSONFail(t, 400, "MISSING_FIELDS")
 		})
 	}
-	if apps := admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps"); len(apps) != 0 {
+	if apps := s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps"); len(apps) != 0 {
 		t.Fatalf("refused creations left apps: %v", apps)
 	}
 }
@@ -150,7 +150,7 @@ func TestAdminUpdateAppFields(t *testing.T) {
 		// Top-level settings next to a settings object, and a partial patch
 		// that keeps the others.
 		s.MustAdmin("PUT", path, map[string]any{"maintenance": true})
-		a := admApp(t, s, app.ID)
+		a := s.AppView(t, app.ID)
 		st := a["settings"].(map[string]any)
 		want := map[string]any{"heartbeat_interval": 45.0, "maintenance": true, "maintenance_message": "Back at noon",
 			"login_message": "Welcome back", "download_url": "https://example.com/dl", "self_reset_enabled": false,
@@ -165,7 +165,7 @@ func TestAdminUpdateAppFields(t *testing.T) {
 		}
 		// The app_id may also travel in the body.
 		s.MustAdmin("PUT", "/api/admin/apps.php", map[string]any{"app_id": app.ID, "maintenance": false, "version": ""})
-		a = admApp(t, s, app.ID)
+		a = s.AppView(t, app.ID)
 		if a["settings"].(map[string]any)["maintenance"] != false || a["version"] != "" || a["name"] != "Editor Pro" {
 			t.Fatalf("PUT with app_id in body: %v", a)
 		}
@@ -229,7 +229,7 @@ func TestAdminAppSelfResetAndPrefixSettings(t *testing.T) {
 	app.Login(key, "pc-1")
 
 	s.MustAdmin("PUT", path, map[string]any{"self_reset_enabled": false})
-	admExpect(t, app.Plain("/api/customer/reset-hwid.php", map[string]any{"key": key}), 403, "SELF_RESET_DISABLED")
+	app.Plain("/api/customer/reset-hwid.php", map[string]any{"key": key}).JSONFail(t, 403, "SELF_RESET_DISABLED")
 
 	s.MustAdmin("PUT", path, map[string]any{"self_reset_enabled": true, "self_reset_cooldown_hours": 3})
 	r := app.Plain("/api/customer/reset-hwid.php", map[string]any{"key": key})
@@ -255,7 +255,7 @@ func TestAdminUpdateAppInvalid(t *testing.T) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Stable")
 		path := "/api/admin/apps.php?app_id=" + app.ID
-		before := admApp(t, s, app.ID)
+		before := s.AppView(t, app.ID)
 		s.Clock.Advance(time.Minute) // a wrongly applied edit would move updated_at
 		tooBig := append([]byte(`{"login_message":"x",`), bytes.Repeat([]byte(" "), 1<<20)...)
 		tooBig = append(tooBig, []byte(`"name":"Huge"}`)...)
@@ -288,17 +288,17 @@ func TestAdminUpdateAppInvalid(t *testing.T) {
 		}
 		for name, c := range cases {
 			t.Run(name, func(t *testing.T) {
-				admExpect(t, s.Do("PUT", path, admBearer(s.AdminToken()), c.body), c.status, c.code)
+				s.Do("PUT", path, kwtest.Bearer(s.AdminToken()), c.body).JSONFail(t, c.status, c.code)
 			})
 		}
-		if after := admApp(t, s, app.ID); !reflect.DeepEqual(before, after) {
+		if after := s.AppView(t, app.ID); !reflect.DeepEqual(before, after) {
 			t.Fatalf("refused edits changed the app:\nbefore %v\nafter  %v", before, after)
 		}
-		if n := len(admAudit(t, s, "action=app.update")); n != 0 {
+		if n := len(s.Audit(t, "action=app.update")); n != 0 {
 			t.Fatalf("refused edits were audited (%d app.update entries)", n)
 		}
 		// The old secret still works: nothing about the app moved.
-		admExpect(t, admCheckKey(s, app.Secret, "AAAAA-AAAAA-AAAAA-AAAAA"), 401, "INVALID_KEY")
+		admCheckKey(s, app.Secret, "AAAAA-AAAAA-AAAAA-AAAAA").JSONFail(t, 401, "INVALID_KEY")
 	})
 }
 
@@ -309,7 +309,7 @@ func TestAdminBodyOfExactlyOneMiBIsAccepted(t *testing.T) {
 	app := s.CreateApp("Edge")
 	body := []byte(`{"name":"Edge 2"}`)
 	body = append(body, bytes.Repeat([]byte(" "), 1<<20-len(body))...)
-	r := s.Do("PUT", "/api/admin/apps.php?app_id="+app.ID, admBearer(s.AdminToken()), body)
+	r := s.Do("PUT", "/api/admin/apps.php?app_id="+app.ID, kwtest.Bearer(s.AdminToken()), body)
 	if r.Status != 200 || r.Obj("app")["name"] != "Edge 2" {
 		t.Fatalf("1 MiB body: %s", r)
 	}
@@ -334,22 +334,22 @@ func TestAdminRegenerateSecret(t *testing.T) {
 		if !admSecretRE.MatchString(fresh) || fresh == app.Secret || got["app_id"] != app.ID {
 			t.Fatalf("regenerate reply: %v", got)
 		}
-		admExpect(t, admCheckKey(s, app.Secret, key), 401, "INVALID_APP")
+		admCheckKey(s, app.Secret, key).JSONFail(t, 401, "INVALID_APP")
 		if r := admCheckKey(s, fresh, key); r.Status != 200 || r.Body["valid"] != true {
 			t.Fatalf("check-key with new secret: %s", r)
 		}
 		newApp := s.NewApp(app.ID, fresh)
 		newApp.Login(key, "pc-1")
 		old := app.Env("/api/auth/login.php", map[string]any{"license_key": key, "hwid": "pc-1"})
-		admExpect(t, old, 401, "INVALID_APP")
+		old.JSONFail(t, 401, "INVALID_APP")
 
 		// app_id in the body works too; unknown apps are 404.
 		r2 := s.MustAdmin("POST", "/api/admin/apps.php?action=regenerate-secret", map[string]any{"app_id": app.ID})
 		if r2.Obj("app")["secret"] == fresh {
 			t.Fatalf("second regeneration kept the secret")
 		}
-		admExpect(t, s.Admin("POST", "/api/admin/apps.php?action=regenerate-secret&app_id=00000000-0000-4000-8000-000000000000", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", "/api/admin/apps.php?action=regenerate-secret", nil), 400, "MISSING_FIELDS")
+		s.Admin("POST", "/api/admin/apps.php?action=regenerate-secret&app_id=00000000-0000-4000-8000-000000000000", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", "/api/admin/apps.php?action=regenerate-secret", nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -370,18 +370,18 @@ func TestAdminDeleteApp(t *testing.T) {
 		if r.Str("message") == "" {
 			t.Errorf("delete reply has no message: %s", r)
 		}
-		admExpect(t, admCheckKey(s, doomed.Secret, dk[1]), 401, "INVALID_APP")
-		admExpect(t, s.Admin("GET", "/api/admin/apps.php?app_id="+doomed.ID, nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+doomed.ID, nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", "/api/admin/apps.php?app_id="+doomed.ID, nil), 404, "NOT_FOUND")
+		admCheckKey(s, doomed.Secret, dk[1]).JSONFail(t, 401, "INVALID_APP")
+		s.Admin("GET", "/api/admin/apps.php?app_id="+doomed.ID, nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+doomed.ID, nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/apps.php?app_id="+doomed.ID, nil).JSONFail(t, 404, "NOT_FOUND")
 		keys, _, err := s.License.ListKeys(context.Background(), license.KeyFilter{AppID: doomed.ID})
 		if err != nil || len(keys) != 0 {
 			t.Fatalf("keys of the deleted app remain: %d (%v)", len(keys), err)
 		}
 		// Its keys are not valid for another app either.
-		admExpect(t, admCheckKey(s, keep.Secret, dk[1]), 401, "INVALID_KEY")
+		admCheckKey(s, keep.Secret, dk[1]).JSONFail(t, 401, "INVALID_KEY")
 
-		apps := admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps")
+		apps := s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps")
 		if len(apps) != 1 || apps[0]["app_id"] != keep.ID {
 			t.Fatalf("apps after delete: %v", apps)
 		}
@@ -412,7 +412,7 @@ func TestAdminUnknownApp(t *testing.T) {
 			{"GET", "/api/admin/sessions.php?app_id=" + ghost, nil},
 			{"GET", "/api/admin/apps.php?app_id=not-a-uuid", nil},
 		} {
-			admExpect(t, s.Admin(c.method, c.path, c.body), 404, "NOT_FOUND")
+			s.Admin(c.method, c.path, c.body).JSONFail(t, 404, "NOT_FOUND")
 		}
 		for _, c := range []struct{ method, path string }{
 			{"PUT", "/api/admin/apps.php"},
@@ -420,7 +420,7 @@ func TestAdminUnknownApp(t *testing.T) {
 			{"GET", "/api/admin/keys.php"},
 			{"GET", "/api/admin/sessions.php"},
 		} {
-			admExpect(t, s.Admin(c.method, c.path, nil), 400, "MISSING_FIELDS")
+			s.Admin(c.method, c.path, nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
 	})
 }

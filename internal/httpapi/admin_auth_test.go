@@ -14,7 +14,7 @@ import (
 
 func admLogin(s *kwtest.Server, body any) *kwtest.Reply {
 	s.T.Helper()
-	return s.Do("POST", "/api/admin/login.php", http.Header{"Content-Type": {"application/json"}}, admJSON(s.T, body))
+	return s.Do("POST", "/api/admin/login.php", http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(s.T, body))
 }
 
 // The admin signs in with username and password and gets a JWT that opens
@@ -43,7 +43,7 @@ func TestAdminLoginIssuesWorkingJWT(t *testing.T) {
 		if ct := r.Header.Get("Cache-Control"); ct != "no-store" {
 			t.Errorf("login reply Cache-Control %q, want no-store", ct)
 		}
-		lr := s.Do("GET", "/api/admin/apps.php", admBearer(tok), nil)
+		lr := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil)
 		if lr.Status != 200 || lr.Body["success"] != true {
 			t.Fatalf("apps with fresh token: %s", lr)
 		}
@@ -60,9 +60,9 @@ func TestAdminLoginRefusalsAreIdentical(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		wrong := admLogin(s, map[string]string{"username": "admin", "password": "not the password"})
-		admExpect(t, wrong, 401, "INVALID_CREDENTIALS")
+		wrong.JSONFail(t, 401, "INVALID_CREDENTIALS")
 		unknown := admLogin(s, map[string]string{"username": "nobody", "password": kwtest.AdminPassword})
-		admExpect(t, unknown, 401, "INVALID_CREDENTIALS")
+		unknown.JSONFail(t, 401, "INVALID_CREDENTIALS")
 		if string(wrong.Raw) != string(unknown.Raw) {
 			t.Fatalf("wrong password and unknown user differ:\n%s\n%s", wrong.Raw, unknown.Raw)
 		}
@@ -71,8 +71,8 @@ func TestAdminLoginRefusalsAreIdentical(t *testing.T) {
 		}
 		// Case matters: the username is not matched case-insensitively and the
 		// password not at all loosely.
-		admExpect(t, admLogin(s, map[string]string{"username": "ADMIN", "password": kwtest.AdminPassword}), 401, "INVALID_CREDENTIALS")
-		admExpect(t, admLogin(s, map[string]string{"username": "admin", "password": strings.ToUpper(kwtest.AdminPassword)}), 401, "INVALID_CREDENTIALS")
+		admLogin(s, map[string]string{"username": "ADMIN", "password": kwtest.AdminPassword}).JSONFail(t, 401, "INVALID_CREDENTIALS")
+		admLogin(s, map[string]string{"username": "admin", "password": strings.ToUpper(kwtest.AdminPassword)}).JSONFail(t, 401, "INVALID_CREDENTIALS")
 	})
 }
 
@@ -91,7 +91,7 @@ func TestAdminLoginMalformed(t *testing.T) {
 		"invalid JSON":    `{"username":"admin",`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			admExpect(t, s.Do("POST", "/api/admin/login.php", h, []byte(body)), 400, "MISSING_FIELDS")
+			s.Do("POST", "/api/admin/login.php", h, []byte(body)).JSONFail(t, 400, "MISSING_FIELDS")
 		})
 	}
 }
@@ -113,7 +113,7 @@ func TestAdminBearerRequired(t *testing.T) {
 		}
 		claims["name"] = "mallory"
 		claims["exp"] = claims["exp"].(float64) + 86400*365
-		forgedPayload := parts[0] + "." + base64.RawURLEncoding.EncodeToString(admJSON(t, claims)) + "." + parts[2]
+		forgedPayload := parts[0] + "." + base64.RawURLEncoding.EncodeToString(kwtest.JSON(t, claims)) + "." + parts[2]
 
 		// Signature with one character in the middle changed.
 		sig := []byte(parts[2])
@@ -146,17 +146,17 @@ func TestAdminBearerRequired(t *testing.T) {
 		for name, h := range cases {
 			t.Run(name, func(t *testing.T) {
 				for _, p := range paths {
-					admExpect(t, s.Do("GET", p, h, nil), 401, "UNAUTHORIZED")
+					s.Do("GET", p, h, nil).JSONFail(t, 401, "UNAUTHORIZED")
 				}
 			})
 		}
 		// A refused POST changes nothing.
-		admExpect(t, s.Do("POST", "/api/admin/apps.php", http.Header{"Authorization": {"Bearer " + badSig}}, []byte(`{"name":"Sneaky"}`)), 401, "UNAUTHORIZED")
-		if apps := admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps"); len(apps) != 0 {
+		s.Do("POST", "/api/admin/apps.php", http.Header{"Authorization": {"Bearer " + badSig}}, []byte(`{"name":"Sneaky"}`)).JSONFail(t, 401, "UNAUTHORIZED")
+		if apps := s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps"); len(apps) != 0 {
 			t.Fatalf("an unauthenticated POST created an app: %v", apps)
 		}
 		// The genuine token still works.
-		if r := s.Do("GET", "/api/admin/apps.php", admBearer(good), nil); r.Status != 200 {
+		if r := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(good), nil); r.Status != 200 {
 			t.Fatalf("good token refused: %s", r)
 		}
 	})
@@ -172,14 +172,14 @@ func TestAdminTokenExpires(t *testing.T) {
 			t.Fatal("no token")
 		}
 		s.Clock.Advance(59 * time.Minute)
-		if r := s.Do("GET", "/api/admin/apps.php", admBearer(tok), nil); r.Status != 200 {
+		if r := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil); r.Status != 200 {
 			t.Fatalf("token refused before its TTL: %s", r)
 		}
 		s.Clock.Advance(2 * time.Minute)
-		admExpect(t, s.Do("GET", "/api/admin/apps.php", admBearer(tok), nil), 401, "UNAUTHORIZED")
+		s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil).JSONFail(t, 401, "UNAUTHORIZED")
 		// Signing in again gives a token valid from the new now.
 		fresh := admLogin(s, map[string]string{"username": "admin", "password": kwtest.AdminPassword}).Str("token")
-		if r := s.Do("GET", "/api/admin/apps.php", admBearer(fresh), nil); r.Status != 200 {
+		if r := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(fresh), nil); r.Status != 200 {
 			t.Fatalf("fresh token refused: %s", r)
 		}
 	})
@@ -207,14 +207,14 @@ func TestAdminWrongMethod(t *testing.T) {
 	for _, c := range cases {
 		h := http.Header{}
 		if c.auth {
-			h = admBearer(s.AdminToken())
+			h = kwtest.Bearer(s.AdminToken())
 		}
 		r := s.Do(c.method, c.path, h, nil)
-		admExpect(t, r, 405, "METHOD_NOT_ALLOWED")
+		r.JSONFail(t, 405, "METHOD_NOT_ALLOWED")
 		if got := r.Header.Get("Allow"); got != c.allow {
 			t.Errorf("%s %s: Allow %q, want %q", c.method, c.path, got, c.allow)
 		}
 	}
 	// An unknown admin path is a JSON 404.
-	admExpect(t, s.Do("GET", "/api/admin/nope.php", admBearer(s.AdminToken()), nil), 404, "NOT_FOUND")
+	s.Do("GET", "/api/admin/nope.php", kwtest.Bearer(s.AdminToken()), nil).JSONFail(t, 404, "NOT_FOUND")
 }

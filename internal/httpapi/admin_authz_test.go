@@ -115,12 +115,12 @@ func azRows(f *azFixture) []azRow {
 	release := func(t *testing.T, app *kwtest.App) int64 { return app.CreateRelease("2.0."+f.seq(), nil) }
 	account := func(t *testing.T, app *kwtest.App) string {
 		name := "user" + f.seq()
-		uaSignUp(t, app, name, "password1", "")
+		app.SignUp(t, name, "password1", "")
 		return name
 	}
 	resetRequest := func(t *testing.T, app *kwtest.App) int64 {
 		k := f.key(t, app)
-		clOK(t, app.Plain("/api/auth/request-hwid-reset.php", map[string]any{"license_key": k, "reason": "new pc"}))
+		app.Plain("/api/auth/request-hwid-reset.php", map[string]any{"license_key": k, "reason": "new pc"}).OK(t)
 		r := s.MustAdmin("GET", "/api/admin/hwid-resets.php?status=pending&app_id="+app.ID, nil)
 		list, _ := r.Body["requests"].([]any)
 		if len(list) == 0 {
@@ -381,8 +381,8 @@ func TestAdminAuthorizationMatrix(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		f := &azFixture{s: s, tokens: map[string]string{}}
-		f.a = uaApp(t, s, "Mine", nil)
-		f.b = uaApp(t, s, "Theirs", nil)
+		f.a = s.AccountsApp(t, "Mine", nil)
+		f.b = s.AccountsApp(t, "Theirs", nil)
 		for _, role := range azRoles {
 			f.tokens[role] = s.AddMember(f.a.ID, "az-"+role, "password-az-"+role, role)
 		}

@@ -42,12 +42,12 @@ func TestAdminBulkKeys(t *testing.T) {
 		if n := bulkDry(t, a, map[string]any{"op": "ban", "q": "batch a"}); n != 5 {
 			t.Fatalf("dry run counted %d keys, want 5", n)
 		}
-		if st := admKey(t, a, batchA[1])["status"]; st != "unused" {
+		if st := a.KeyView(t, batchA[1])["status"]; st != "unused" {
 			t.Fatalf("dry run changed a key: %v", st)
 		}
 		// An expectation that no longer holds changes nothing.
 		r := s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "q": "batch a", "dry_run": false, "expect": 4})
-		admExpect(t, r, 409, "COUNT_CHANGED")
+		r.JSONFail(t, 409, "COUNT_CHANGED")
 		if r.Body["count"] != 5.0 {
 			t.Fatalf("COUNT_CHANGED carries count %v, want 5", r.Body["count"])
 		}
@@ -60,7 +60,7 @@ func TestAdminBulkKeys(t *testing.T) {
 			t.Fatalf("bulk ban: %s", r)
 		}
 		for _, k := range batchA {
-			if st := admKey(t, a, k)["status"]; st != "banned" {
+			if st := a.KeyView(t, k)["status"]; st != "banned" {
 				t.Fatalf("key %s is %v after the bulk ban", k, st)
 			}
 		}
@@ -71,7 +71,7 @@ func TestAdminBulkKeys(t *testing.T) {
 		if n := len(s.EventsOf(a.ID, "key.banned")); n != 5 {
 			t.Fatalf("%d key.banned events, want 5", n)
 		}
-		entries := admAudit(t, s, "app_id="+a.ID+"&action=key.bulk_ban")
+		entries := s.Audit(t, "app_id="+a.ID+"&action=key.bulk_ban")
 		if len(entries) != 1 {
 			t.Fatalf("%d key.bulk_ban audit entries, want 1", len(entries))
 		}
@@ -85,7 +85,7 @@ func TestAdminBulkKeys(t *testing.T) {
 		if r.Body["affected"] != 5.0 || r.Body["skipped"] != 3.0 {
 			t.Fatalf("bulk extend: %s", r)
 		}
-		if d := admKey(t, a, batchA[1])["duration"]; d != 40.0 {
+		if d := a.KeyView(t, batchA[1])["duration"]; d != 40.0 {
 			t.Fatalf("extended unused key has duration %v, want 40", d)
 		}
 
@@ -95,20 +95,20 @@ func TestAdminBulkKeys(t *testing.T) {
 			t.Fatalf("unused lifetime keys: %d, want 2", n)
 		}
 		s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "pause", "key_type": "lifetime", "status": "unused", "dry_run": false, "expect": 2})
-		if st := admKey(t, a, batchB[1])["status"]; st != "paused" {
+		if st := a.KeyView(t, batchB[1])["status"]; st != "paused" {
 			t.Fatalf("bulk pause left %v", st)
 		}
 		n = bulkDry(t, a, map[string]any{"op": "delete", "q": "batch b"})
 		s.MustAdmin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "delete", "q": "batch b", "dry_run": false, "expect": n})
 		kwtest.ExpectCode(t, a.Heartbeat(bystander, batchB[0]), 200, "SESSION_REVOKED")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+a.ID+"&license_key="+batchB[2], nil), 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+a.ID+"&license_key="+batchB[2], nil).JSONFail(t, 404, "NOT_FOUND")
 
 		// Bad input changes nothing.
-		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "explode"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "extend"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "created_after": "yesterday"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "status": "zombie"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "dry_run": false}), 400, "MISSING_FIELDS")
+		s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "explode"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "extend"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "created_after": "yesterday"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "status": "zombie"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", bulkPath, map[string]any{"app_id": a.ID, "op": "ban", "dry_run": false}).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -152,7 +152,7 @@ func TestAdminSessionsListAndRevokeKey(t *testing.T) {
 		}
 		kwtest.ExpectCode(t, a.Heartbeat(s1, k), 200, "SESSION_REVOKED")
 		kwtest.ExpectCode(t, a.Heartbeat(s2, k), 200, "SESSION_REVOKED")
-		if e := admAudit(t, s, "app_id="+a.ID+"&action=session.revoke_key"); len(e) != 1 || e[0]["details"].(map[string]any)["count"] != 2.0 {
+		if e := s.Audit(t, "app_id="+a.ID+"&action=session.revoke_key"); len(e) != 1 || e[0]["details"].(map[string]any)["count"] != 2.0 {
 			t.Fatalf("session.revoke_key audit: %v", e)
 		}
 	})

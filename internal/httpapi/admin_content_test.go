@@ -70,7 +70,7 @@ func adcWith(m map[string]any, kv ...any) map[string]any {
 // adcAudit returns the app's audit entries of action, newest first.
 func adcAudit(t testing.TB, a *kwtest.App, action string) []map[string]any {
 	t.Helper()
-	return admAudit(t, a.S, "app_id="+url.QueryEscape(a.ID)+"&action="+url.QueryEscape(action)+"&limit=1000")
+	return a.S.Audit(t, "app_id="+url.QueryEscape(a.ID)+"&action="+url.QueryEscape(action)+"&limit=1000")
 }
 
 // adcFind returns the object of list whose id is id, failing if there is none.
@@ -167,8 +167,8 @@ func TestAdminContentTexts(t *testing.T) {
 		adcSame(t, "texts with a key", textsOf(r, "texts"), defaults)
 		adcSame(t, "overrides of keys[0]", textsOf(r, "overrides"), map[string]any{"welcome": "Hello VIP"})
 		adcSame(t, "overrides of a key without any", textsOf(get(keys[1]), "overrides"), map[string]any{})
-		admExpect(t, get("NOPE0-NOPE0-NOPE0-NOPE0"), 404, "NOT_FOUND")
-		admExpect(t, get(bKey), 404, "NOT_FOUND")
+		get("NOPE0-NOPE0-NOPE0-NOPE0").JSONFail(t, 404, "NOT_FOUND")
+		get(bKey).JSONFail(t, 404, "NOT_FOUND")
 
 		// Refusals change nothing and write no audit entry.
 		for name, body := range map[string]map[string]any{
@@ -185,22 +185,22 @@ func TestAdminContentTexts(t *testing.T) {
 			"object value":        {"name": "welcome", "value": map[string]any{"a": 1}},
 			"numeric license_key": {"name": "welcome", "value": "x", "license_key": 5},
 		} {
-			t.Run(name, func(t *testing.T) { admExpect(t, put(body), 400, "MISSING_FIELDS") })
+			t.Run(name, func(t *testing.T) { put(body).JSONFail(t, 400, "MISSING_FIELDS") })
 		}
-		admExpect(t, put(map[string]any{"name": "welcome", "value": "x", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"name": "welcome", "value": "x", "license_key": bKey}), 404, "NOT_FOUND")
+		put(map[string]any{"name": "welcome", "value": "x", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"name": "welcome", "value": "x", "license_key": bKey}).JSONFail(t, 404, "NOT_FOUND")
 		r = get(keys[0])
 		adcSame(t, "texts after refusals", textsOf(r, "texts"), defaults)
 		adcSame(t, "overrides after refusals", textsOf(r, "overrides"), map[string]any{"welcome": "Hello VIP"})
 
 		del := func(body map[string]any) *kwtest.Reply { return s.Admin("DELETE", adcTexts, adcBody(a.ID, body)) }
-		admExpect(t, del(map[string]any{"name": "nope"}), 404, "NOT_FOUND")
-		admExpect(t, del(map[string]any{"name": "welcome", "license_key": keys[1]}), 404, "NOT_FOUND")
-		admExpect(t, del(map[string]any{"name": "welcome", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}), 404, "NOT_FOUND")
-		admExpect(t, del(map[string]any{"name": "welcome", "license_key": bKey}), 404, "NOT_FOUND")
-		admExpect(t, del(map[string]any{}), 400, "MISSING_FIELDS")
+		del(map[string]any{"name": "nope"}).JSONFail(t, 404, "NOT_FOUND")
+		del(map[string]any{"name": "welcome", "license_key": keys[1]}).JSONFail(t, 404, "NOT_FOUND")
+		del(map[string]any{"name": "welcome", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}).JSONFail(t, 404, "NOT_FOUND")
+		del(map[string]any{"name": "welcome", "license_key": bKey}).JSONFail(t, 404, "NOT_FOUND")
+		del(map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 		// b's texts are b's: deleting a's name through b finds nothing.
-		admExpect(t, s.Admin("DELETE", adcTexts, map[string]any{"app_id": b.ID, "name": "footer"}), 404, "NOT_FOUND")
+		s.Admin("DELETE", adcTexts, map[string]any{"app_id": b.ID, "name": "footer"}).JSONFail(t, 404, "NOT_FOUND")
 
 		r = del(map[string]any{"name": "welcome", "license_key": keys[0]})
 		if r.Status != 200 || r.Body["success"] != true {
@@ -214,7 +214,7 @@ func TestAdminContentTexts(t *testing.T) {
 		}
 		delete(defaults, "footer")
 		adcSame(t, "texts after deleting footer", textsOf(get(""), "texts"), defaults)
-		admExpect(t, del(map[string]any{"name": "footer"}), 404, "NOT_FOUND")
+		del(map[string]any{"name": "footer"}).JSONFail(t, 404, "NOT_FOUND")
 
 		// Audit: one text.set per accepted PUT, one text.delete per delete;
 		// an override's target is key/name.
@@ -255,7 +255,7 @@ func TestAdminContentSlides(t *testing.T) {
 		}
 		list := func(app *kwtest.App) []map[string]any {
 			t.Helper()
-			return admList(t, s.MustAdmin("GET", adcSlides+"?app_id="+app.ID, nil), "slides")
+			return s.MustAdmin("GET", adcSlides+"?app_id="+app.ID, nil).List(t, "slides")
 		}
 		updates := 0
 		put := func(body map[string]any) *kwtest.Reply {
@@ -318,7 +318,7 @@ func TestAdminContentSlides(t *testing.T) {
 			"active as a number":     {"title": "x", "active": 1},
 			"image_url not a string": {"title": "x", "image_url": []any{"https://x.example"}},
 		} {
-			t.Run(name, func(t *testing.T) { admExpect(t, post(body), 400, "MISSING_FIELDS") })
+			t.Run(name, func(t *testing.T) { post(body).JSONFail(t, 400, "MISSING_FIELDS") })
 		}
 		if n := len(list(a)); n != 3 {
 			t.Fatalf("%d slides after refused creations, want 3", n)
@@ -358,11 +358,11 @@ func TestAdminContentSlides(t *testing.T) {
 			"active as a list":     {"title": "Changed", "active": []any{}},
 		} {
 			t.Run("PUT "+name, func(t *testing.T) {
-				admExpect(t, put(adcBody(a.ID, adcWith(body, "id", launchID))), 400, "MISSING_FIELDS")
+				put(adcBody(a.ID, adcWith(body, "id", launchID))).JSONFail(t, 400, "MISSING_FIELDS")
 			})
 		}
 		// The stored window is checked too: an ends_at before the stored starts_at.
-		admExpect(t, put(map[string]any{"id": saleID, "ends_at": "2026-11-01T00:00:00Z"}), 400, "MISSING_FIELDS")
+		put(map[string]any{"id": saleID, "ends_at": "2026-11-01T00:00:00Z"}).JSONFail(t, 400, "MISSING_FIELDS")
 		got = list(a)
 		adcSame(t, "launch after refused PUTs", adcFind(t, got, launchID), launch)
 		adcSame(t, "sale after a refused PUT", adcFind(t, got, saleID), sale)
@@ -394,22 +394,22 @@ func TestAdminContentSlides(t *testing.T) {
 		}
 
 		// Unknown ids and other apps' ids are NOT_FOUND; a missing or bad id is a 400.
-		admExpect(t, put(map[string]any{"id": 999999, "title": "x"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"id": bID, "title": "hijacked"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("PUT", adcSlides, map[string]any{"app_id": b.ID, "id": launchID, "title": "hijacked"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"title": "no id"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": "abc", "title": "x"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", adcSlides+"?app_id="+a.ID+"&id=abc", map[string]any{"title": "x"}), 400, "MISSING_FIELDS")
+		put(map[string]any{"id": 999999, "title": "x"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"id": bID, "title": "hijacked"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("PUT", adcSlides, map[string]any{"app_id": b.ID, "id": launchID, "title": "hijacked"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"title": "no id"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": "abc", "title": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", adcSlides+"?app_id="+a.ID+"&id=abc", map[string]any{"title": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
 		adcSame(t, "b's slide after a's edits", list(b)[0], bSlide)
 
 		// DELETE, by body or query id.
-		admExpect(t, s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID, "id": bID}), 404, "NOT_FOUND")
+		s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID, "id": bID}).JSONFail(t, 404, "NOT_FOUND")
 		r = s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID, "id": thirdID})
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("DELETE slide: %s", r)
 		}
-		admExpect(t, s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID, "id": thirdID}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID}), 400, "MISSING_FIELDS")
+		s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID, "id": thirdID}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", adcSlides, map[string]any{"app_id": a.ID}).JSONFail(t, 400, "MISSING_FIELDS")
 		if ids := adcIDs(t, list(a)); !reflect.DeepEqual(ids, []int64{saleID, launchID}) {
 			t.Fatalf("slides after DELETE: %v", ids)
 		}
@@ -450,7 +450,7 @@ func TestAdminContentSocialLinks(t *testing.T) {
 		now := func() string { return license.Timestamp(s.Clock.Now()) }
 		list := func(app *kwtest.App) []map[string]any {
 			t.Helper()
-			return admList(t, s.MustAdmin("GET", adcLinks+"?app_id="+app.ID, nil), "social_links")
+			return s.MustAdmin("GET", adcLinks+"?app_id="+app.ID, nil).List(t, "social_links")
 		}
 		post := func(body map[string]any) *kwtest.Reply { return s.Admin("POST", adcLinks, adcBody(a.ID, body)) }
 		put := func(body map[string]any) *kwtest.Reply { return s.Admin("PUT", adcLinks, adcBody(a.ID, body)) }
@@ -499,7 +499,7 @@ func TestAdminContentSocialLinks(t *testing.T) {
 			"label not a string":         {"platform": "discord", "url": "https://x.example", "label": 1},
 			"url of more than 2048 char": {"platform": "discord", "url": "https://x.example/" + strings.Repeat("u", 2048)},
 		} {
-			t.Run(name, func(t *testing.T) { admExpect(t, post(body), 400, "MISSING_FIELDS") })
+			t.Run(name, func(t *testing.T) { post(body).JSONFail(t, 400, "MISSING_FIELDS") })
 		}
 		if n := len(list(a)); n != 2 {
 			t.Fatalf("%d links after refused creations, want 2", n)
@@ -507,7 +507,7 @@ func TestAdminContentSocialLinks(t *testing.T) {
 
 		// Clicks from the client API, by id and by platform.
 		for _, inner := range []map[string]any{{"link_id": dID}, {"link_id": dID}, {"link_id": dID}, {"platform": "discord"}} {
-			clOK(t, a.Env("/api/app/social-click.php", inner))
+			a.Env("/api/app/social-click.php", inner).OK(t)
 		}
 		discord = adcWith(discord, "clicks", 4.0)
 		adcSame(t, "discord after 4 clicks", adcFind(t, list(a), dID), discord)
@@ -540,17 +540,17 @@ func TestAdminContentSocialLinks(t *testing.T) {
 			{"id": dID, "label": "Changed", "order": "first"},
 			{"id": dID, "label": 7},
 		} {
-			admExpect(t, put(body), 400, "MISSING_FIELDS")
+			put(body).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		admExpect(t, put(map[string]any{"id": 999999, "label": "x"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"id": bID, "label": "hijacked"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"label": "no id"}), 400, "MISSING_FIELDS")
+		put(map[string]any{"id": 999999, "label": "x"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"id": bID, "label": "hijacked"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"label": "no id"}).JSONFail(t, 400, "MISSING_FIELDS")
 		adcSame(t, "discord after refused PUTs", adcFind(t, list(a), dID), discord)
 		adcSame(t, "b's link after a's edits", list(b)[0], bLink)
 
-		admExpect(t, s.Admin("DELETE", adcLinks, map[string]any{"app_id": a.ID, "id": bID}), 404, "NOT_FOUND")
+		s.Admin("DELETE", adcLinks, map[string]any{"app_id": a.ID, "id": bID}).JSONFail(t, 404, "NOT_FOUND")
 		s.MustAdmin("DELETE", adcLinks, map[string]any{"app_id": a.ID, "id": dID})
-		admExpect(t, s.Admin("DELETE", adcLinks, map[string]any{"app_id": a.ID, "id": dID}), 404, "NOT_FOUND")
+		s.Admin("DELETE", adcLinks, map[string]any{"app_id": a.ID, "id": dID}).JSONFail(t, 404, "NOT_FOUND")
 		if ids := adcIDs(t, list(a)); !reflect.DeepEqual(ids, []int64{gID}) {
 			t.Fatalf("links after DELETE: %v", ids)
 		}
@@ -585,11 +585,11 @@ func TestAdminContentChangelog(t *testing.T) {
 			if r.Status != 200 || r.Body["success"] != true {
 				t.Fatalf("public changelog: %s", r)
 			}
-			return admList(t, r, "entries")
+			return r.List(t, "entries")
 		}
 		list := func() []map[string]any {
 			t.Helper()
-			return admList(t, s.MustAdmin("GET", adcLog+"?app_id="+a.ID, nil), "entries")
+			return s.MustAdmin("GET", adcLog+"?app_id="+a.ID, nil).List(t, "entries")
 		}
 		post := func(body map[string]any) *kwtest.Reply { return s.Admin("POST", adcLog, adcBody(a.ID, body)) }
 		put := func(body map[string]any) *kwtest.Reply { return s.Admin("PUT", adcLog, adcBody(a.ID, body)) }
@@ -712,7 +712,7 @@ func TestAdminContentChangelog(t *testing.T) {
 			"published not boolean": {"title": "x", "category": "new", "published": "yes"},
 			"numeric version":       {"title": "x", "category": "new", "version": 1.4},
 		} {
-			t.Run(name, func(t *testing.T) { admExpect(t, post(body), 400, "MISSING_FIELDS") })
+			t.Run(name, func(t *testing.T) { post(body).JSONFail(t, 400, "MISSING_FIELDS") })
 		}
 		before := list()
 		for _, body := range []map[string]any{
@@ -721,10 +721,10 @@ func TestAdminContentChangelog(t *testing.T) {
 			{"id": id, "title": "Changed", "published": "no"},
 			{"id": id, "title": ""},
 		} {
-			admExpect(t, put(body), 400, "MISSING_FIELDS")
+			put(body).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		admExpect(t, put(map[string]any{"id": 999999, "title": "x"}), 404, "NOT_FOUND")
-		admExpect(t, put(map[string]any{"title": "x"}), 400, "MISSING_FIELDS")
+		put(map[string]any{"id": 999999, "title": "x"}).JSONFail(t, 404, "NOT_FOUND")
+		put(map[string]any{"title": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
 		if after := list(); !reflect.DeepEqual(after, before) {
 			t.Fatalf("refused changes changed entries:\n %v\n %v", before, after)
 		}
@@ -734,7 +734,7 @@ func TestAdminContentChangelog(t *testing.T) {
 
 		// DELETE.
 		s.MustAdmin("DELETE", adcLog, map[string]any{"app_id": a.ID, "id": liveID})
-		admExpect(t, s.Admin("DELETE", adcLog, map[string]any{"app_id": a.ID, "id": liveID}), 404, "NOT_FOUND")
+		s.Admin("DELETE", adcLog, map[string]any{"app_id": a.ID, "id": liveID}).JSONFail(t, 404, "NOT_FOUND")
 		if ids := adcIDs(t, public()); !reflect.DeepEqual(ids, []int64{id}) {
 			t.Fatalf("public changelog after DELETE: %v", ids)
 		}
@@ -783,30 +783,30 @@ func TestAdminContentRoutes(t *testing.T) {
 					body := valid[rt.path]
 					var raw []byte
 					if m != "GET" {
-						raw = admJSON(t, body)
+						raw = kwtest.JSON(t, body)
 					}
 					// No app_id, a blank one, an unknown one.
-					admExpect(t, s.Do(m, rt.path, admBearer(s.AdminToken()), raw), 400, "MISSING_FIELDS")
-					admExpect(t, s.Do(m, rt.path+"?app_id=%20%20", admBearer(s.AdminToken()), raw), 400, "MISSING_FIELDS")
-					admExpect(t, s.Do(m, rt.path+"?app_id=00000000-0000-0000-0000-000000000000", admBearer(s.AdminToken()), raw), 404, "NOT_FOUND")
+					s.Do(m, rt.path, kwtest.Bearer(s.AdminToken()), raw).JSONFail(t, 400, "MISSING_FIELDS")
+					s.Do(m, rt.path+"?app_id=%20%20", kwtest.Bearer(s.AdminToken()), raw).JSONFail(t, 400, "MISSING_FIELDS")
+					s.Do(m, rt.path+"?app_id=00000000-0000-0000-0000-000000000000", kwtest.Bearer(s.AdminToken()), raw).JSONFail(t, 404, "NOT_FOUND")
 					if m != "GET" {
-						admExpect(t, s.Admin(m, rt.path, adcBody("no-such-app", body)), 404, "NOT_FOUND")
+						s.Admin(m, rt.path, adcBody("no-such-app", body)).JSONFail(t, 404, "NOT_FOUND")
 					}
 					// No or a bad bearer token, with everything else right.
 					path := rt.path + "?app_id=" + a.ID
-					admExpect(t, s.Do(m, path, http.Header{"Content-Type": {"application/json"}}, raw), 401, "UNAUTHORIZED")
-					admExpect(t, s.Do(m, path, admBearer("not-a-token"), raw), 401, "UNAUTHORIZED")
-					admExpect(t, s.Do(m, path, http.Header{"Authorization": {"Basic YWRtaW46eA=="}}, raw), 401, "UNAUTHORIZED")
+					s.Do(m, path, http.Header{"Content-Type": {"application/json"}}, raw).JSONFail(t, 401, "UNAUTHORIZED")
+					s.Do(m, path, kwtest.Bearer("not-a-token"), raw).JSONFail(t, 401, "UNAUTHORIZED")
+					s.Do(m, path, http.Header{"Authorization": {"Basic YWRtaW46eA=="}}, raw).JSONFail(t, 401, "UNAUTHORIZED")
 				}
 				for _, m := range []string{"PATCH", "POST", "OPTIONS"} {
 					if slices.Contains(rt.methods, m) {
 						continue
 					}
-					r := s.Do(m, rt.path+"?app_id="+a.ID, admBearer(s.AdminToken()), admJSON(t, valid[rt.path]))
+					r := s.Do(m, rt.path+"?app_id="+a.ID, kwtest.Bearer(s.AdminToken()), kwtest.JSON(t, valid[rt.path]))
 					if r.Status != 405 || r.Header.Get("Allow") != rt.allow {
 						t.Fatalf("%s: %s, Allow %q; want 405 with Allow %q", m, r, r.Header.Get("Allow"), rt.allow)
 					}
-					admExpect(t, r, 405, "METHOD_NOT_ALLOWED")
+					r.JSONFail(t, 405, "METHOD_NOT_ALLOWED")
 				}
 				// Nothing was created by any refusal.
 				r := s.MustAdmin("GET", rt.path+"?app_id="+a.ID, nil)
@@ -814,12 +814,12 @@ func TestAdminContentRoutes(t *testing.T) {
 					if texts := r.Obj("texts"); len(texts) != 0 {
 						t.Fatalf("texts after refusals: %v", texts)
 					}
-				} else if l := admList(t, r, rt.list); len(l) != 0 {
+				} else if l := r.List(t, rt.list); len(l) != 0 {
 					t.Fatalf("%s after refusals: %v", rt.list, l)
 				}
 			})
 		}
-		if e := admAudit(t, s, "app_id="+a.ID+"&limit=1000"); len(e) != 1 || e[0]["action"] != "app.create" {
+		if e := s.Audit(t, "app_id="+a.ID+"&limit=1000"); len(e) != 1 || e[0]["action"] != "app.create" {
 			t.Fatalf("audit after refusals: %v", e)
 		}
 	})
@@ -837,9 +837,9 @@ func TestAdminContentBranding(t *testing.T) {
 		path := "/api/admin/apps.php?app_id=" + a.ID
 		branding := func() map[string]any {
 			t.Helper()
-			b, ok := admSettings(t, s, a.ID)["branding"].(map[string]any)
+			b, ok := s.AppSettings(t, a.ID)["branding"].(map[string]any)
 			if !ok {
-				t.Fatalf("settings have no branding object: %v", admSettings(t, s, a.ID))
+				t.Fatalf("settings have no branding object: %v", s.AppSettings(t, a.ID))
 			}
 			return b
 		}
@@ -861,7 +861,7 @@ func TestAdminContentBranding(t *testing.T) {
 			t.Fatalf("info.php branding: %v", info.Body)
 		}
 
-		updates := len(admAudit(t, s, "action=app.update&app_id="+a.ID))
+		updates := len(s.Audit(t, "action=app.update&app_id="+a.ID))
 		for name, br := range map[string]any{
 			"named color":             map[string]any{"primary_color": "red"},
 			"short color":             map[string]any{"primary_color": "#12ab9"},
@@ -881,18 +881,20 @@ func TestAdminContentBranding(t *testing.T) {
 			"branding not an object":  "red",
 		} {
 			t.Run(name, func(t *testing.T) {
-				admExpect(t, s.Admin("PUT", path, map[string]any{"settings": map[string]any{"branding": br}}), 400, "MISSING_FIELDS")
+				s.Admin("PUT", path, map[string]any{"settings": map[string]any{"branding": br}}).JSONFail(t, 400, "MISSING_FIELDS")
 			})
 		}
-		admExpect(t, s.Admin("PUT", path, map[string]any{"branding": map[string]any{"primary_color": "red"}}), 400, "MISSING_FIELDS")
+		s.Admin("PUT", path, map[string]any{"branding": map[string]any{"primary_color": "red"}}).JSONFail(t, 400, "MISSING_FIELDS")
 		// One bad branding field refuses the whole edit, other settings too.
-		admExpect(t, s.Admin("PUT", path, map[string]any{"name": "Renamed", "settings": map[string]any{"login_message": "changed",
-			"branding": map[string]any{"primary_color": "#000000", "website_url": "javascript:alert(1)"}}}), 400, "MISSING_FIELDS")
+		s.Admin("PUT", path, map[string]any{"name": "Renamed", "settings": map[string]any{"login_message": "changed",
+			"branding": map[string]any{"primary_color": "#000000", "website_url": "javascript:alert(1)"}}}).JSONFail(t,
+			400, "MISSING_FIELDS")
+
 		adcSame(t, "branding after refusals", branding(), full)
-		if app := admApp(t, s, a.ID); app["name"] != "Brand" || app["settings"].(map[string]any)["login_message"] != "" {
+		if app := s.AppView(t, a.ID); app["name"] != "Brand" || app["settings"].(map[string]any)["login_message"] != "" {
 			t.Fatalf("refused edit changed the app: %v", app)
 		}
-		if n := len(admAudit(t, s, "action=app.update&app_id="+a.ID)); n != updates {
+		if n := len(s.Audit(t, "action=app.update&app_id="+a.ID)); n != updates {
 			t.Fatalf("%d app.update entries after refusals, want %d", n, updates)
 		}
 	})

@@ -51,7 +51,7 @@ func TestImportHostedStyle(t *testing.T) {
 			"HOST-2,Unused,lifetime,null,,,\n" +
 			"HOST-3,BANNED,days,2026-11-20,pc-3,refund,\n" +
 			"HOST-4,active,,never,pc-4,,\n"
-		r := importCSV(s, app.ID, "&dry_run=false", []byte(body))
+		r := s.ImportCSV(app.ID, "&dry_run=false", []byte(body))
 		if r.Status != 200 {
 			t.Fatalf("import: %s", r)
 		}
@@ -152,12 +152,12 @@ func TestImportMerge(t *testing.T) {
 			"NEW-1,active,2027-01-01,pc-x,,1,30\n"
 
 		// Without merge the keys the app has are problems.
-		r := importCSV(s, app.ID, "", []byte(body))
+		r := s.ImportCSV(app.ID, "", []byte(body))
 		if rep := r.Obj("report"); rep["error_count"] != 4.0 || rep["to_insert"] != 0.0 {
 			t.Fatalf("without merge: %s", r)
 		}
 
-		r = importCSV(s, app.ID, "&merge=true", []byte(body))
+		r = s.ImportCSV(app.ID, "&merge=true", []byte(body))
 		rep := r.Obj("report")
 		if r.Status != 200 || rep["error_count"] != 0.0 || rep["to_insert"] != 1.0 || rep["to_update"] != 3.0 ||
 			rep["unchanged"] != 1.0 || rep["devices"] != 2.0 || rep["dry_run"] != true || rep["merge"] != true {
@@ -186,7 +186,7 @@ func TestImportMerge(t *testing.T) {
 			t.Fatalf("a dry run changed a key: %v", k)
 		}
 
-		r = importCSV(s, app.ID, "&merge=true&dry_run=false", []byte(body))
+		r = s.ImportCSV(app.ID, "&merge=true&dry_run=false", []byte(body))
 		if rep := r.Obj("report"); r.Status != 200 || rep["imported"] != 1.0 || rep["updated"] != 3.0 || rep["dry_run"] != false {
 			t.Fatalf("merge: %s", r)
 		}
@@ -217,13 +217,13 @@ func TestImportMerge(t *testing.T) {
 		}
 
 		// The same file again changes nothing.
-		r = importCSV(s, app.ID, "&merge=true", []byte(body))
+		r = s.ImportCSV(app.ID, "&merge=true", []byte(body))
 		if rep := r.Obj("report"); rep["to_update"] != 0.0 || rep["unchanged"] != 5.0 || len(rep["changes"].([]any)) != 0 {
 			t.Fatalf("merge again: %s", r)
 		}
 
 		// A file that unbans: the key is active again and signs in.
-		r = importCSV(s, app.ID, "&merge=true&dry_run=false", []byte("key,status\n"+keys[0]+",active\n"))
+		r = s.ImportCSV(app.ID, "&merge=true&dry_run=false", []byte("key,status\n"+keys[0]+",active\n"))
 		if r.Status != 200 || r.Obj("report")["updated"] != 1.0 {
 			t.Fatalf("unban by merge: %s", r)
 		}
@@ -253,7 +253,7 @@ func TestImportAmbiguous(t *testing.T) {
 				t.Fatalf("%s: errors %v, want line %v on %s", c.ct, errs, c.line, c.field)
 			}
 		}
-		if got := exportCSV(t, s, app.ID); strings.Count(string(got), "\n") != 1 {
+		if got := s.ExportCSV(t, app.ID); strings.Count(string(got), "\n") != 1 {
 			t.Fatalf("a refused import imported:\n%s", got)
 		}
 	})

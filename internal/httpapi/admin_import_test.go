@@ -10,30 +10,6 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// importCSV posts body to keys-import.php as the test admin (or as token).
-func importCSV(s *kwtest.Server, appID, query string, body []byte, token ...string) *kwtest.Reply {
-	s.T.Helper()
-	tok := s.AdminToken()
-	if len(token) > 0 {
-		tok = token[0]
-	}
-	h := http.Header{"Authorization": {"Bearer " + tok}, "Content-Type": {"text/csv; charset=utf-8"}}
-	return s.Do("POST", "/api/admin/keys-import.php?app_id="+appID+query, h, body)
-}
-
-func exportCSV(t *testing.T, s *kwtest.Server, appID string, token ...string) []byte {
-	t.Helper()
-	tok := s.AdminToken()
-	if len(token) > 0 {
-		tok = token[0]
-	}
-	r := s.AdminAs(tok, "GET", "/api/admin/keys.php?action=export&app_id="+appID, nil)
-	if r.Status != 200 {
-		t.Fatalf("export: %s", r)
-	}
-	return r.Raw
-}
-
 // TestImportRoundTrip: a few thousand keys in every state, with devices,
 // notes and features, exported, imported into a fresh app (dry run first)
 // and exported again give the same bytes.
@@ -76,13 +52,13 @@ func TestImportRoundTrip(t *testing.T) {
 				"features": map[string]any{"pro": i%2 == 0, "level": i, "tier": "t" + fmt.Sprint(i)}})
 		}
 
-		first := exportCSV(t, s, src.ID, tok)
+		first := s.ExportCSV(t, src.ID, tok)
 		if !strings.Contains(string(first), ",expired,") || !strings.Contains(string(first), ",banned,") ||
 			!strings.Contains(string(first), ",paused,") || !strings.Contains(string(first), ";pc-a") {
 			t.Fatalf("the fixture lacks a state:\n%s", first[:2000])
 		}
 
-		r := importCSV(s, dst.ID, "", first, tok)
+		r := s.ImportCSV(dst.ID, "", first, tok)
 		if r.Status != 200 {
 			t.Fatalf("dry run: %s", r)
 		}
@@ -91,14 +67,14 @@ func TestImportRoundTrip(t *testing.T) {
 			rep["imported"] != 0.0 || rep["error_count"] != 0.0 || rep["devices"] != 120.0+40+40 {
 			t.Fatalf("dry-run report %v", rep)
 		}
-		if got := exportCSV(t, s, dst.ID, tok); strings.Count(string(got), "\n") != 1 {
+		if got := s.ExportCSV(t, dst.ID, tok); strings.Count(string(got), "\n") != 1 {
 			t.Fatalf("a dry run imported keys:\n%s", got)
 		}
-		r = importCSV(s, dst.ID, "&dry_run=false", first, tok)
+		r = s.ImportCSV(dst.ID, "&dry_run=false", first, tok)
 		if r.Status != 200 || r.Obj("report")["imported"] != 3000.0 {
 			t.Fatalf("import: %s", r)
 		}
-		second := exportCSV(t, s, dst.ID, tok)
+		second := s.ExportCSV(t, dst.ID, tok)
 		if string(second) != string(first) {
 			a, b := strings.Split(string(first), "\n"), strings.Split(string(second), "\n")
 			for i := range min(len(a), len(b)) {
@@ -123,7 +99,7 @@ func TestImportRoundTrip(t *testing.T) {
 		kwtest.ExpectCode(t, dst.Env("/api/auth/login.php", map[string]any{"license_key": days[0], "hwid": "pc-z0"}), 200, "BANNED")
 
 		// Importing the same file again: every row is a duplicate.
-		r = importCSV(s, dst.ID, "&dry_run=false", first, tok)
+		r = s.ImportCSV(dst.ID, "&dry_run=false", first, tok)
 		kwtest.ExpectCode(t, r, 400, "IMPORT_REJECTED")
 		if rep := r.Obj("report"); rep["error_count"] != 3000.0 || rep["to_insert"] != 0.0 {
 			t.Fatalf("re-import report %v", rep)
@@ -146,7 +122,7 @@ func TestImportRejects(t *testing.T) {
 			"GOOD-2,sleeping,days,30,1,,,,{},,\n" +
 			"GOOD-3,active,days,30,0,2026-11-01T12:00:00Z,soon,,{},,\n" +
 			"GOOD-4,unused,days,30,1,,,,\"{\"\"a\"\":[1]}\",,\n"
-		r := importCSV(s, app.ID, "", []byte(body))
+		r := s.ImportCSV(app.ID, "", []byte(body))
 		if r.Status != 200 {
 			t.Fatalf("dry run: %s", r)
 		}
@@ -166,12 +142,12 @@ func TestImportRejects(t *testing.T) {
 			t.Fatalf("report %v, want errors at %v", rep, want)
 		}
 
-		r = importCSV(s, app.ID, "&dry_run=false", []byte(body))
+		r = s.ImportCSV(app.ID, "&dry_run=false", []byte(body))
 		kwtest.ExpectCode(t, r, 400, "IMPORT_REJECTED")
 		if rep := r.Obj("report"); rep["error_count"] != 6.0 {
 			t.Fatalf("rejected report %v", rep)
 		}
-		if got := exportCSV(t, s, app.ID); strings.Count(string(got), "\n") != 2 {
+		if got := s.ExportCSV(t, app.ID); strings.Count(string(got), "\n") != 2 {
 			t.Fatalf("a rejected import changed the keys:\n%s", got)
 		}
 		if e := importAudit(t, s, s.AdminToken(), app.ID); len(e) != 0 {
@@ -179,7 +155,7 @@ func TestImportRejects(t *testing.T) {
 		}
 
 		// An ambiguous header, JSON instead of CSV, a bad dry_run.
-		r = importCSV(s, app.ID, "", []byte("key,License Key,status\nA,A,unused\n"))
+		r = s.ImportCSV(app.ID, "", []byte("key,License Key,status\nA,A,unused\n"))
 		if errs := r.Obj("report")["errors"].([]any); r.Status != 200 || len(errs) == 0 || errs[0].(map[string]any)["line"] != 1.0 {
 			t.Fatalf("bad header: %s", r)
 		}
@@ -196,14 +172,14 @@ func TestImportRejects(t *testing.T) {
 				h.Set("Content-Type", ct)
 			}
 			r := s.Do("POST", "/api/admin/keys-import.php?app_id="+app.ID, h, []byte(body))
-			admExpect(t, r, 400, "MISSING_FIELDS")
+			r.JSONFail(t, 400, "MISSING_FIELDS")
 			if m := r.Str("message"); !strings.Contains(m, "Content-Type: text/csv") {
 				t.Fatalf("content type %q: the refusal does not say which to send: %s", ct, r)
 			}
 		}
-		admExpect(t, importCSV(s, app.ID, "&dry_run=maybe", []byte(body)), 400, "MISSING_FIELDS")
-		admExpect(t, importCSV(s, app.ID, "&merge=perhaps", []byte(body)), 400, "MISSING_FIELDS")
-		admExpect(t, importCSV(s, app.ID, "&format=xml", []byte(body)), 400, "MISSING_FIELDS")
+		s.ImportCSV(app.ID, "&dry_run=maybe", []byte(body)).JSONFail(t, 400, "MISSING_FIELDS")
+		s.ImportCSV(app.ID, "&merge=perhaps", []byte(body)).JSONFail(t, 400, "MISSING_FIELDS")
+		s.ImportCSV(app.ID, "&format=xml", []byte(body)).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 

@@ -48,7 +48,7 @@ func TestAdminBanUnban(t *testing.T) {
 		if k := admAct(t, app, "unban", key, nil); k["status"] != "active" {
 			t.Fatalf("after unban: %v", k)
 		}
-		admExpect(t, app.KeyAction("unban", key, nil), 409, "CONFLICT")
+		app.KeyAction("unban", key, nil).JSONFail(t, 409, "CONFLICT")
 		sid2 := app.Login(key, "pc-1")
 		if r := app.Heartbeat(sid2, key); r.Body["success"] != true {
 			t.Fatalf("heartbeat after unban: %v", r.Body)
@@ -61,7 +61,7 @@ func TestAdminBanUnban(t *testing.T) {
 			t.Fatalf("unban of a never-used key: %v", k)
 		}
 		// The ban's reason is in the audit log.
-		e := admAudit(t, s, "action=key.ban")
+		e := s.Audit(t, "action=key.ban")
 		// (Newest first: fresh's ban, the repeated ban of key, the first ban.)
 		if len(e) != 3 || e[2]["target"] != key || e[2]["details"].(map[string]any)["reason"] != "chargeback" || e[0]["target"] != fresh {
 			t.Fatalf("key.ban audit: %v", e)
@@ -79,7 +79,7 @@ func TestAdminPauseResume(t *testing.T) {
 		keys := app.GenerateKeys(3, "days", 30, 1)
 		key := keys[0]
 		sid := app.Login(key, "pc-1")
-		admExpect(t, app.KeyAction("resume", key, nil), 409, "CONFLICT")
+		app.KeyAction("resume", key, nil).JSONFail(t, 409, "CONFLICT")
 
 		if k := admAct(t, app, "pause", key, nil); k["status"] != "paused" {
 			t.Fatalf("after pause: %v", k)
@@ -99,12 +99,12 @@ func TestAdminPauseResume(t *testing.T) {
 		}
 		// A banned key cannot be paused; a paused key can be banned.
 		admAct(t, app, "ban", keys[1], nil)
-		admExpect(t, app.KeyAction("pause", keys[1], nil), 409, "CONFLICT")
+		app.KeyAction("pause", keys[1], nil).JSONFail(t, 409, "CONFLICT")
 		admAct(t, app, "pause", keys[2], nil)
 		if k := admAct(t, app, "ban", keys[2], nil); k["status"] != "banned" {
 			t.Fatalf("ban of a paused key: %v", k)
 		}
-		admExpect(t, app.KeyAction("resume", keys[2], nil), 409, "CONFLICT")
+		app.KeyAction("resume", keys[2], nil).JSONFail(t, 409, "CONFLICT")
 	})
 }
 
@@ -134,7 +134,7 @@ func TestAdminExtend(t *testing.T) {
 		s.Clock.Advance(20 * 24 * time.Hour)
 		sid := app.Env("/api/auth/login.php", map[string]any{"license_key": active, "hwid": "pc-1"})
 		kwtest.ExpectCode(t, sid, 200, "EXPIRED")
-		if k := admKey(t, app, active); k["status"] != "expired" {
+		if k := app.KeyView(t, active); k["status"] != "expired" {
 			t.Fatalf("status after expiry: %v", k["status"])
 		}
 		k = admAct(t, app, "extend", active, map[string]any{"days": 3})
@@ -143,11 +143,11 @@ func TestAdminExtend(t *testing.T) {
 		}
 		app.Login(active, "pc-1")
 
-		admExpect(t, app.KeyAction("extend", life, map[string]any{"days": 5}), 409, "CONFLICT")
+		app.KeyAction("extend", life, map[string]any{"days": 5}).JSONFail(t, 409, "CONFLICT")
 		for _, extra := range []map[string]any{nil, {"days": 0}, {"days": -2}, {"days": 36501}, {"days": "ten"}} {
-			admExpect(t, app.KeyAction("extend", active, extra), 400, "MISSING_FIELDS")
+			app.KeyAction("extend", active, extra).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		if k := admKey(t, app, active); k["expires_at"] != license.Timestamp(s.Clock.Now().Add(3*24*time.Hour)) {
+		if k := app.KeyView(t, active); k["expires_at"] != license.Timestamp(s.Clock.Now().Add(3*24*time.Hour)) {
 			t.Fatalf("refused extends moved the expiry: %v", k["expires_at"])
 		}
 	})
@@ -167,7 +167,7 @@ func TestAdminResetHWID(t *testing.T) {
 		if k := admAct(t, app, "reset-hwid", key, nil); k["status"] != "active" {
 			t.Fatalf("status after reset: %v", k)
 		}
-		if d, _ := admKey(t, app, key)["devices"].([]any); len(d) != 0 {
+		if d, _ := app.KeyView(t, key)["devices"].([]any); len(d) != 0 {
 			t.Fatalf("devices after reset: %v", d)
 		}
 		kwtest.ExpectCode(t, app.Heartbeat(sid, key), 200, "HWID_RESET")
@@ -192,11 +192,11 @@ func TestAdminRotate(t *testing.T) {
 		if nk == old || !admKeyRE.MatchString(nk) || k["status"] != "active" {
 			t.Fatalf("rotate reply: %v", k)
 		}
-		admExpect(t, admCheckKey(s, app.Secret, old), 401, "INVALID_KEY")
+		admCheckKey(s, app.Secret, old).JSONFail(t, 401, "INVALID_KEY")
 		kwtest.ExpectCode(t, app.Env("/api/auth/login.php", map[string]any{"license_key": old, "hwid": "pc-1"}), 200, "INVALID_KEY")
 		kwtest.ExpectCode(t, app.Heartbeat(sid, ""), 200, "SESSION_REVOKED")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+old, nil), 404, "NOT_FOUND")
-		nd := admKey(t, app, nk)
+		s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+old, nil).JSONFail(t, 404, "NOT_FOUND")
+		nd := app.KeyView(t, nk)
 		if d, _ := nd["devices"].([]any); len(d) != 1 {
 			t.Fatalf("devices after rotate: %v", nd["devices"])
 		}
@@ -205,7 +205,7 @@ func TestAdminRotate(t *testing.T) {
 			t.Fatalf("heartbeat with rotated key: %v", r.Body)
 		}
 		// The audit entry names the old key as the target and the new one in details.
-		e := admAudit(t, s, "action=key.rotate")
+		e := s.Audit(t, "action=key.rotate")
 		if len(e) != 1 || e[0]["target"] != old || e[0]["details"].(map[string]any)["new_license_key"] != nk {
 			t.Fatalf("key.rotate audit: %v", e)
 		}
@@ -226,13 +226,13 @@ func TestAdminKeyActionRefusals(t *testing.T) {
 	app := s.CreateApp("Refuse")
 	key := app.GenerateKeys(1, "days", 30, 1)[0]
 	for _, a := range []string{"ban", "unban", "pause", "resume", "reset-hwid", "rotate"} {
-		admExpect(t, app.KeyAction(a, "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil), 404, "NOT_FOUND")
+		app.KeyAction(a, "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil).JSONFail(t, 404, "NOT_FOUND")
 	}
-	admExpect(t, app.KeyAction("extend", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", map[string]any{"days": 1}), 404, "NOT_FOUND")
-	admExpect(t, app.KeyAction("destroy", key, nil), 400, "MISSING_FIELDS")
-	admExpect(t, s.Admin("POST", "/api/admin/keys.php?action=ban", map[string]any{"app_id": app.ID}), 400, "MISSING_FIELDS")
-	admExpect(t, app.KeyAction("ban", key, map[string]any{"reason": 5}), 400, "MISSING_FIELDS")
-	if k := admKey(t, app, key); k["status"] != "unused" {
+	app.KeyAction("extend", "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", map[string]any{"days": 1}).JSONFail(t, 404, "NOT_FOUND")
+	app.KeyAction("destroy", key, nil).JSONFail(t, 400, "MISSING_FIELDS")
+	s.Admin("POST", "/api/admin/keys.php?action=ban", map[string]any{"app_id": app.ID}).JSONFail(t, 400, "MISSING_FIELDS")
+	app.KeyAction("ban", key, map[string]any{"reason": 5}).JSONFail(t, 400, "MISSING_FIELDS")
+	if k := app.KeyView(t, key); k["status"] != "unused" {
 		t.Fatalf("refused actions changed the key: %v", k)
 	}
 }
@@ -247,9 +247,11 @@ func TestAdminExportCSV(t *testing.T) {
 		other := s.CreateApp("Other")
 		other.GenerateKeys(3, "lifetime", 0, 1)
 		bulk := app.GenerateKeys(1001, "lifetime", 0, 1)
-		special := admList(t, s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1,
+		special := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1,
 			"key_type": "days", "duration_value": 30, "max_devices": 2, "note": "line1\nsaid \"hi\", ok",
-			"features": map[string]any{"pro": true}}), "keys")[0]["license_key"].(string)
+			"features": map[string]any{"pro": true}}).List(t,
+
+			"keys")[0]["license_key"].(string)
 		app.Login(special, "pc-a")
 		app.Login(special, "pc-b")
 		admAct(t, app, "ban", bulk[0], nil)

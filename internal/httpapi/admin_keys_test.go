@@ -65,14 +65,14 @@ func TestAdminGenerateKeysRefusals(t *testing.T) {
 		}
 		for name, body := range cases {
 			t.Run(name, func(t *testing.T) {
-				admExpect(t, admGenerate(s, body), 400, "MISSING_FIELDS")
+				admGenerate(s, body).JSONFail(t, 400, "MISSING_FIELDS")
 			})
 		}
 		r := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+app.ID, nil)
-		if keys := admList(t, r, "keys"); len(keys) != 0 {
+		if keys := r.List(t, "keys"); len(keys) != 0 {
 			t.Fatalf("refused generations created %d keys", len(keys))
 		}
-		if n := len(admAudit(t, s, "action=key.generate")); n != 0 {
+		if n := len(s.Audit(t, "action=key.generate")); n != 0 {
 			t.Fatalf("refused generations were audited: %d", n)
 		}
 	})
@@ -87,7 +87,7 @@ func TestAdminGenerateKeysShape(t *testing.T) {
 		app := s.CreateApp("Shapes")
 		r := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 300, "key_type": "days",
 			"duration_value": 30, "note": "batch A, \"spring\"", "features": map[string]any{"pro": true, "seats": 3, "tier": "gold"}})
-		keys := admList(t, r, "keys")
+		keys := r.List(t, "keys")
 		if len(keys) != 300 {
 			t.Fatalf("got %d keys, want 300", len(keys))
 		}
@@ -120,7 +120,7 @@ func TestAdminGenerateKeysShape(t *testing.T) {
 		}
 
 		one := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime", "max_devices": 4})
-		k := admList(t, one, "keys")[0]
+		k := one.List(t, "keys")[0]
 		if k["key_type"] != "lifetime" || k["duration"] != 0.0 || k["max_devices"] != 4.0 || seen[k["license_key"].(string)] {
 			t.Fatalf("lifetime key: %v", k)
 		}
@@ -184,7 +184,7 @@ func admListAll(t *testing.T, s *kwtest.Server, appID, query string, limit int) 
 			v.Set("cursor", cursor)
 		}
 		r := s.MustAdmin("GET", "/api/admin/keys.php?"+v.Encode(), nil)
-		page := admList(t, r, "keys")
+		page := r.List(t, "keys")
 		if limit > 0 && len(page) > limit {
 			t.Fatalf("page of %d keys exceeds limit %d", len(page), limit)
 		}
@@ -235,14 +235,14 @@ func TestAdminListKeysPagination(t *testing.T) {
 		}
 		// Without a limit a page holds 100 keys and points to the next.
 		r := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+app.ID, nil)
-		if n := len(admList(t, r, "keys")); n != 100 {
+		if n := len(r.List(t, "keys")); n != 100 {
 			t.Fatalf("default page has %d keys, want 100", n)
 		}
 		if c, _ := r.Body["next_cursor"].(string); c == "" {
 			t.Fatalf("default page has no next_cursor: %v", r.Body["next_cursor"])
 		}
 		for _, q := range []string{"cursor=-1", "cursor=abc", "limit=-3", "limit=ten", "status=deleted", "action=import"} {
-			admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&"+q, nil), 400, "MISSING_FIELDS")
+			s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&"+q, nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
 	})
 }
@@ -258,8 +258,10 @@ func TestAdminListKeysFilters(t *testing.T) {
 		app := s.CreateApp("Filters")
 		keys := app.GenerateKeys(8, "days", 30, 1)
 		short := app.GenerateKeys(1, "days", 1, 1)[0]
-		noted := admList(t, s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 2,
-			"key_type": "lifetime", "note": "Reseller ACME 100%_off"}), "keys")
+		noted := s.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 2,
+			"key_type": "lifetime", "note": "Reseller ACME 100%_off"}).List(t,
+			"keys")
+
 		for _, k := range keys[:4] {
 			app.Login(k, "pc-"+k)
 		}
@@ -350,7 +352,7 @@ func TestAdminGetKeyWithDevicesAndSessions(t *testing.T) {
 		app.Login(key, "pc-b")
 		app.Env("/api/auth/logout.php", map[string]any{"session_id": s1})
 
-		k := admKey(t, app, key)
+		k := app.KeyView(t, key)
 		if k["license_key"] != key || k["status"] != "active" || k["activated_at"] == nil || k["expires_at"] == nil {
 			t.Fatalf("key view: %v", k)
 		}
@@ -378,17 +380,17 @@ func TestAdminGetKeyWithDevicesAndSessions(t *testing.T) {
 			t.Fatalf("session view: %v", sm)
 		}
 
-		u := admKey(t, app, unused)
+		u := app.KeyView(t, unused)
 		if d, _ := u["devices"].([]any); len(d) != 0 || u["status"] != "unused" {
 			t.Fatalf("unused key: %v", u)
 		}
 		if ss, ok := u["sessions"].([]any); !ok || len(ss) != 0 {
 			t.Fatalf("unused key sessions %v, want []", u["sessions"])
 		}
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key=ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil), 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key=ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil).JSONFail(t, 404, "NOT_FOUND")
 		// A key of another app is not found through this app.
 		other := s.CreateApp("Other")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+other.ID+"&license_key="+key, nil), 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+other.ID+"&license_key="+key, nil).JSONFail(t, 404, "NOT_FOUND")
 	})
 }
 
@@ -415,12 +417,12 @@ func TestAdminUpdateKey(t *testing.T) {
 		}
 		// A partial edit keeps the other fields; an empty note clears it.
 		s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "note": ""})
-		k = admKey(t, app, key)
+		k = app.KeyView(t, key)
 		if k["note"] != "" || k["max_devices"] != 2.0 || k["features"].(map[string]any)["export"] != true {
 			t.Fatalf("after partial edit: %v", k)
 		}
 
-		before := admKey(t, app, key)
+		before := app.KeyView(t, key)
 		for name, body := range map[string]map[string]any{
 			"max_devices 0":      {"max_devices": 0},
 			"max_devices string": {"max_devices": "lots"},
@@ -429,13 +431,13 @@ func TestAdminUpdateKey(t *testing.T) {
 			"note too long":      {"note": strings.Repeat("x", 1001)},
 		} {
 			body["app_id"], body["license_key"] = app.ID, key
-			t.Run(name, func(t *testing.T) { admExpect(t, s.Admin("PUT", "/api/admin/keys.php", body), 400, "MISSING_FIELDS") })
+			t.Run(name, func(t *testing.T) { s.Admin("PUT", "/api/admin/keys.php", body).JSONFail(t, 400, "MISSING_FIELDS") })
 		}
-		if after := admKey(t, app, key); !reflect.DeepEqual(before, after) {
+		if after := app.KeyView(t, key); !reflect.DeepEqual(before, after) {
 			t.Fatalf("refused edits changed the key:\n%v\n%v", before, after)
 		}
-		admExpect(t, s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", "note": "x"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "note": "x"}), 400, "MISSING_FIELDS")
+		s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", "note": "x"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "note": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -453,9 +455,9 @@ func TestAdminDeleteKey(t *testing.T) {
 			t.Errorf("delete reply without message: %s", r)
 		}
 		kwtest.ExpectCode(t, app.Heartbeat(sid, keys[0]), 200, "SESSION_REVOKED")
-		admExpect(t, admCheckKey(s, app.Secret, keys[0]), 401, "INVALID_KEY")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+keys[0], nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": keys[0]}), 404, "NOT_FOUND")
+		admCheckKey(s, app.Secret, keys[0]).JSONFail(t, 401, "INVALID_KEY")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+keys[0], nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": keys[0]}).JSONFail(t, 404, "NOT_FOUND")
 		// Query parameters work as well as the body.
 		s.MustAdmin("DELETE", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+keys[1], nil)
 		if left := admListAll(t, s, app.ID, "", 0); len(left) != 0 {

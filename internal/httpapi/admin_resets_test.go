@@ -21,7 +21,7 @@ const (
 // accepted.
 func rrRequest(t testing.TB, a *kwtest.App, body map[string]any) {
 	t.Helper()
-	clOK(t, a.Plain(clRequestHWID, body))
+	a.Plain(kwtest.PathRequestHWID, body).OK(t)
 }
 
 // rrList returns the app's requests in status ("" = all) as token sees them.
@@ -35,7 +35,7 @@ func rrList(t testing.TB, s *kwtest.Server, token, appID, status string) []map[s
 	if r.Status != 200 {
 		t.Fatalf("list reset requests: %s", r)
 	}
-	return admList(t, r, "requests")
+	return r.List(t, "requests")
 }
 
 // rrOne fails unless the app has exactly one request in status and returns it.
@@ -61,7 +61,7 @@ func rrDecide(s *kwtest.Server, token, appID string, id any, action string) *kwt
 func TestAdminResetRequestsApprove(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Resets")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "pc-1")
@@ -82,8 +82,8 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 			t.Fatalf("approved requests before any decision: %v", l)
 		}
 		// Queuing changes nothing by itself.
-		clBeatOK(t, a, sid, key)
-		if d := clDevices(t, a, key); len(d) != 1 {
+		a.BeatOK(t, sid, key)
+		if d := a.Devices(t, key); len(d) != 1 {
 			t.Fatalf("devices after the request: %v", d)
 		}
 
@@ -96,15 +96,15 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 			d["id"] != req["id"] {
 			t.Fatalf("approved request view %v", d)
 		}
-		if d := clDevices(t, a, key); len(d) != 0 {
+		if d := a.Devices(t, key); len(d) != 0 {
 			t.Fatalf("devices after approval: %v", d)
 		}
-		clKill(t, a.Heartbeat(sid, key), "HWID_RESET")
-		clBeatOK(t, a, otherSID, other) // another key's session is untouched
+		a.Heartbeat(sid, key).Kill(t, "HWID_RESET")
+		a.BeatOK(t, otherSID, other) // another key's session is untouched
 		a.Login(key, "pc-2")
 
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve"), 409, "CONFLICT")
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny"), 409, "CONFLICT")
+		rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve").JSONFail(t, 409, "CONFLICT")
+		rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny").JSONFail(t, 409, "CONFLICT")
 		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
 			t.Fatalf("pending requests after approval: %v", l)
 		}
@@ -114,14 +114,14 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 		if l := rrList(t, s, s.AdminToken(), a.ID, ""); len(l) != 1 {
 			t.Fatalf("all requests: %v", l)
 		}
-		es := admAudit(t, s, "action=hwid_reset.approve&app_id="+a.ID)
+		es := s.Audit(t, "action=hwid_reset.approve&app_id="+a.ID)
 		if len(es) != 1 || es[0]["target"] != key {
 			t.Fatalf("hwid_reset.approve entries %v", es)
 		}
 
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, 999999, "approve"), 404, "NOT_FOUND")
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, req["id"], "maybe"), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", rrResets+"?app_id="+a.ID+"&status=open", nil), 400, "MISSING_FIELDS")
+		rrDecide(s, s.AdminToken(), a.ID, 999999, "approve").JSONFail(t, 404, "NOT_FOUND")
+		rrDecide(s, s.AdminToken(), a.ID, req["id"], "maybe").JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", rrResets+"?app_id="+a.ID+"&status=open", nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -130,7 +130,7 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 func TestAdminResetRequestsDeny(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Denials")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "pc-1")
@@ -143,13 +143,13 @@ func TestAdminResetRequestsDeny(t *testing.T) {
 			d["decided_at"] != license.Timestamp(s.Clock.Now()) {
 			t.Fatalf("deny: %s", r)
 		}
-		if d := clDevices(t, a, key); len(d) != 1 || d[0] != "pc-1" {
+		if d := a.Devices(t, key); len(d) != 1 || d[0] != "pc-1" {
 			t.Fatalf("devices after a denial: %v", d)
 		}
-		clBeatOK(t, a, sid, key)
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny"), 409, "CONFLICT")
-		admExpect(t, rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve"), 409, "CONFLICT")
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
+		rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny").JSONFail(t, 409, "CONFLICT")
+		rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve").JSONFail(t, 409, "CONFLICT")
+		a.BeatOK(t, sid, key)
 		rrOne(t, s, a.ID, "denied")
 		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
 			t.Fatalf("pending after a denial: %v", l)
@@ -163,7 +163,7 @@ func TestAdminResetRequestsDeny(t *testing.T) {
 func TestAdminResetRequestsRoles(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Decisions")
 		b := s.CreateApp("Another")
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
@@ -177,13 +177,13 @@ func TestAdminResetRequestsRoles(t *testing.T) {
 			t.Fatalf("requests as the viewer sees them (newest first): %v", reqs)
 		}
 
-		admExpect(t, rrDecide(s, viewer, a.ID, reqs[0]["id"], "approve"), 403, "FORBIDDEN")
-		admExpect(t, rrDecide(s, viewer, a.ID, reqs[0]["id"], "deny"), 403, "FORBIDDEN")
-		admExpect(t, s.AdminAs(outsider, "GET", rrResets+"?app_id="+a.ID, nil), 403, "FORBIDDEN")
-		admExpect(t, rrDecide(s, outsider, a.ID, reqs[0]["id"], "approve"), 403, "FORBIDDEN")
+		rrDecide(s, viewer, a.ID, reqs[0]["id"], "approve").JSONFail(t, 403, "FORBIDDEN")
+		rrDecide(s, viewer, a.ID, reqs[0]["id"], "deny").JSONFail(t, 403, "FORBIDDEN")
+		s.AdminAs(outsider, "GET", rrResets+"?app_id="+a.ID, nil).JSONFail(t, 403, "FORBIDDEN")
+		rrDecide(s, outsider, a.ID, reqs[0]["id"], "approve").JSONFail(t, 403, "FORBIDDEN")
 		// Through another app the request does not exist.
-		admExpect(t, rrDecide(s, s.AdminToken(), b.ID, reqs[0]["id"], "approve"), 404, "NOT_FOUND")
-		admExpect(t, rrDecide(s, outsider, b.ID, reqs[0]["id"], "approve"), 404, "NOT_FOUND")
+		rrDecide(s, s.AdminToken(), b.ID, reqs[0]["id"], "approve").JSONFail(t, 404, "NOT_FOUND")
+		rrDecide(s, outsider, b.ID, reqs[0]["id"], "approve").JSONFail(t, 404, "NOT_FOUND")
 		if l := rrList(t, s, viewer, a.ID, "pending"); len(l) != 2 {
 			t.Fatalf("refused decisions decided something: %v", l)
 		}
@@ -196,7 +196,7 @@ func TestAdminResetRequestsRoles(t *testing.T) {
 		if r.Status != 200 || r.Obj("request")["status"] != "denied" {
 			t.Fatalf("support denies: %s", r)
 		}
-		if es := admAudit(t, s, "action=hwid_reset.&app_id="+a.ID); len(es) != 2 || es[0]["action"] != "hwid_reset.deny" ||
+		if es := s.Audit(t, "action=hwid_reset.&app_id="+a.ID); len(es) != 2 || es[0]["action"] != "hwid_reset.deny" ||
 			es[0]["actor"].(map[string]any)["name"] != "sue" {
 			t.Fatalf("decision audit entries %v", es)
 		}
@@ -210,10 +210,10 @@ func TestAdminResetRequestsRoles(t *testing.T) {
 func TestAdminResetRequestsAutoApprove(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Auto")
 		s.MustAdmin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"reset_auto_approve_days": 30})
-		if st := admSettings(t, s, a.ID); st["reset_auto_approve_days"] != float64(30) {
+		if st := s.AppSettings(t, a.ID); st["reset_auto_approve_days"] != float64(30) {
 			t.Fatalf("settings %v", st)
 		}
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -231,10 +231,10 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 			if got == nil || got["decided_by"] != "auto" || got["decided_at"] != now {
 				t.Fatalf("%s: approved requests %v, want one approved by auto at %s", what, rrList(t, s, s.AdminToken(), a.ID, ""), now)
 			}
-			if d := clDevices(t, a, key); len(d) != 0 {
+			if d := a.Devices(t, key); len(d) != 0 {
 				t.Fatalf("%s: devices %v, want none", what, d)
 			}
-			clKill(t, a.Heartbeat(sid, key), "HWID_RESET")
+			a.Heartbeat(sid, key).Kill(t, "HWID_RESET")
 		}
 		pending := func(what string, sid string, n int) []map[string]any {
 			t.Helper()
@@ -242,10 +242,10 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 			if len(l) != n || l[0]["created_at"] != license.Timestamp(s.Clock.Now()) {
 				t.Fatalf("%s: pending %v, want %d, the newest just now", what, l, n)
 			}
-			if d := clDevices(t, a, key); len(d) != 1 {
+			if d := a.Devices(t, key); len(d) != 1 {
 				t.Fatalf("%s: devices %v, want the one bound", what, d)
 			}
-			clBeatOK(t, a, sid, key)
+			a.BeatOK(t, sid, key)
 			return l
 		}
 
@@ -299,10 +299,10 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 		other := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		osid := a.Login(other, "pc-x")
 		rrRequest(t, a, map[string]any{"license_key": other})
-		if d := clDevices(t, a, other); len(d) != 0 {
+		if d := a.Devices(t, other); len(d) != 0 {
 			t.Fatalf("another key's first request was not approved at once: devices %v", d)
 		}
-		clKill(t, a.Heartbeat(osid, other), "HWID_RESET")
+		a.Heartbeat(osid, other).Kill(t, "HWID_RESET")
 	})
 }
 
@@ -312,13 +312,13 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 func TestAdminResetRequestsAccount(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Accounts")
-		clSettings(t, a, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
+		a.SetSettings(t, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
 		session := func(username, hwid string) string {
 			t.Helper()
 			r := a.Plain("/api/auth/account-login.php", map[string]any{"username": username, "password": rrPassword, "hwid": hwid})
-			clOK(t, r)
+			r.OK(t)
 			return r.Str("session_id")
 		}
 		devices := func(username string) []any {
@@ -328,7 +328,7 @@ func TestAdminResetRequestsAccount(t *testing.T) {
 			return d
 		}
 		for _, u := range []string{"alice", "bob"} {
-			clOK(t, a.Plain("/api/auth/account-register.php", map[string]any{"username": u, "password": rrPassword}))
+			a.Plain("/api/auth/account-register.php", map[string]any{"username": u, "password": rrPassword}).OK(t)
 		}
 		sid := session("alice", "pc-1")
 		if d := devices("alice"); len(d) != 1 {
@@ -341,32 +341,32 @@ func TestAdminResetRequestsAccount(t *testing.T) {
 		if req["username"] != "alice" || req["license_key"] != "" || req["hwid"] != "pc-2" || req["reason"] != "new laptop" {
 			t.Fatalf("account request %v", req)
 		}
-		clBeatOK(t, a, sid, "")
+		a.BeatOK(t, sid, "")
 		if r := rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve"); r.Status != 200 || r.Obj("request")["status"] != "approved" {
 			t.Fatalf("approve: %s", r)
 		}
 		if d := devices("alice"); len(d) != 0 {
 			t.Fatalf("alice's devices after approval: %v", d)
 		}
-		clKill(t, a.Heartbeat(sid, ""), "HWID_RESET")
-		if es := admAudit(t, s, "action=hwid_reset.approve&app_id="+a.ID); len(es) != 1 || es[0]["target"] != "alice" {
+		a.Heartbeat(sid, "").Kill(t, "HWID_RESET")
+		if es := s.Audit(t, "action=hwid_reset.approve&app_id="+a.ID); len(es) != 1 || es[0]["target"] != "alice" {
 			t.Fatalf("audit of an account approval %v", es)
 		}
 
 		// Auto-approval by account.
-		clSettings(t, a, map[string]any{"reset_auto_approve_days": 7})
+		a.SetSettings(t, map[string]any{"reset_auto_approve_days": 7})
 		bsid := session("bob", "pc-b")
 		rrRequest(t, a, map[string]any{"username": "bob"})
 		if d := devices("bob"); len(d) != 0 {
 			t.Fatalf("bob's devices after an auto-approved request: %v", d)
 		}
-		clKill(t, a.Heartbeat(bsid, ""), "HWID_RESET")
+		a.Heartbeat(bsid, "").Kill(t, "HWID_RESET")
 		// alice was approved by hand just now: hers waits.
 		asid := session("alice", "pc-2")
 		rrRequest(t, a, map[string]any{"username": "alice"})
 		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 1 || l[0]["username"] != "alice" {
 			t.Fatalf("pending after alice's second request: %v", l)
 		}
-		clBeatOK(t, a, asid, "")
+		a.BeatOK(t, asid, "")
 	})
 }

@@ -23,7 +23,7 @@ func rvAction(s *kwtest.Server, token, appID, action string) *kwtest.Reply {
 // rvListed returns the app as GET apps.php (the list) shows it.
 func rvListed(t testing.TB, s *kwtest.Server, appID string) map[string]any {
 	t.Helper()
-	for _, a := range admList(t, s.MustAdmin("GET", "/api/admin/apps.php", nil), "apps") {
+	for _, a := range s.MustAdmin("GET", "/api/admin/apps.php", nil).List(t, "apps") {
 		if a["app_id"] == appID {
 			return a
 		}
@@ -40,9 +40,9 @@ func rvListed(t testing.TB, s *kwtest.Server, appID string) map[string]any {
 func TestAdminAppRevoke(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Revoked")
-		clSettings(t, a, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
+		a.SetSettings(t, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
 		sid := a.Login(keys[0], "pc-1")
 		other := s.CreateApp("Unaffected")
@@ -65,18 +65,18 @@ func TestAdminAppRevoke(t *testing.T) {
 			t.Fatalf("other app listed as %v", v)
 		}
 
-		clKill(t, a.Heartbeat(sid, keys[0]), "SESSION_REVOKED")
-		clPlainFail(t, clLoginReply(a, keys[1], "pc-2"), 403, "APP_REVOKED")
-		clPlainFail(t, clLoginReply(a, keys[0], "pc-1"), 403, "APP_REVOKED")
+		a.Heartbeat(sid, keys[0]).Kill(t, "SESSION_REVOKED")
+		a.LoginReply(keys[1], "pc-2").PlainFail(t, 403, "APP_REVOKED")
+		a.LoginReply(keys[0], "pc-1").PlainFail(t, 403, "APP_REVOKED")
 		for _, c := range []struct {
 			path string
 			body map[string]any
 		}{
 			{"/api/auth/trial.php", map[string]any{"hwid": "pc-trial"}},
-			{clCheckKey, map[string]any{"license_key": keys[1]}},
-			{clValidate, map[string]any{"license_key": keys[1]}},
-			{clRequestHWID, map[string]any{"license_key": keys[0]}},
-			{clSelfReset, map[string]any{"license_key": keys[0]}},
+			{kwtest.PathCheckKey, map[string]any{"license_key": keys[1]}},
+			{kwtest.PathValidate, map[string]any{"license_key": keys[1]}},
+			{kwtest.PathRequestHWID, map[string]any{"license_key": keys[0]}},
+			{kwtest.PathSelfReset, map[string]any{"license_key": keys[0]}},
 			{"/api/auth/account-register.php", map[string]any{"username": "newbie", "password": rvPassword}},
 			{"/api/auth/account-login.php", map[string]any{"username": "newbie", "password": rvPassword, "hwid": "pc-a"}},
 		} {
@@ -85,9 +85,9 @@ func TestAdminAppRevoke(t *testing.T) {
 				t.Errorf("%s for a revoked app: %s, want 403 APP_REVOKED", c.path, r)
 				continue
 			}
-			clPlainFail(t, r, 403, "APP_REVOKED")
+			r.PlainFail(t, 403, "APP_REVOKED")
 		}
-		clBeatOK(t, other, osid, okey)
+		other.BeatOK(t, osid, okey)
 		other.Login(okey, "pc-o")
 
 		evs := s.EventsOf(a.ID, "app.revoked")
@@ -98,7 +98,7 @@ func TestAdminAppRevoke(t *testing.T) {
 			t.Fatalf("other app's app.revoked events %v", evs)
 		}
 		// The admin API still manages the revoked app.
-		if k := admKey(t, a, keys[1]); k["license_key"] != keys[1] {
+		if k := a.KeyView(t, keys[1]); k["license_key"] != keys[1] {
 			t.Fatalf("key of a revoked app: %v", k)
 		}
 
@@ -112,13 +112,13 @@ func TestAdminAppRevoke(t *testing.T) {
 			t.Fatalf("listed after restore: %v", v)
 		}
 		nsid := a.Login(keys[1], "pc-2")
-		clBeatOK(t, a, nsid, keys[1])
-		clOK(t, a.Plain(clCheckKey, map[string]any{"license_key": keys[1]}))
+		a.BeatOK(t, nsid, keys[1])
+		a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": keys[1]}).OK(t)
 		if evs := s.EventsOf(a.ID, "app.revoked"); len(evs) != 1 {
 			t.Fatalf("app.revoked events after restore: %v", evs)
 		}
 		var actions []string
-		for _, e := range admAudit(t, s, "app_id="+a.ID+"&action=app.") {
+		for _, e := range s.Audit(t, "app_id="+a.ID+"&action=app.") {
 			actions = append(actions, e["action"].(string))
 		}
 		if len(actions) < 3 || actions[0] != "app.restore" || actions[1] != "app.revoke" {
@@ -133,7 +133,7 @@ func TestAdminAppRevoke(t *testing.T) {
 func TestAdminAppRevokeOwnersOnly(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Guarded")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		tokens := map[string]string{
@@ -153,23 +153,23 @@ func TestAdminAppRevokeOwnersOnly(t *testing.T) {
 				}
 			}
 		}
-		if v := admApp(t, s, a.ID); v["revoked"] != false {
+		if v := s.AppView(t, a.ID); v["revoked"] != false {
 			t.Fatalf("app after refused revocations: %v", v)
 		}
 		a.Login(key, "pc-1")
 		if evs := s.EventsOf(a.ID, "app.revoked"); len(evs) != 0 {
 			t.Fatalf("refused revocations recorded %v", evs)
 		}
-		admExpect(t, rvAction(s, owner, "no-such-app", "revoke"), 404, "NOT_FOUND")
-		admExpect(t, rvAction(s, owner, a.ID, "obliterate"), 400, "MISSING_FIELDS")
-		admExpect(t, s.AdminAs(owner, "POST", "/api/admin/apps.php", map[string]any{"action": "revoke"}), 400, "MISSING_FIELDS")
+		rvAction(s, owner, "no-such-app", "revoke").JSONFail(t, 404, "NOT_FOUND")
+		rvAction(s, owner, a.ID, "obliterate").JSONFail(t, 400, "MISSING_FIELDS")
+		s.AdminAs(owner, "POST", "/api/admin/apps.php", map[string]any{"action": "revoke"}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		if r := rvAction(s, owner, a.ID, "revoke"); r.Status != 200 || r.Obj("app")["revoked"] != true {
 			t.Fatalf("owner revokes: %s", r)
 		}
-		clPlainFail(t, clLoginReply(a, key, "pc-1"), 403, "APP_REVOKED")
+		a.LoginReply(key, "pc-1").PlainFail(t, 403, "APP_REVOKED")
 		// The admin-role member still may not restore it.
-		admExpect(t, rvAction(s, tokens["admin"], a.ID, "restore"), 403, "FORBIDDEN")
+		rvAction(s, tokens["admin"], a.ID, "restore").JSONFail(t, 403, "FORBIDDEN")
 		if r := rvAction(s, owner, a.ID, "restore"); r.Status != 200 || r.Obj("app")["revoked"] != false {
 			t.Fatalf("owner restores: %s", r)
 		}

@@ -58,7 +58,7 @@ func fuzzAdmin(f *testing.F, s *kwtest.Server, targets []adminTarget, base []map
 			m[name] = json.RawMessage(v)
 			raw, err := json.Marshal(m)
 			if err != nil { // a value json.Marshal will not pass through (1e400, deep nesting)
-				raw = []byte(strings.TrimSuffix(string(clJSON(f, map[string]any{})), "}") + fmt.Sprintf("%q:%s}", name, v))
+				raw = []byte(strings.TrimSuffix(string(kwtest.JSON(f, map[string]any{})), "}") + fmt.Sprintf("%q:%s}", name, v))
 			}
 			bodies = append(bodies, string(raw))
 		}

@@ -27,7 +27,7 @@ func admSessions(t *testing.T, s *kwtest.Server, appID, query string, limit int)
 			v.Set("cursor", cursor)
 		}
 		r := s.MustAdmin("GET", "/api/admin/sessions.php?"+v.Encode(), nil)
-		page := admList(t, r, "sessions")
+		page := r.List(t, "sessions")
 		if limit > 0 && len(page) > limit {
 			t.Fatalf("page of %d sessions exceeds limit %d", len(page), limit)
 		}
@@ -113,8 +113,8 @@ func TestAdminListSessions(t *testing.T) {
 				t.Fatalf("filtered list has %v", ss)
 			}
 		}
-		admExpect(t, s.Admin("GET", "/api/admin/sessions.php?app_id="+app.ID+"&license_key=ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", "/api/admin/sessions.php?app_id="+app.ID+"&limit=-1", nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", "/api/admin/sessions.php?app_id="+app.ID+"&license_key=ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/sessions.php?app_id="+app.ID+"&limit=-1", nil).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// A heartbeat moves last_seen_at once buffered touches are flushed.
 		s.Clock.Advance(40 * time.Second)
@@ -161,7 +161,7 @@ func TestAdminRevokeSession(t *testing.T) {
 			t.Fatal("victim session not listed")
 		}
 		// The wrong app cannot revoke it.
-		admExpect(t, s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": victimID, "app_id": other.ID}), 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": victimID, "app_id": other.ID}).JSONFail(t, 404, "NOT_FOUND")
 		if r := app.Heartbeat(victim, key); r.Body["success"] != true {
 			t.Fatalf("victim heartbeat before revoke: %v", r.Body)
 		}
@@ -181,18 +181,18 @@ func TestAdminRevokeSession(t *testing.T) {
 			}
 		}
 		// Revoking again, or an unknown id, is 404; a missing id is 400.
-		admExpect(t, s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": victimID}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": "00000000-0000-4000-8000-000000000000"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{}), 400, "MISSING_FIELDS")
+		s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": victimID}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": "00000000-0000-4000-8000-000000000000"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// The client's own session token also identifies it (app_id optional).
 		s.MustAdmin("DELETE", "/api/admin/sessions.php?session_id="+third, nil)
 		kwtest.ExpectCode(t, app.Heartbeat(third, key), 200, "SESSION_REVOKED")
 		// A logged-out session cannot be revoked.
 		app.Env("/api/auth/logout.php", map[string]any{"session_id": bystander})
-		admExpect(t, s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": bystander}), 404, "NOT_FOUND")
+		s.Admin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": bystander}).JSONFail(t, 404, "NOT_FOUND")
 		// The key itself is untouched.
-		if k := admKey(t, app, key); k["status"] != "active" {
+		if k := app.KeyView(t, key); k["status"] != "active" {
 			t.Fatalf("key after revocations: %v", k)
 		}
 		app.Login(key, "pc-victim")
@@ -208,7 +208,7 @@ func TestAdminAuditLog(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Configure: func(c *config.Config) { c.TokenTTL = 24 * time.Hour }})
 		// The first admin was created by the bootstrap, as the system.
-		boot := admAudit(t, s, "action=admin.create")
+		boot := s.Audit(t, "action=admin.create")
 		if len(boot) != 1 || boot[0]["target"] != "admin" || boot[0]["actor"].(map[string]any)["kind"] != "system" {
 			t.Fatalf("bootstrap audit: %v", boot)
 		}
@@ -264,14 +264,14 @@ func TestAdminAuditLog(t *testing.T) {
 		wants = append(wants, want{"app.delete", app.ID, deletedAt})
 		// The deletion is recorded with the app as its target and app_id, so
 		// the app's history survives it and ends with it.
-		del := admAudit(t, s, "action=app.delete")
+		del := s.Audit(t, "action=app.delete")
 		if len(del) != 1 || del[0]["target"] != app.ID || del[0]["at"] != deletedAt ||
 			del[0]["actor"].(map[string]any)["kind"] != "admin" || del[0]["actor"].(map[string]any)["name"] != "admin" {
 			t.Fatalf("app.delete audit: %v", del)
 		}
 
 		adminID := boot[0]["target"] // placeholder, replaced below
-		entries := admAudit(t, s, "app_id="+app.ID+"&limit=1000")
+		entries := s.Audit(t, "app_id="+app.ID+"&limit=1000")
 		if len(entries) != len(wants) {
 			for _, e := range entries {
 				t.Logf("%v %v %v", e["at"], e["action"], e["target"])
@@ -293,12 +293,12 @@ func TestAdminAuditLog(t *testing.T) {
 				t.Errorf("entry %d actor id %v differs from %v", i, actor["id"], adminID)
 			}
 		}
-		if e := admAudit(t, s, "action=key.generate"); len(e) != 1 || e[0]["details"].(map[string]any)["count"] != 3.0 {
+		if e := s.Audit(t, "action=key.generate"); len(e) != 1 || e[0]["details"].(map[string]any)["count"] != 3.0 {
 			t.Errorf("key.generate details: %v", e)
 		}
 
 		// Pages of two walk the whole log once, newest first.
-		all := admAudit(t, s, "limit=1000")
+		all := s.Audit(t, "limit=1000")
 		var walked []map[string]any
 		cursor := ""
 		for range 100 {
@@ -307,7 +307,7 @@ func TestAdminAuditLog(t *testing.T) {
 				q += "&cursor=" + cursor
 			}
 			r := s.MustAdmin("GET", "/api/admin/audit.php?"+q, nil)
-			page := admList(t, r, "entries")
+			page := r.List(t, "entries")
 			walked = append(walked, page...)
 			next, _ := r.Body["next_cursor"].(string)
 			if next == "" || len(page) == 0 {
@@ -333,7 +333,7 @@ func TestAdminAuditLog(t *testing.T) {
 				t.Errorf("audit.php%s: the last page has next_cursor %v", q, r.Body["next_cursor"])
 			}
 		}
-		admExpect(t, s.Admin("GET", "/api/admin/audit.php?cursor=x", nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", "/api/admin/audit.php?cursor=x", nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -354,7 +354,7 @@ func TestAdminListSessionsOversizedLimit(t *testing.T) {
 		}
 	}
 	r := s.MustAdmin("GET", "/api/admin/sessions.php?limit=5000&app_id="+app.ID, nil)
-	if n := len(admList(t, r, "sessions")); n != 100 {
+	if n := len(r.List(t, "sessions")); n != 100 {
 		t.Fatalf("limit=5000 page has %d sessions, want the default 100", n)
 	}
 	if c, _ := r.Body["next_cursor"].(string); c == "" {

@@ -31,7 +31,7 @@ func tmMemberList(t testing.TB, s *kwtest.Server, token, appID string) map[strin
 		t.Fatalf("list members of %s: %s", appID, r)
 	}
 	out := map[string]string{}
-	for _, m := range admList(t, r, "members") {
+	for _, m := range r.List(t, "members") {
 		out[m["username"].(string)] = m["role"].(string)
 	}
 	return out
@@ -45,7 +45,7 @@ func tmRoles(t testing.TB, s *kwtest.Server, token string) map[string]string {
 		t.Fatalf("list apps: %s", r)
 	}
 	out := map[string]string{}
-	for _, a := range admList(t, r, "apps") {
+	for _, a := range r.List(t, "apps") {
 		role, _ := a["role"].(string)
 		out[a["app_id"].(string)] = role
 	}
@@ -74,7 +74,7 @@ func tmAuditAs(t testing.TB, s *kwtest.Server, token, query string) ([]map[strin
 		t.Fatalf("audit %s: %s", query, r)
 	}
 	next, _ := r.Body["next_cursor"].(string)
-	return admList(t, r, "entries"), next
+	return r.List(t, "entries"), next
 }
 
 // Owners add members (creating an admin for an unknown username given a
@@ -83,7 +83,7 @@ func tmAuditAs(t testing.TB, s *kwtest.Server, token, query string) ([]map[strin
 func TestAdminTeamMembers(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Team")
 		owner := s.AdminToken()
 		tmEqual(t, "team of a new app", tmMemberList(t, s, owner, app.ID), map[string]string{"admin": "owner"})
@@ -97,12 +97,14 @@ func TestAdminTeamMembers(t *testing.T) {
 		if p := s.AdminAs(sue, "GET", "/api/admin/profile.php", nil).Obj("profile"); p["operator"] != false {
 			t.Fatalf("admin created by a team owner is an operator: %v", p)
 		}
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "ghost", "role": "viewer"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "vic", "password": tmPassword, "role": "boss"}),
+		s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "ghost", "role": "viewer"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "vic", "password": tmPassword, "role": "boss"}).JSONFail(t,
 			400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "vic", "password": "short", "role": "viewer"}),
+
+		s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "vic", "password": "short", "role": "viewer"}).JSONFail(t,
 			400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "role": "viewer"}), 400, "MISSING_FIELDS")
+
+		s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "role": "viewer"}).JSONFail(t, 400, "MISSING_FIELDS")
 		if _, ok := tmMemberList(t, s, owner, app.ID)["ghost"]; ok {
 			t.Fatal("refused member listed")
 		}
@@ -111,7 +113,7 @@ func TestAdminTeamMembers(t *testing.T) {
 		other := s.CreateApp("Other")
 		s.MustAdmin("POST", tmMembers, map[string]any{"app_id": other.ID, "username": "sue", "password": "ignored-password", "role": "viewer"})
 		s.LoginAdmin("sue", tmPassword)
-		admExpect(t, tfLoginReply(s, "sue", "ignored-password"), 401, "INVALID_CREDENTIALS")
+		tfLoginReply(s, "sue", "ignored-password").JSONFail(t, 401, "INVALID_CREDENTIALS")
 
 		// PUT changes a role.
 		s.MustAdmin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "sue", "role": "admin"})
@@ -119,14 +121,14 @@ func TestAdminTeamMembers(t *testing.T) {
 		tmEqual(t, "other team", tmMemberList(t, s, owner, other.ID), map[string]string{"admin": "owner", "sue": "viewer"})
 
 		// The last owner stays.
-		admExpect(t, s.Admin("DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "admin"}), 409, "LAST_OWNER")
-		admExpect(t, s.Admin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "admin", "role": "admin"}), 409, "LAST_OWNER")
+		s.Admin("DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "admin"}).JSONFail(t, 409, "LAST_OWNER")
+		s.Admin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "admin", "role": "admin"}).JSONFail(t, 409, "LAST_OWNER")
 		tmEqual(t, "team after refused changes", tmMemberList(t, s, owner, app.ID), map[string]string{"admin": "owner", "sue": "admin"})
 		// With a second owner the first may step down.
 		s.MustAdmin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "sue", "role": "owner"})
 		s.MustAdmin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "admin", "role": "viewer"})
-		admExpect(t, s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "sue"}), 409, "LAST_OWNER")
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "zed", "password": tmPassword, "role": "viewer"}),
+		s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "sue"}).JSONFail(t, 409, "LAST_OWNER")
+		s.Admin("POST", tmMembers, map[string]any{"app_id": app.ID, "username": "zed", "password": tmPassword, "role": "viewer"}).JSONFail(t,
 			403, "FORBIDDEN")
 
 		// Removal.
@@ -134,12 +136,12 @@ func TestAdminTeamMembers(t *testing.T) {
 			t.Fatalf("remove a member: %s", r)
 		}
 		tmEqual(t, "team after the removal", tmMemberList(t, s, sue, app.ID), map[string]string{"sue": "owner"})
-		admExpect(t, s.Admin("GET", tmMembers+"?app_id="+app.ID, nil), 403, "FORBIDDEN")
-		admExpect(t, s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "admin"}), 404, "NOT_FOUND")
-		admExpect(t, s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "nobody-at-all"}), 404, "NOT_FOUND")
+		s.Admin("GET", tmMembers+"?app_id="+app.ID, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "admin"}).JSONFail(t, 404, "NOT_FOUND")
+		s.AdminAs(sue, "DELETE", tmMembers, map[string]any{"app_id": app.ID, "username": "nobody-at-all"}).JSONFail(t, 404, "NOT_FOUND")
 
 		var sets []string
-		for _, e := range admAudit(t, s, "action=member.&app_id="+app.ID) {
+		for _, e := range s.Audit(t, "action=member.&app_id="+app.ID) {
 			sets = append(sets, e["action"].(string)+" "+e["target"].(string))
 		}
 		want := "member.remove admin,member.set admin,member.set sue,member.set sue,member.set sue"
@@ -155,7 +157,7 @@ func TestAdminTeamMembers(t *testing.T) {
 func TestAdminTeamRoles(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Roles")
 		key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
 		tok := map[string]string{
@@ -203,17 +205,18 @@ func TestAdminTeamRoles(t *testing.T) {
 		if r := s.AdminAs(tok["support"], "POST", "/api/admin/keys.php?action=ban", map[string]any{"app_id": app.ID, "license_key": key}); r.Status != 200 {
 			t.Errorf("support bans a key: %s", r)
 		}
-		admExpect(t, s.AdminAs(tok["viewer"], "POST", "/api/admin/keys.php?action=unban", map[string]any{"app_id": app.ID, "license_key": key}),
+		s.AdminAs(tok["viewer"], "POST", "/api/admin/keys.php?action=unban", map[string]any{"app_id": app.ID, "license_key": key}).JSONFail(t,
 			403, "FORBIDDEN")
+
 		// Deleting the app is the owner's.
-		admExpect(t, s.AdminAs(tok["admin"], "DELETE", tmApps+q, nil), 403, "FORBIDDEN")
+		s.AdminAs(tok["admin"], "DELETE", tmApps+q, nil).JSONFail(t, 403, "FORBIDDEN")
 
 		// An app that does not exist is 404 to everyone.
 		for _, role := range []string{"none", "owner"} {
-			admExpect(t, s.AdminAs(tok[role], "GET", tmApps+"?app_id=no-such-app", nil), 404, "NOT_FOUND")
-			admExpect(t, s.AdminAs(tok[role], "GET", tmMembers+"?app_id=no-such-app", nil), 404, "NOT_FOUND")
+			s.AdminAs(tok[role], "GET", tmApps+"?app_id=no-such-app", nil).JSONFail(t, 404, "NOT_FOUND")
+			s.AdminAs(tok[role], "GET", tmMembers+"?app_id=no-such-app", nil).JSONFail(t, 404, "NOT_FOUND")
 		}
-		admExpect(t, s.Admin("POST", tmMembers, map[string]any{"username": "x", "role": "viewer"}), 400, "MISSING_FIELDS")
+		s.Admin("POST", tmMembers, map[string]any{"username": "x", "role": "viewer"}).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -223,7 +226,7 @@ func TestAdminTeamRoles(t *testing.T) {
 func TestAdminTeamAppsList(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Shared")
 		b := s.CreateApp("Admin only")
 		bob := s.AddMember(a.ID, "bob", tmPassword, "viewer")
@@ -241,15 +244,15 @@ func TestAdminTeamAppsList(t *testing.T) {
 		if v := s.AdminAs(bob, "GET", tmApps+"?app_id="+a.ID, nil).Obj("app"); v["role"] != "viewer" || v["app_id"] != a.ID {
 			t.Errorf("one app as bob sees it: %v", v)
 		}
-		admExpect(t, s.AdminAs(bob, "GET", tmApps+"?app_id="+b.ID, nil), 403, "FORBIDDEN")
-		admExpect(t, s.Admin("GET", tmApps+"?app_id="+mine, nil), 403, "FORBIDDEN")
-		admExpect(t, s.Admin("GET", "/api/admin/keys.php?app_id="+mine, nil), 403, "FORBIDDEN")
-		admExpect(t, s.AdminAs(bob, "GET", tmApps+"?app_id=no-such-app", nil), 404, "NOT_FOUND")
+		s.AdminAs(bob, "GET", tmApps+"?app_id="+b.ID, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.Admin("GET", tmApps+"?app_id="+mine, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.Admin("GET", "/api/admin/keys.php?app_id="+mine, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.AdminAs(bob, "GET", tmApps+"?app_id=no-such-app", nil).JSONFail(t, 404, "NOT_FOUND")
 
 		// Removed from a team, the app leaves the list.
 		s.MustAdmin("DELETE", tmMembers, map[string]any{"app_id": a.ID, "username": "bob"})
 		tmEqual(t, "bob's apps after leaving", tmRoles(t, s, bob), map[string]string{mine: "owner"})
-		admExpect(t, s.AdminAs(bob, "GET", tmApps+"?app_id="+a.ID, nil), 403, "FORBIDDEN")
+		s.AdminAs(bob, "GET", tmApps+"?app_id="+a.ID, nil).JSONFail(t, 403, "FORBIDDEN")
 	})
 }
 
@@ -258,7 +261,7 @@ func TestAdminTeamAppsList(t *testing.T) {
 func TestAdminTeamProfile(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Profiled")
 		b := s.CreateApp("Also")
 		s.Clock.Advance(time.Minute)
@@ -282,9 +285,9 @@ func TestAdminTeamProfile(t *testing.T) {
 		put := func(body map[string]any) *kwtest.Reply {
 			return s.AdminAs(pam, "PUT", "/api/admin/profile.php", body)
 		}
-		admExpect(t, put(map[string]any{"password": tmPassword, "email": "not an address"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"password": tmPassword, "email": "Pam <pam@example.com>"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"password": "wrong-password", "email": "pam@example.com"}), 401, "INVALID_CREDENTIALS")
+		put(map[string]any{"password": tmPassword, "email": "not an address"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"password": tmPassword, "email": "Pam <pam@example.com>"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"password": "wrong-password", "email": "pam@example.com"}).JSONFail(t, 401, "INVALID_CREDENTIALS")
 		if r := put(map[string]any{"password": tmPassword, "email": "pam@example.com"}); r.Status != 200 || r.Body["email"] != "pam@example.com" {
 			t.Fatalf("change e-mail: %s", r)
 		}
@@ -292,7 +295,7 @@ func TestAdminTeamProfile(t *testing.T) {
 			t.Errorf("profile e-mail %v", p["email"])
 		}
 		r := s.MustAdmin("GET", tmMembers+"?app_id="+a.ID, nil)
-		for _, m := range admList(t, r, "members") {
+		for _, m := range r.List(t, "members") {
 			if m["username"] == "pam" && m["email"] != "pam@example.com" {
 				t.Errorf("member view %v, want the new e-mail", m)
 			}
@@ -313,7 +316,7 @@ func TestAdminTeamProfile(t *testing.T) {
 func TestAdminTeamAudit(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		op := s.AdminToken()
 		t0 := s.Clock.Now()
 		a := s.CreateApp("Audited") // app.create by admin
@@ -324,7 +327,7 @@ func TestAdminTeamAudit(t *testing.T) {
 		s.Clock.Advance(time.Minute)
 		t1 := s.Clock.Now()
 		keys := a.GenerateKeys(2, "lifetime", 0, 1) // key.generate by admin
-		clAction(t, a, "ban", keys[0], nil)         // key.ban by admin
+		a.MustKeyAction(t, "ban", keys[0], nil)     // key.ban by admin
 		s.Clock.Advance(time.Minute)
 		t2 := s.Clock.Now()
 		if r := s.AdminAs(bob, "POST", "/api/admin/keys.php?action=ban", map[string]any{"app_id": a.ID, "license_key": keys[1]}); r.Status != 200 {
@@ -368,8 +371,8 @@ func TestAdminTeamAudit(t *testing.T) {
 		check("since and until", op, "since="+url.QueryEscape(t1.Format(time.RFC3339))+"&until="+url.QueryEscape(t2.Format(time.RFC3339)),
 			"key.ban", "key.generate")
 		check("before everything", op, "until="+url.QueryEscape(t0.Add(-time.Second).Format(time.RFC3339)))
-		admExpect(t, s.Admin("GET", tmAudit+"?since=yesterday", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", tmAudit+"?cursor=abc", nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", tmAudit+"?since=yesterday", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", tmAudit+"?cursor=abc", nil).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// Pages of two hold every entry once, newest first.
 		all, _ := tmAuditAs(t, s, op, "limit=1000")
@@ -410,8 +413,8 @@ func TestAdminTeamAudit(t *testing.T) {
 		// With an app of his: everyone's entries on it.
 		check("bob on his team's app", bob, "app_id="+a.ID+"&action=key.", "key.unban", "key.ban", "key.ban", "key.generate")
 		check("bob on his own app", bob, "app_id="+bobApp, "app.create")
-		admExpect(t, s.AdminAs(bob, "GET", tmAudit+"?app_id="+c.ID, nil), 403, "FORBIDDEN")
-		admExpect(t, s.AdminAs(bob, "GET", tmAudit+"?app_id=no-such-app", nil), 404, "NOT_FOUND")
+		s.AdminAs(bob, "GET", tmAudit+"?app_id="+c.ID, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.AdminAs(bob, "GET", tmAudit+"?app_id=no-such-app", nil).JSONFail(t, 404, "NOT_FOUND")
 		// The operator reads bob's app though it is not on its team.
 		check("operator on bob's app", op, "app_id="+bobApp, "app.create")
 	})
@@ -423,7 +426,7 @@ func TestAdminTeamAudit(t *testing.T) {
 func TestAdminTeamAuditAppendOnly(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Append only")
 		app.GenerateKeys(1, "lifetime", 0, 1)
 		db := s.RawDB(t)

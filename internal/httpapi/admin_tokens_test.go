@@ -26,17 +26,6 @@ var (
 	tkUUIDRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 )
 
-// tkMint mints a token named name with the JWT token and returns the
-// token object of the reply.
-func tkMint(t testing.TB, s *kwtest.Server, token, name string) map[string]any {
-	t.Helper()
-	r := s.AdminAs(token, "POST", tkTokens, map[string]any{"name": name})
-	if r.Status != 200 || r.Body["success"] != true || r.Obj("token") == nil {
-		t.Fatalf("mint token %q: %s", name, r)
-	}
-	return r.Obj("token")
-}
-
 // tkList returns the tokens listed for token's admin.
 func tkList(t testing.TB, s *kwtest.Server, token string) []map[string]any {
 	t.Helper()
@@ -44,7 +33,7 @@ func tkList(t testing.TB, s *kwtest.Server, token string) []map[string]any {
 	if r.Status != 200 {
 		t.Fatalf("list tokens: %s", r)
 	}
-	return admList(t, r, "tokens")
+	return r.List(t, "tokens")
 }
 
 // tkListed returns the listed token with id.
@@ -66,12 +55,12 @@ func tkListed(t testing.TB, s *kwtest.Server, token, id string) map[string]any {
 func TestAdminTokensMintListRevoke(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Tokens")
 		jwt := s.AdminToken()
 		start := license.Timestamp(s.Clock.Now())
 
-		v := tkMint(t, s, jwt, "ci deploy")
+		v := s.MintToken(t, jwt, "ci deploy")
 		pat, _ := v["token"].(string)
 		id, _ := v["id"].(string)
 		if !tkPATRE.MatchString(pat) || !tkUUIDRE.MatchString(id) {
@@ -84,11 +73,11 @@ func TestAdminTokensMintListRevoke(t *testing.T) {
 		if v["name"] != "ci deploy" || v["created_at"] != start || v["last_used_at"] != nil || v["revoked_at"] != nil {
 			t.Errorf("minted token view %v", v)
 		}
-		second := tkMint(t, s, jwt, "second")
+		second := s.MintToken(t, jwt, "second")
 		if second["token"] == pat || second["id"] == id {
 			t.Fatalf("two mints gave the same token: %v, %v", v, second)
 		}
-		admExpect(t, s.AdminAs(jwt, "POST", tkTokens, map[string]any{"name": "  "}), 400, "MISSING_FIELDS")
+		s.AdminAs(jwt, "POST", tkTokens, map[string]any{"name": "  "}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		list := tkList(t, s, jwt)
 		if len(list) != 2 {
@@ -105,7 +94,7 @@ func TestAdminTokensMintListRevoke(t *testing.T) {
 
 		// The token works on admin endpoints.
 		r := s.AdminAs(pat, "GET", "/api/admin/apps.php", nil)
-		if r.Status != 200 || len(admList(t, r, "apps")) != 1 || admList(t, r, "apps")[0]["app_id"] != app.ID {
+		if r.Status != 200 || len(r.List(t, "apps")) != 1 || r.List(t, "apps")[0]["app_id"] != app.ID {
 			t.Fatalf("apps through the token: %s", r)
 		}
 		r = s.AdminAs(pat, "POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 2, "key_type": "lifetime", "max_devices": 1})
@@ -115,7 +104,7 @@ func TestAdminTokensMintListRevoke(t *testing.T) {
 
 		// Made-up tokens are 401.
 		for _, bad := range []string{"kwp_" + "A123456789012345678901234567890123456789012", "kwp_", "kwp_x", pat + "x"} {
-			admExpect(t, s.AdminAs(bad, "GET", "/api/admin/apps.php", nil), 401, "UNAUTHORIZED")
+			s.AdminAs(bad, "GET", "/api/admin/apps.php", nil).JSONFail(t, 401, "UNAUTHORIZED")
 		}
 
 		// Another admin neither lists nor revokes it.
@@ -123,21 +112,22 @@ func TestAdminTokensMintListRevoke(t *testing.T) {
 		if l := tkList(t, s, other); len(l) != 0 {
 			t.Fatalf("otto lists another admin's tokens: %v", l)
 		}
-		admExpect(t, s.AdminAs(other, "DELETE", tkTokens, map[string]any{"id": id}), 404, "NOT_FOUND")
+		s.AdminAs(other, "DELETE", tkTokens, map[string]any{"id": id}).JSONFail(t, 404, "NOT_FOUND")
 		if r := s.AdminAs(pat, "GET", "/api/admin/apps.php", nil); r.Status != 200 {
 			t.Fatalf("token after another admin's revocation attempt: %s", r)
 		}
-		admExpect(t, s.AdminAs(jwt, "DELETE", tkTokens, map[string]any{"id": "00000000-0000-0000-0000-000000000000"}), 404, "NOT_FOUND")
-		admExpect(t, s.AdminAs(jwt, "DELETE", tkTokens, map[string]any{}), 400, "MISSING_FIELDS")
+		s.AdminAs(jwt, "DELETE", tkTokens, map[string]any{"id": "00000000-0000-0000-0000-000000000000"}).JSONFail(t, 404, "NOT_FOUND")
+		s.AdminAs(jwt, "DELETE", tkTokens, map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// Revoked: 403 TOKEN_REVOKED at once, listed with its time.
 		s.Clock.Advance(time.Minute)
 		if r := s.AdminAs(jwt, "DELETE", tkTokens, map[string]any{"id": id}); r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("revoke: %s", r)
 		}
-		admExpect(t, s.AdminAs(pat, "GET", "/api/admin/apps.php", nil), 403, "TOKEN_REVOKED")
-		admExpect(t, s.AdminAs(pat, "POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime", "max_devices": 1}),
+		s.AdminAs(pat, "GET", "/api/admin/apps.php", nil).JSONFail(t, 403, "TOKEN_REVOKED")
+		s.AdminAs(pat, "POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime", "max_devices": 1}).JSONFail(t,
 			403, "TOKEN_REVOKED")
+
 		if l := tkListed(t, s, jwt, id); l["revoked_at"] != license.Timestamp(s.Clock.Now()) {
 			t.Errorf("revoked token listed as %v", l)
 		}
@@ -154,10 +144,10 @@ func TestAdminTokensMintListRevoke(t *testing.T) {
 func TestAdminTokensCannotManageCredentials(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Creds")
 		jwt := s.AddMember(app.ID, "cora", tkPassword, "owner")
-		pat := tkMint(t, s, jwt, "script")["token"].(string)
+		pat := s.MintToken(t, jwt, "script")["token"].(string)
 
 		refused := []struct {
 			what, method, path string
@@ -196,10 +186,10 @@ func TestAdminTokensCannotManageCredentials(t *testing.T) {
 func TestAdminTokensLastUsed(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		s.CreateApp("LastUsed")
 		jwt := s.AdminToken()
-		v := tkMint(t, s, jwt, "poller")
+		v := s.MintToken(t, jwt, "poller")
 		pat, id := v["token"].(string), v["id"].(string)
 		use := func() {
 			t.Helper()
@@ -245,18 +235,18 @@ func TestAdminTokensLastUsed(t *testing.T) {
 func TestAdminTokensAuditActor(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Audited")
 		jwt := s.AdminToken()
 		adminID := s.MustAdmin("GET", tkProfile, nil).Obj("profile")["id"]
-		v := tkMint(t, s, jwt, "nightly export")
+		v := s.MintToken(t, jwt, "nightly export")
 		pat, id := v["token"].(string), v["id"].(string)
 
 		s.AdminAs(pat, "POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime", "max_devices": 1})
 		s.Clock.Advance(time.Second)
 		app.GenerateKeys(1, "lifetime", 0, 1) // through the JWT
 
-		es := admAudit(t, s, "action=key.generate&app_id="+app.ID)
+		es := s.Audit(t, "action=key.generate&app_id="+app.ID)
 		if len(es) != 2 {
 			t.Fatalf("%d key.generate entries, want 2: %v", len(es), es)
 		}
@@ -270,7 +260,7 @@ func TestAdminTokensAuditActor(t *testing.T) {
 
 		s.MustAdmin("DELETE", tkTokens, map[string]any{"id": id})
 		for _, action := range []string{"token.create", "token.revoke"} {
-			es := admAudit(t, s, "action="+action+"&target="+id)
+			es := s.Audit(t, "action="+action+"&target="+id)
 			if len(es) != 1 || es[0]["actor"].(map[string]any)["id"] != adminID {
 				t.Errorf("%s entries for the token: %v", action, es)
 			}
@@ -284,17 +274,19 @@ func TestAdminTokensAuditActor(t *testing.T) {
 func TestAdminTokensPasswordChangeEndsSignIns(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Passwords")
 		j1 := s.AddMember(app.ID, "pia", tkPassword, "owner")
 		j2 := s.LoginAdmin("pia", tkPassword)
 		other := s.AddMember(app.ID, "pete", tkPassword, "viewer")
 
-		admExpect(t, s.AdminAs(j1, "PUT", tkProfile, map[string]any{"current_password": "wrong-current", "new_password": "a-brand-new-pass"}),
+		s.AdminAs(j1, "PUT", tkProfile, map[string]any{"current_password": "wrong-current", "new_password": "a-brand-new-pass"}).JSONFail(t,
 			401, "INVALID_CREDENTIALS")
-		admExpect(t, s.AdminAs(j1, "PUT", tkProfile, map[string]any{"current_password": tkPassword, "new_password": "short"}),
+
+		s.AdminAs(j1, "PUT", tkProfile, map[string]any{"current_password": tkPassword, "new_password": "short"}).JSONFail(t,
 			400, "MISSING_FIELDS")
-		admExpect(t, s.AdminAs(j1, "PUT", tkProfile, map[string]any{}), 400, "MISSING_FIELDS")
+
+		s.AdminAs(j1, "PUT", tkProfile, map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 		if r := s.AdminAs(j2, "GET", tkProfile, nil); r.Status != 200 {
 			t.Fatalf("refused changes ended a sign-in: %s", r)
 		}
@@ -315,9 +307,9 @@ func TestAdminTokensPasswordChangeEndsSignIns(t *testing.T) {
 		if r := s.AdminAs(other, "GET", tkProfile, nil); r.Status != 200 {
 			t.Errorf("another admin's JWT after pia's password change: %s", r)
 		}
-		admExpect(t, tfLoginReply(s, "pia", tkPassword), 401, "INVALID_CREDENTIALS")
+		tfLoginReply(s, "pia", tkPassword).JSONFail(t, 401, "INVALID_CREDENTIALS")
 		s.LoginAdmin("pia", "a-brand-new-pass")
-		if es := admAudit(t, s, "action=admin.password&target=pia"); len(es) != 1 {
+		if es := s.Audit(t, "action=admin.password&target=pia"); len(es) != 1 {
 			t.Errorf("admin.password entries: %v", es)
 		}
 	})
@@ -328,7 +320,7 @@ func TestAdminTokensPasswordChangeEndsSignIns(t *testing.T) {
 func TestAdminTokensLogout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		app := s.CreateApp("Logout")
 		j1 := s.AddMember(app.ID, "lena", tkPassword, "owner")
 		j2 := s.LoginAdmin("lena", tkPassword)
@@ -336,8 +328,8 @@ func TestAdminTokensLogout(t *testing.T) {
 		if r := s.AdminAs(j1, "POST", "/api/admin/logout.php", nil); r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("logout: %s", r)
 		}
-		admExpect(t, s.AdminAs(j1, "GET", tkProfile, nil), 401, "UNAUTHORIZED")
-		admExpect(t, s.AdminAs(j1, "POST", "/api/admin/logout.php", nil), 401, "UNAUTHORIZED")
+		s.AdminAs(j1, "GET", tkProfile, nil).JSONFail(t, 401, "UNAUTHORIZED")
+		s.AdminAs(j1, "POST", "/api/admin/logout.php", nil).JSONFail(t, 401, "UNAUTHORIZED")
 		if r := s.AdminAs(j2, "GET", "/api/admin/apps.php", nil); r.Status != 200 {
 			t.Fatalf("other JWT after logout: %s", r)
 		}
@@ -345,6 +337,6 @@ func TestAdminTokensLogout(t *testing.T) {
 		if r := s.AdminAs(s.LoginAdmin("lena", tkPassword), "GET", tkProfile, nil); r.Status != 200 {
 			t.Fatalf("new sign-in after logout: %s", r)
 		}
-		admExpect(t, s.AdminAs("", "POST", "/api/admin/logout.php", nil), 401, "UNAUTHORIZED")
+		s.AdminAs("", "POST", "/api/admin/logout.php", nil).JSONFail(t, 401, "UNAUTHORIZED")
 	})
 }

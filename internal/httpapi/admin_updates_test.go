@@ -204,7 +204,7 @@ func aduDownloadReply(t testing.TB, a *kwtest.App, query string) *kwtest.Reply {
 // "release." or "update.", oldest first.
 func aduAudit(t testing.TB, a *kwtest.App) []map[string]any {
 	t.Helper()
-	all := admAudit(t, a.S, "app_id="+url.QueryEscape(a.ID)+"&limit=1000")
+	all := a.S.Audit(t, "app_id="+url.QueryEscape(a.ID)+"&limit=1000")
 	var out []map[string]any
 	for i := len(all) - 1; i >= 0; i-- {
 		if act, _ := all[i]["action"].(string); strings.HasPrefix(act, "release.") || strings.HasPrefix(act, "update.") {
@@ -234,12 +234,12 @@ func aduStats(t testing.TB, a *kwtest.App, days string) *kwtest.Reply {
 func aduVersions(t testing.TB, r *kwtest.Reply) map[string][2]int {
 	t.Helper()
 	out := map[string][2]int{}
-	for _, v := range admList(t, r, "versions") {
+	for _, v := range r.List(t, "versions") {
 		name, _ := v["version"].(string)
 		if _, dup := out[name]; dup {
 			t.Fatalf("version %s twice in stats: %s", name, r)
 		}
-		out[name] = [2]int{clNum(t, "offered", v["offered"]), clNum(t, "running", v["running"])}
+		out[name] = [2]int{kwtest.Num(t, "offered", v["offered"]), kwtest.Num(t, "running", v["running"])}
 	}
 	return out
 }
@@ -260,7 +260,7 @@ func aduFloors(t testing.TB, a *kwtest.App) map[string]any {
 func TestAdminUpdatesCreate(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Updates")
 
 		r := s.MustAdmin("POST", aduPath, map[string]any{"app_id": a.ID, "version": "1.0.0"})
@@ -332,18 +332,18 @@ func TestAdminUpdatesCreate(t *testing.T) {
 				t.Errorf("%s: got %s, want %d %s", c.name, r, c.status, c.code)
 				continue
 			}
-			admExpect(t, r, c.status, c.code)
+			r.JSONFail(t, c.status, c.code)
 		}
 		// Explicit JSON null for rollout keeps the default.
 		if rel := aduPost(a, map[string]any{"version": "3.0.0", "rollout": nil}).Obj("release"); rel["rollout"] != float64(10000) {
 			t.Errorf("rollout null: %v, want the default 10000", rel)
 		}
 
-		admExpect(t, s.Admin("POST", aduPath, map[string]any{"app_id": "nope-app", "version": "9.0.0"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", aduPath, map[string]any{"version": "9.0.0"}), 400, "MISSING_FIELDS")
-		noBearer := s.Do("POST", aduPath, http.Header{"Content-Type": {"application/json"}}, admJSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"}))
-		admExpect(t, noBearer, 401, "UNAUTHORIZED")
-		if r := s.Do("POST", aduPath, admBearer("not-a-token"), admJSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"})); r.Status != 401 {
+		s.Admin("POST", aduPath, map[string]any{"app_id": "nope-app", "version": "9.0.0"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", aduPath, map[string]any{"version": "9.0.0"}).JSONFail(t, 400, "MISSING_FIELDS")
+		noBearer := s.Do("POST", aduPath, http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"}))
+		noBearer.JSONFail(t, 401, "UNAUTHORIZED")
+		if r := s.Do("POST", aduPath, kwtest.Bearer("not-a-token"), kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"})); r.Status != 401 {
 			t.Errorf("bad bearer: %s, want 401", r)
 		}
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
@@ -356,7 +356,7 @@ func TestAdminUpdatesCreate(t *testing.T) {
 		}
 
 		// Nothing refused was stored or audited.
-		rels := admList(t, s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil), "releases")
+		rels := s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil).List(t, "releases")
 		var versions []string
 		for _, rel := range rels {
 			versions = append(versions, rel["version"].(string))
@@ -375,7 +375,7 @@ func TestAdminUpdatesCreate(t *testing.T) {
 func TestAdminUpdatesUpload(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Uploads")
 		other := s.CreateApp("Other")
 		id := a.CreateRelease("1.0.0", nil)
@@ -397,22 +397,22 @@ func TestAdminUpdatesUpload(t *testing.T) {
 
 		// Refusals first, while the blob directory must stay empty.
 		wrong := aduSum([]byte("something else"))
-		admExpect(t, aduUpload(t, a, id, "", "", payload, wrong), 400, "CHECKSUM_MISMATCH")
+		aduUpload(t, a, id, "", "", payload, wrong).JSONFail(t, 400, "CHECKSUM_MISMATCH")
 		none("a checksum mismatch (query)")
-		admExpect(t, aduPut(t, s, q(), http.Header{"X-Checksum-Sha256": {wrong}}, bytes.NewReader(payload)), 400, "CHECKSUM_MISMATCH")
+		aduPut(t, s, q(), http.Header{"X-Checksum-Sha256": {wrong}}, bytes.NewReader(payload)).JSONFail(t, 400, "CHECKSUM_MISMATCH")
 		none("a checksum mismatch (header)")
-		admExpect(t, aduPut(t, s, q(), http.Header{"X-Checksum-Sha256": {wrong}}, io.MultiReader(bytes.NewReader(payload))), 400, "CHECKSUM_MISMATCH")
+		aduPut(t, s, q(), http.Header{"X-Checksum-Sha256": {wrong}}, io.MultiReader(bytes.NewReader(payload))).JSONFail(t, 400, "CHECKSUM_MISMATCH")
 		none("a chunked checksum mismatch")
 		for _, sum := range []string{"xyz", aduSum(payload)[:62], aduSum(payload) + "00", strings.Repeat("g", 64)} {
-			admExpect(t, aduUpload(t, a, id, "", "", payload, sum), 400, "MISSING_FIELDS")
+			aduUpload(t, a, id, "", "", payload, sum).JSONFail(t, 400, "MISSING_FIELDS")
 			none("a malformed sha256 " + sum)
 		}
-		admExpect(t, aduUpload(t, a, id, "", "", nil, ""), 400, "MISSING_FIELDS")
+		aduUpload(t, a, id, "", "", nil, "").JSONFail(t, 400, "MISSING_FIELDS")
 		none("an empty body")
-		admExpect(t, aduPut(t, s, q(), nil, io.MultiReader(strings.NewReader(""))), 400, "MISSING_FIELDS")
+		aduPut(t, s, q(), nil, io.MultiReader(strings.NewReader(""))).JSONFail(t, 400, "MISSING_FIELDS")
 		none("an empty chunked body")
 		r := aduPut(t, s, q(), http.Header{"Content-Type": {"application/json"}}, strings.NewReader(`{}`))
-		admExpect(t, r, 400, "MISSING_FIELDS")
+		r.JSONFail(t, 400, "MISSING_FIELDS")
 		if !strings.Contains(r.Str("message"), "application/octet-stream") {
 			t.Errorf("JSON upload refusal does not name octet-stream: %s", r)
 		}
@@ -424,15 +424,15 @@ func TestAdminUpdatesUpload(t *testing.T) {
 			t.Errorf("text/plain upload: %s, want 400", r)
 		}
 		none("uploads of the wrong content type")
-		admExpect(t, aduUpload(t, a, id, "plan9", "", payload, ""), 400, "MISSING_FIELDS")
-		admExpect(t, aduUpload(t, a, id, "windows", "mips", payload, ""), 400, "MISSING_FIELDS")
-		admExpect(t, aduUpload(t, a, id, "", "x64", payload, ""), 400, "MISSING_FIELDS")
-		admExpect(t, aduPut(t, s, q("file_name", "../etc/passwd"), nil, bytes.NewReader(payload)), 400, "MISSING_FIELDS")
-		admExpect(t, aduPut(t, s, url.Values{"app_id": {a.ID}}, nil, bytes.NewReader(payload)), 400, "MISSING_FIELDS")
-		admExpect(t, aduPut(t, s, q("id", "abc"), nil, bytes.NewReader(payload)), 400, "MISSING_FIELDS")
-		admExpect(t, aduPut(t, s, q("id", "999999"), nil, bytes.NewReader(payload)), 404, "NOT_FOUND")
-		admExpect(t, aduPut(t, s, q("app_id", other.ID), nil, bytes.NewReader(payload)), 404, "NOT_FOUND")
-		admExpect(t, aduPut(t, s, q("app_id", "nope-app"), nil, bytes.NewReader(payload)), 404, "NOT_FOUND")
+		aduUpload(t, a, id, "plan9", "", payload, "").JSONFail(t, 400, "MISSING_FIELDS")
+		aduUpload(t, a, id, "windows", "mips", payload, "").JSONFail(t, 400, "MISSING_FIELDS")
+		aduUpload(t, a, id, "", "x64", payload, "").JSONFail(t, 400, "MISSING_FIELDS")
+		aduPut(t, s, q("file_name", "../etc/passwd"), nil, bytes.NewReader(payload)).JSONFail(t, 400, "MISSING_FIELDS")
+		aduPut(t, s, url.Values{"app_id": {a.ID}}, nil, bytes.NewReader(payload)).JSONFail(t, 400, "MISSING_FIELDS")
+		aduPut(t, s, q("id", "abc"), nil, bytes.NewReader(payload)).JSONFail(t, 400, "MISSING_FIELDS")
+		aduPut(t, s, q("id", "999999"), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
+		aduPut(t, s, q("app_id", other.ID), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
+		aduPut(t, s, q("app_id", "nope-app"), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
 		noBearer, _ := http.NewRequest("PUT", s.URL+aduPath+"?"+q("action", "upload").Encode(), bytes.NewReader(payload))
 		noBearer.Header.Set("Content-Type", "application/octet-stream")
 		if resp, err := kwtest.HTTP.Do(noBearer); err != nil {
@@ -531,7 +531,7 @@ func TestAdminUpdatesUpload(t *testing.T) {
 
 		// A refused replacement keeps the artifact it would have replaced.
 		before = aduBlobs(t, s)
-		admExpect(t, aduUpload(t, a, id, "windows", "x64", []byte("bad take"), aduSum(win)), 400, "CHECKSUM_MISMATCH")
+		aduUpload(t, a, id, "windows", "x64", []byte("bad take"), aduSum(win)).JSONFail(t, 400, "CHECKSUM_MISMATCH")
 		if got := aduBlobs(t, s); !reflect.DeepEqual(got, before) {
 			t.Fatalf("a refused replacement changed the blobs: %v → %v", before, got)
 		}
@@ -545,9 +545,9 @@ func TestAdminUpdatesUpload(t *testing.T) {
 		// (nothing written), a new platform accepted.
 		aduActOK(t, a, "publish", id, nil)
 		before = aduBlobs(t, s)
-		admExpect(t, aduUpload(t, a, id, "windows", "x64", []byte("sneaky"), ""), 409, "ARTIFACT_PUBLISHED")
-		admExpect(t, aduUpload(t, a, id, "", "", []byte("sneaky"), ""), 409, "ARTIFACT_PUBLISHED")
-		admExpect(t, aduUpload(t, a, id, "linux", "", []byte("sneaky"), ""), 409, "ARTIFACT_PUBLISHED")
+		aduUpload(t, a, id, "windows", "x64", []byte("sneaky"), "").JSONFail(t, 409, "ARTIFACT_PUBLISHED")
+		aduUpload(t, a, id, "", "", []byte("sneaky"), "").JSONFail(t, 409, "ARTIFACT_PUBLISHED")
+		aduUpload(t, a, id, "linux", "", []byte("sneaky"), "").JSONFail(t, 409, "ARTIFACT_PUBLISHED")
 		if got := aduBlobs(t, s); !reflect.DeepEqual(got, before) {
 			t.Fatalf("refused uploads to a published release changed the blobs: %v → %v", before, got)
 		}
@@ -572,7 +572,7 @@ func TestAdminUpdatesUpload(t *testing.T) {
 
 		// Yanked releases take no uploads.
 		aduActOK(t, a, "yank", id, nil)
-		admExpect(t, aduUpload(t, a, id, "macos", "x64", []byte("late"), ""), 409, "RELEASE_YANKED")
+		aduUpload(t, a, id, "macos", "x64", []byte("late"), "").JSONFail(t, 409, "RELEASE_YANKED")
 		if n := len(aduBlobs(t, s)); n != 5 {
 			t.Fatalf("%d blobs after a refused upload to a yanked release, want 5", n)
 		}
@@ -585,7 +585,7 @@ func TestAdminUpdatesUpload(t *testing.T) {
 func TestAdminUpdatesUploadLimit(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.MaxArtifactSize = 1 })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.MaxArtifactSize = 1 })
 		a := s.CreateApp("Limit")
 		id := a.CreateRelease("1.0.0", nil)
 		q := url.Values{"app_id": {a.ID}, "id": {fmt.Sprint(id)}}
@@ -600,10 +600,10 @@ func TestAdminUpdatesUploadLimit(t *testing.T) {
 
 		// Content-Length over the limit: refused before the body is read
 		// (Expect: 100-continue keeps the client from sending it).
-		admExpect(t, aduPut(t, s, q, http.Header{"Expect": {"100-continue"}}, bytes.NewReader(big)), 400, "BODY_TOO_LARGE")
+		aduPut(t, s, q, http.Header{"Expect": {"100-continue"}}, bytes.NewReader(big)).JSONFail(t, 400, "BODY_TOO_LARGE")
 		none("an upload with a Content-Length over the limit")
 		// Chunked: refused once the stream passes the limit.
-		admExpect(t, aduPut(t, s, q, nil, io.MultiReader(bytes.NewReader(big))), 400, "BODY_TOO_LARGE")
+		aduPut(t, s, q, nil, io.MultiReader(bytes.NewReader(big))).JSONFail(t, 400, "BODY_TOO_LARGE")
 		none("a chunked upload over the limit")
 		if n := len(aduAudit(t, a)); n != 1 {
 			t.Errorf("%d release audit entries, want only the create", n)
@@ -629,19 +629,19 @@ func TestAdminUpdatesUploadLimit(t *testing.T) {
 func TestAdminUpdatesPublish(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Publish")
 		id := a.CreateRelease("1.2.0", map[string]any{"channel": "beta", "changelog": "New things.", "rollout": 2500})
 
-		admExpect(t, aduAct(a, "publish", id, nil), 409, "NO_ARTIFACT")
+		aduAct(a, "publish", id, nil).JSONFail(t, 409, "NO_ARTIFACT")
 		if rel := aduGet(t, a, id); rel["status"] != "draft" || rel["published"] != false || rel["published_at"] != nil {
 			t.Fatalf("refused publish changed the release: %v", rel)
 		}
 		if evs := aduPublished(t, s, a.ID); len(evs) != 0 {
 			t.Fatalf("refused publish fired events: %v", evs)
 		}
-		admExpect(t, aduAct(a, "publish", 999999, nil), 404, "NOT_FOUND")
-		admExpect(t, aduPost(a, map[string]any{"action": "publish"}), 400, "MISSING_FIELDS")
+		aduAct(a, "publish", 999999, nil).JSONFail(t, 404, "NOT_FOUND")
+		aduPost(a, map[string]any{"action": "publish"}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		aduUploadOK(t, a, id, "", "", []byte("bytes"))
 		s.Clock.Advance(90 * time.Minute)
@@ -654,7 +654,7 @@ func TestAdminUpdatesPublish(t *testing.T) {
 		if rel["status"] != "published" || rel["published"] != true || rel["published_at"] != at || rel["updated_at"] != at {
 			t.Fatalf("published release: %v, want published at %s", rel, at)
 		}
-		clTime(t, "published_at", rel["published_at"])
+		kwtest.WireTime(t, "published_at", rel["published_at"])
 		adcSame(t, "GET after publish", aduGet(t, a, id), rel)
 
 		evs := aduPublished(t, s, a.ID)
@@ -668,7 +668,7 @@ func TestAdminUpdatesPublish(t *testing.T) {
 		}
 
 		s.Clock.Advance(time.Hour)
-		admExpect(t, aduAct(a, "publish", id, nil), 409, "ALREADY_PUBLISHED")
+		aduAct(a, "publish", id, nil).JSONFail(t, 409, "ALREADY_PUBLISHED")
 		if rel := aduGet(t, a, id); rel["published_at"] != at {
 			t.Fatalf("second publish moved published_at: %v", rel)
 		}
@@ -683,7 +683,7 @@ func TestAdminUpdatesPublish(t *testing.T) {
 func TestAdminUpdatesRollout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Rollout")
 		payload := []byte("2.0.0 payload")
 		id := a.Release("2.0.0", payload, nil)
@@ -707,12 +707,12 @@ func TestAdminUpdatesRollout(t *testing.T) {
 		if rel := aduGet(t, a, id); rel["rollout"] != float64(3333) || rel["status"] != "published" {
 			t.Fatalf("GET after rollout: %v", rel)
 		}
-		admExpect(t, aduAct(a, "rollout", id, nil), 400, "MISSING_FIELDS")
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout": nil}), 400, "MISSING_FIELDS")
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout": 10001}), 400, "MISSING_FIELDS")
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout": "half"}), 400, "MISSING_FIELDS")
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout_percent": -1}), 400, "MISSING_FIELDS")
-		admExpect(t, aduAct(a, "rollout", 999999, map[string]any{"rollout": 10}), 404, "NOT_FOUND")
+		aduAct(a, "rollout", id, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		aduAct(a, "rollout", id, map[string]any{"rollout": nil}).JSONFail(t, 400, "MISSING_FIELDS")
+		aduAct(a, "rollout", id, map[string]any{"rollout": 10001}).JSONFail(t, 400, "MISSING_FIELDS")
+		aduAct(a, "rollout", id, map[string]any{"rollout": "half"}).JSONFail(t, 400, "MISSING_FIELDS")
+		aduAct(a, "rollout", id, map[string]any{"rollout_percent": -1}).JSONFail(t, 400, "MISSING_FIELDS")
+		aduAct(a, "rollout", 999999, map[string]any{"rollout": 10}).JSONFail(t, 404, "NOT_FOUND")
 		if rel := aduGet(t, a, id); rel["rollout"] != float64(3333) {
 			t.Fatalf("refused rollouts changed it: %v", rel)
 		}
@@ -722,7 +722,7 @@ func TestAdminUpdatesRollout(t *testing.T) {
 		if rel["status"] != "halted" || rel["halted"] != true || rel["published"] != true || rel["rollout"] != float64(3333) {
 			t.Fatalf("halted: %v", rel)
 		}
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout": 10000}), 409, "ROLLOUT_HALTED")
+		aduAct(a, "rollout", id, map[string]any{"rollout": 10000}).JSONFail(t, 409, "ROLLOUT_HALTED")
 		if rel := aduGet(t, a, id); rel["rollout"] != float64(3333) || rel["status"] != "halted" {
 			t.Fatalf("refused rollout of a halted release changed it: %v", rel)
 		}
@@ -751,8 +751,8 @@ func TestAdminUpdatesRollout(t *testing.T) {
 		if v := aduOffered(t, a, map[string]any{"v": "1.0.0"}); v != "" {
 			t.Fatalf("yanked release offered to an anonymous caller: %q", v)
 		}
-		admExpect(t, aduDownloadReply(t, a, "v=2.0.0"), 404, "NOT_FOUND")
-		admExpect(t, aduAct(a, "rollout", id, map[string]any{"rollout": 5000}), 409, "RELEASE_YANKED")
+		aduDownloadReply(t, a, "v=2.0.0").JSONFail(t, 404, "NOT_FOUND")
+		aduAct(a, "rollout", id, map[string]any{"rollout": 5000}).JSONFail(t, 409, "RELEASE_YANKED")
 		if rel := aduGet(t, a, id); rel["status"] != "yanked" {
 			t.Fatalf("GET after yank: %v", rel)
 		}
@@ -767,7 +767,7 @@ func TestAdminUpdatesRollout(t *testing.T) {
 		if r := aduDownloadReply(t, a, "v=2.0.0"); r.Status != 200 || !bytes.Equal(r.Raw, payload) {
 			t.Fatalf("download after unyank: %s", r)
 		}
-		admExpect(t, aduAct(a, "explode", id, nil), 400, "MISSING_FIELDS")
+		aduAct(a, "explode", id, nil).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// A halted, yanked release shows as yanked; unyank brings back halted.
 		aduActOK(t, a, "halt", id, nil)
@@ -785,7 +785,7 @@ func TestAdminUpdatesRollout(t *testing.T) {
 func TestAdminUpdatesEdit(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Edit")
 		id := a.Release("2.0.0", []byte("two"), map[string]any{"channel": "beta", "changelog": "Beta notes."})
 		pre := a.Release("2.1.0-beta.1", []byte("pre"), map[string]any{"channel": "beta"})
@@ -816,8 +816,8 @@ func TestAdminUpdatesEdit(t *testing.T) {
 		}
 
 		// A pre-release cannot be promoted to stable.
-		admExpect(t, put(map[string]any{"id": pre, "channel": "stable"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": id, "channel": "edge"}), 400, "MISSING_FIELDS")
+		put(map[string]any{"id": pre, "channel": "stable"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": id, "channel": "edge"}).JSONFail(t, 400, "MISSING_FIELDS")
 		if rel := aduGet(t, a, pre); rel["channel"] != "beta" {
 			t.Fatalf("refused promotion changed the channel: %v", rel)
 		}
@@ -854,14 +854,14 @@ func TestAdminUpdatesEdit(t *testing.T) {
 		if r := put(map[string]any{"id": id, "is_mandatory": false}); r.Status != 200 || r.Obj("release")["is_mandatory"] != false {
 			t.Fatalf("is_mandatory false: %s", r)
 		}
-		admExpect(t, put(map[string]any{"id": id, "min_version": "2.0.0"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": id, "min_version": "banana"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": id, "is_mandatory": "yes"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": id, "changelog": 5}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": id, "changelog": strings.Repeat("x", 100_001)}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"changelog": "no id"}), 400, "MISSING_FIELDS")
-		admExpect(t, put(map[string]any{"id": 999999, "changelog": "x"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("PUT", aduPath, map[string]any{"app_id": "nope-app", "id": id}), 404, "NOT_FOUND")
+		put(map[string]any{"id": id, "min_version": "2.0.0"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": id, "min_version": "banana"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": id, "is_mandatory": "yes"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": id, "changelog": 5}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": id, "changelog": strings.Repeat("x", 100_001)}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"changelog": "no id"}).JSONFail(t, 400, "MISSING_FIELDS")
+		put(map[string]any{"id": 999999, "changelog": "x"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("PUT", aduPath, map[string]any{"app_id": "nope-app", "id": id}).JSONFail(t, 404, "NOT_FOUND")
 		if after := aduGet(t, a, id); after["min_version"] != "" || after["changelog"] != "Stable notes." || after["is_mandatory"] != false {
 			t.Fatalf("refused edits changed the release: %v", after)
 		}
@@ -879,7 +879,7 @@ func TestAdminUpdatesEdit(t *testing.T) {
 func TestAdminUpdatesDelete(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Delete")
 		other := s.CreateApp("Other")
 		del := func(app *kwtest.App, id any) *kwtest.Reply {
@@ -895,10 +895,10 @@ func TestAdminUpdatesDelete(t *testing.T) {
 			t.Fatalf("blob files %v, want three", files)
 		}
 
-		admExpect(t, del(a, pub), 409, "NOT_DRAFT")
-		admExpect(t, del(a, 999999), 404, "NOT_FOUND")
-		admExpect(t, del(other, draft), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", aduPath, map[string]any{"app_id": a.ID}), 400, "MISSING_FIELDS")
+		del(a, pub).JSONFail(t, 409, "NOT_DRAFT")
+		del(a, 999999).JSONFail(t, 404, "NOT_FOUND")
+		del(other, draft).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", aduPath, map[string]any{"app_id": a.ID}).JSONFail(t, 400, "MISSING_FIELDS")
 		if files := aduBlobs(t, s); len(files) != 3 {
 			t.Fatalf("refused deletes removed blobs: %v", files)
 		}
@@ -907,12 +907,12 @@ func TestAdminUpdatesDelete(t *testing.T) {
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("delete draft: %s", r)
 		}
-		admExpect(t, s.Admin("GET", aduPath+"?app_id="+a.ID+"&id="+fmt.Sprint(draft), nil), 404, "NOT_FOUND")
+		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id="+fmt.Sprint(draft), nil).JSONFail(t, 404, "NOT_FOUND")
 		if files := aduBlobs(t, s); !reflect.DeepEqual(files, pubBlobs) {
 			t.Fatalf("blob files after deleting the draft: %v, want only the published release's %v", files, pubBlobs)
 		}
-		admExpect(t, del(a, draft), 404, "NOT_FOUND")
-		rels := admList(t, s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil), "releases")
+		del(a, draft).JSONFail(t, 404, "NOT_FOUND")
+		rels := s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil).List(t, "releases")
 		if len(rels) != 1 || adcID(t, rels[0]["id"]) != pub {
 			t.Fatalf("releases after delete: %v", rels)
 		}
@@ -933,13 +933,13 @@ func TestAdminUpdatesDelete(t *testing.T) {
 func TestAdminUpdatesList(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("List")
 		other := s.CreateApp("Other")
 		list := func(app *kwtest.App) *kwtest.Reply { return s.MustAdmin("GET", aduPath+"?app_id="+app.ID, nil) }
 
 		r := list(a)
-		if rels := admList(t, r, "releases"); len(rels) != 0 {
+		if rels := r.List(t, "releases"); len(rels) != 0 {
 			t.Fatalf("new app has releases: %v", rels)
 		}
 		if m, ok := r.Body["min_supported"].(map[string]any); !ok || len(m) != 0 {
@@ -963,7 +963,7 @@ func TestAdminUpdatesList(t *testing.T) {
 		aduPost(a, map[string]any{"action": "min_supported", "channel": "stable", "version": "1.9.0"})
 
 		r = list(a)
-		rels := admList(t, r, "releases")
+		rels := r.List(t, "releases")
 		var versions []string
 		for _, rel := range rels {
 			versions = append(versions, rel["version"].(string))
@@ -980,7 +980,7 @@ func TestAdminUpdatesList(t *testing.T) {
 		}
 		for _, art := range aduArts(t, top) {
 			adcID(t, art["id"])
-			clTime(t, "artifact created_at", art["created_at"])
+			kwtest.WireTime(t, "artifact created_at", art["created_at"])
 			if art["sha256"] == "" || art["size"] != float64(1) || art["file_name"] == "" || art["download_url"] == "" {
 				t.Fatalf("listed artifact %v", art)
 			}
@@ -995,15 +995,15 @@ func TestAdminUpdatesList(t *testing.T) {
 			adcSame(t, "GET id="+rel["version"].(string), aduGet(t, a, adcID(t, rel["id"])), rel)
 		}
 		// The other app's list is its own.
-		if rels := admList(t, list(other), "releases"); len(rels) != 1 || rels[0]["version"] != "5.0.0" {
+		if rels := list(other).List(t, "releases"); len(rels) != 1 || rels[0]["version"] != "5.0.0" {
 			t.Fatalf("other app's releases %v", rels)
 		}
-		admExpect(t, s.Admin("GET", aduPath+"?app_id="+other.ID+"&id="+fmt.Sprint(ids["2.0.0"]), nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=999999", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=x", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", aduPath+"?app_id="+a.ID+"&action=everything", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", aduPath+"?app_id=nope-app", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", aduPath, nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", aduPath+"?app_id="+other.ID+"&id="+fmt.Sprint(ids["2.0.0"]), nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=999999", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=x", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", aduPath+"?app_id="+a.ID+"&action=everything", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", aduPath+"?app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", aduPath, nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -1012,7 +1012,7 @@ func TestAdminUpdatesList(t *testing.T) {
 func TestAdminUpdatesMinSupported(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Floors")
 		set := func(channel, version any) *kwtest.Reply {
 			return aduPost(a, map[string]any{"action": "min_supported", "channel": channel, "version": version})
@@ -1047,9 +1047,9 @@ func TestAdminUpdatesMinSupported(t *testing.T) {
 
 		// Refusals change nothing.
 		for _, bad := range [][2]any{{"nightly", "1.0.0"}, {"", "1.0.0"}, {"stable", "1.0"}, {"stable", "latest"}, {"stable", 1}, {5, "1.0.0"}} {
-			admExpect(t, set(bad[0], bad[1]), 400, "MISSING_FIELDS")
+			set(bad[0], bad[1]).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		admExpect(t, aduPost(a, map[string]any{"action": "min_supported", "version": "1.0.0"}), 400, "MISSING_FIELDS")
+		aduPost(a, map[string]any{"action": "min_supported", "version": "1.0.0"}).JSONFail(t, 400, "MISSING_FIELDS")
 		if got := aduFloors(t, a); !reflect.DeepEqual(got, map[string]any{"stable": "1.7.0", "beta": "1.6.0"}) {
 			t.Fatalf("refusals changed the floors: %v", got)
 		}
@@ -1079,7 +1079,7 @@ func TestAdminUpdatesMinSupported(t *testing.T) {
 func TestAdminUpdatesExplain(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Explain")
 		a.Release("1.0.0", []byte("1.0.0"), nil)
 		a.Release("2.0.0", []byte("2.0.0"), nil)
@@ -1112,7 +1112,7 @@ func TestAdminUpdatesExplain(t *testing.T) {
 				u["file_size"] != float64(len(offered)) || u["is_mandatory"] != false || u["download_url"] != "api/update/download.php?v=2.1.0" {
 				t.Fatalf("%s: update %v", what, u)
 			}
-			reasons := admList(t, r, "reasons")
+			reasons := r.List(t, "reasons")
 			if len(reasons) != len(want) {
 				t.Fatalf("%s: %d reasons, want one per release (%d): %v", what, len(reasons), len(want), reasons)
 			}
@@ -1149,14 +1149,14 @@ func TestAdminUpdatesExplain(t *testing.T) {
 			t.Fatalf("explain past min_version: %s", r)
 		}
 		r = s.MustAdmin("GET", base+"&v=1.0.0", nil)
-		if reasons := admList(t, r, "reasons"); reasons[4]["outcome"] != "rollout" || !strings.Contains(reasons[4]["detail"].(string), "without hwid") {
+		if reasons := r.List(t, "reasons"); reasons[4]["outcome"] != "rollout" || !strings.Contains(reasons[4]["detail"].(string), "without hwid") {
 			t.Fatalf("anonymous explain: %v", reasons)
 		}
 		r = s.MustAdmin("GET", base+"&v=3.0.0&hwid=device-7", nil)
 		if r.Body["update_available"] != false || r.Body["update"] != nil {
 			t.Fatalf("explain for the newest version: %s", r)
 		}
-		if reasons := admList(t, r, "reasons"); len(reasons) != len(want) {
+		if reasons := r.List(t, "reasons"); len(reasons) != len(want) {
 			t.Fatalf("explain for the newest version: %d reasons", len(reasons))
 		}
 
@@ -1165,11 +1165,11 @@ func TestAdminUpdatesExplain(t *testing.T) {
 			t.Fatalf("client check offered %q, explain said 2.1.0", v)
 		}
 
-		admExpect(t, s.Admin("GET", base+"&hwid=device-7", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", base+"&v=1.0", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", base+"&v=1.0.0&channel=nightly", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", base+"&v=1.0.0&os=beos", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", aduPath+"?action=explain&app_id=nope-app&v=1.0.0", nil), 404, "NOT_FOUND")
+		s.Admin("GET", base+"&hwid=device-7", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", base+"&v=1.0", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", base+"&v=1.0.0&channel=nightly", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", base+"&v=1.0.0&os=beos", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", aduPath+"?action=explain&app_id=nope-app&v=1.0.0", nil).JSONFail(t, 404, "NOT_FOUND")
 
 		// Explains are not recorded: only the one client check is counted.
 		st := aduStats(t, a, "")
@@ -1187,14 +1187,14 @@ func TestAdminUpdatesExplain(t *testing.T) {
 func TestAdminUpdatesStats(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Stats")
 		other := s.CreateApp("Other")
 		a.Release("2.0.0", []byte("two"), nil)
 		other.Release("2.0.0", []byte("two"), nil)
 
 		st := aduStats(t, a, "")
-		if st.Body["devices"] != float64(0) || len(admList(t, st, "versions")) != 0 {
+		if st.Body["devices"] != float64(0) || len(st.List(t, "versions")) != 0 {
 			t.Fatalf("stats before any check: %s", st)
 		}
 
@@ -1261,7 +1261,7 @@ func TestAdminUpdatesStats(t *testing.T) {
 		if st := aduStats(t, a, ""); st.Body["devices"] != float64(3) {
 			t.Fatalf("29 days on, default window: %s", st)
 		}
-		if st := aduStats(t, a, "1"); st.Body["devices"] != float64(0) || len(admList(t, st, "versions")) != 0 {
+		if st := aduStats(t, a, "1"); st.Body["devices"] != float64(0) || len(st.List(t, "versions")) != 0 {
 			t.Fatalf("29 days on, days=1: %s", st)
 		}
 		s.Clock.Set(t0.Add(time.Hour + 31*24*time.Hour))
@@ -1273,12 +1273,12 @@ func TestAdminUpdatesStats(t *testing.T) {
 		}
 
 		for _, d := range []string{"-1", "3651", "abc", "1.5"} {
-			admExpect(t, s.Admin("GET", aduPath+"?action=stats&app_id="+a.ID+"&days="+d, nil), 400, "MISSING_FIELDS")
+			s.Admin("GET", aduPath+"?action=stats&app_id="+a.ID+"&days="+d, nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
 		if st := aduStats(t, a, "3650"); st.Body["devices"] != float64(3) {
 			t.Fatalf("days=3650: %s", st)
 		}
-		admExpect(t, s.Admin("GET", aduPath+"?action=stats&app_id=nope-app", nil), 404, "NOT_FOUND")
+		s.Admin("GET", aduPath+"?action=stats&app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
 	})
 }
 
@@ -1287,7 +1287,7 @@ func TestAdminUpdatesStats(t *testing.T) {
 func TestAdminUpdatesAudit(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Audit")
 
 		id := a.CreateRelease("1.0.0", map[string]any{"channel": "beta"})
@@ -1379,7 +1379,7 @@ func TestAdminUpdatesAudit(t *testing.T) {
 func TestAdminUpdatesStateRules(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Rules")
 		id := a.CreateRelease("1.1.0", nil)
 		for _, action := range []string{"halt", "resume", "yank", "unyank"} {
@@ -1401,7 +1401,7 @@ func TestAdminUpdatesStateRules(t *testing.T) {
 			aduCheckReply(t, a, map[string]any{"v": v, "hwid": fmt.Sprint("dev-", i)})
 		}
 		var order []string
-		for _, v := range admList(t, aduStats(t, a, ""), "versions") {
+		for _, v := range aduStats(t, a, "").List(t, "versions") {
 			order = append(order, v["version"].(string))
 		}
 		if got, want := strings.Join(order, " "), "1.10.0 1.9.0 1.2.0 1.0.0"; got != want {

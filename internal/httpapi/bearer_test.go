@@ -3,13 +3,15 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/keyward/keyward/internal/kwtest"
 )
 
 // The Authorization scheme name is case-insensitive (RFC 9110): text.php
 // reads the key and the admin API its token from "bearer" as from "Bearer".
 func TestBearerSchemeAnyCase(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", nil)
+	s := kwtest.Boot(t, "sqlite", nil)
 	a := s.CreateApp("Case")
 	k := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 	s.MustAdmin("PUT", "/api/admin/texts.php", map[string]any{"app_id": a.ID, "name": "hello", "value": "app"})

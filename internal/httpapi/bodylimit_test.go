@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/signing"
 )
@@ -25,7 +26,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 	if _, err := signing.Init(dir); err != nil {
 		t.Fatal(err)
 	}
-	s := clStart(t, "sqlite", func(c *config.Config) {
+	s := kwtest.Boot(t, "sqlite", func(c *config.Config) {
 		c.SigningDir = dir
 		c.MaxArtifactSize = 1 // MiB
 	})
@@ -36,7 +37,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 	// pad is a JSON object of n bytes or more.
 	pad := func(n int) []byte { return []byte(`{"pad":"` + strings.Repeat("a", n) + `"}`) }
 	overClient, overAdmin := pad(clBodyLimit), pad(1<<20) // clientBodyLimit, adminBodyLimit of fields.go
-	clientHdr := clHeader(a.Secret)
+	clientHdr := kwtest.AppHeader(a.Secret)
 	admin := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/json"}}
 	reseller := http.Header{"Authorization": {"Bearer " + resellerToken}, "Content-Type": {"application/json"}}
 	upload := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/octet-stream"}}
@@ -61,8 +62,8 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 		body               []byte
 		signed             bool
 	}{
-		{"client plain", "POST", clValidate, clientHdr, overClient, false},
-		{"client mirrored", "POST", clCheckKey, clientHdr, overClient, false},
+		{"client plain", "POST", kwtest.PathValidate, clientHdr, overClient, false},
+		{"client mirrored", "POST", kwtest.PathCheckKey, clientHdr, overClient, false},
 		{"client envelope", "POST", "/api/auth/login.php", clientHdr, overClient, false},
 		{"customer", "POST", "/api/customer/login.php", http.Header{"Content-Type": {"application/json"}}, overClient, false},
 		{"admin JSON", "PUT", "/api/admin/apps.php?app_id=" + a.ID, admin, overAdmin, false},

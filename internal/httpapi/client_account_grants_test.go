@@ -15,16 +15,16 @@ func TestAccountGrantsBanOrders(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		srv := uaStart(t, engine)
-		ban := func(a *kwtest.App, k string) { clAction(t, a, "ban", k, nil) }
-		unban := func(a *kwtest.App, k string) { clAction(t, a, "unban", k, nil) }
+		ban := func(a *kwtest.App, k string) { a.MustKeyAction(t, "ban", k, nil) }
+		unban := func(a *kwtest.App, k string) { a.MustKeyAction(t, "unban", k, nil) }
 
 		t.Run("days banned under a lifetime grant stay withdrawn", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Order1", map[string]any{"account_signup_days": 10})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Order1", map[string]any{"account_signup_days": 10})
 			base := s.Clock.Now().Add(10 * uaDay)
 			k := uaKeys(t, a, 1, "days", 30, 1, nil)[0]
 			l := uaKeys(t, a, 1, "lifetime", 0, 1, nil)[0]
-			uaSignUp(t, a, "olga", "password1", k)
+			a.SignUp(t, "olga", "password1", k)
 			uaRedeemOK(t, a, "olga", "password1", l)
 			ban(a, k)
 			if v := uaAccount(t, a, "olga")["expires_at"]; v != nil {
@@ -37,12 +37,12 @@ func TestAccountGrantsBanOrders(t *testing.T) {
 		})
 
 		t.Run("days given back under a lifetime grant survive its ban", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Order2", map[string]any{"account_signup_days": 10})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Order2", map[string]any{"account_signup_days": 10})
 			base := s.Clock.Now().Add(10 * uaDay)
 			k := uaKeys(t, a, 1, "days", 30, 1, nil)[0]
 			l := uaKeys(t, a, 1, "lifetime", 0, 1, nil)[0]
-			uaSignUp(t, a, "paul", "password1", k)
+			a.SignUp(t, "paul", "password1", k)
 			ban(a, k)
 			uaEqualTime(t, "k banned", uaAccount(t, a, "paul")["expires_at"], base)
 			uaRedeemOK(t, a, "paul", "password1", l)
@@ -52,11 +52,11 @@ func TestAccountGrantsBanOrders(t *testing.T) {
 		})
 
 		t.Run("restart mode takes back only what the key added", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Restart", map[string]any{"account_signup_days": 10, "account_redeem_mode": "restart"})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Restart", map[string]any{"account_signup_days": 10, "account_redeem_mode": "restart"})
 			now := s.Clock.Now()
 			k := uaKeys(t, a, 1, "days", 30, 1, nil)[0]
-			uaSignUp(t, a, "rita", "password1", "")
+			a.SignUp(t, "rita", "password1", "")
 			uaRedeemOK(t, a, "rita", "password1", k)
 			uaEqualTime(t, "restarted", uaAccount(t, a, "rita")["expires_at"], now.Add(30*uaDay))
 			ban(a, k)
@@ -66,29 +66,29 @@ func TestAccountGrantsBanOrders(t *testing.T) {
 		})
 
 		t.Run("a key of a deleted account stays redeemed through ban and unban", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Deleted", map[string]any{"account_signup_days": 0})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Deleted", map[string]any{"account_signup_days": 0})
 			k := uaKeys(t, a, 1, "days", 30, 1, nil)[0]
-			uaSignUp(t, a, "dora", "password1", k)
+			a.SignUp(t, "dora", "password1", k)
 			s.MustAdmin("DELETE", "/api/admin/accounts.php", map[string]any{"app_id": a.ID, "username": "dora"})
 			ban(a, k)
 			unban(a, k)
-			if st := clKey(t, a, k)["status"]; st != "redeemed" {
+			if st := a.KeyView(t, k)["status"]; st != "redeemed" {
 				t.Fatalf("status after unban = %v, want redeemed", st)
 			}
-			clSealedFail(t, clLoginReply(a, k, "pc"), "KEY_REDEEMED")
+			a.LoginReply(k, "pc").SealedFail(t, "KEY_REDEEMED")
 		})
 
 		t.Run("keys.php lists redeemed keys and refuses rotating one", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "List", nil)
+			s := srv.On(t)
+			a := s.AccountsApp(t, "List", nil)
 			ks := uaKeys(t, a, 2, "days", 30, 1, nil)
-			uaSignUp(t, a, "lena", "password1", ks[0])
-			list := admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID+"&status=redeemed", nil), "keys")
+			a.SignUp(t, "lena", "password1", ks[0])
+			list := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID+"&status=redeemed", nil).List(t, "keys")
 			if len(list) != 1 || list[0]["license_key"] != ks[0] {
 				t.Fatalf("status=redeemed lists %v, want only %s", list, ks[0])
 			}
-			admExpect(t, a.KeyAction("rotate", ks[0], nil), 409, "CONFLICT")
+			a.KeyAction("rotate", ks[0], nil).JSONFail(t, 409, "CONFLICT")
 		})
 	})
 }
@@ -100,19 +100,20 @@ func TestAccountRetriedRequests(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Retry", map[string]any{"account_signup_days": 0})
+		a := s.AccountsApp(t, "Retry", map[string]any{"account_signup_days": 0})
 		ks := uaKeys(t, a, 3, "days", 30, 1, nil)
 		body := map[string]any{"username": "ruth", "password": "password1", "license_key": ks[0]}
 		first := a.Plain(uaRegister, body)
-		clOK(t, first)
+		first.OK(t)
 		again := a.Plain(uaRegister, body)
-		clOK(t, again)
+		again.OK(t)
 		if again.Obj("user")["id"] != first.Obj("user")["id"] || again.Obj("key")["days_added"] != first.Obj("key")["days_added"] {
 			t.Fatalf("retried register answered %s, first %s", again, first)
 		}
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "ruth", "password": "password2"}), 409, "USERNAME_EXISTS")
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "ruth", "password": "password1", "license_key": ks[1]}),
+		a.Plain(uaRegister, map[string]any{"username": "ruth", "password": "password2"}).PlainFail(t, 409, "USERNAME_EXISTS")
+		a.Plain(uaRegister, map[string]any{"username": "ruth", "password": "password1", "license_key": ks[1]}).PlainFail(t,
 			409, "USERNAME_EXISTS")
+
 		if n := len(uaAccount(t, a, "ruth")["redeemed_keys"].([]any)); n != 1 {
 			t.Fatalf("redeemed_keys = %d after retries, want 1", n)
 		}
@@ -126,8 +127,9 @@ func TestAccountRetriedRequests(t *testing.T) {
 		uaEqualTime(t, "after a redeem and its retry", uaAccount(t, a, "ruth")["expires_at"], exp.Add(30*uaDay))
 
 		s.Clock.Advance(3 * time.Minute)
-		clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "ruth", "password": "password1", "license_key": ks[1]}),
+		a.Plain(uaRedeem, map[string]any{"username": "ruth", "password": "password1", "license_key": ks[1]}).PlainFail(t,
 			409, "KEY_ALREADY_USED")
-		clPlainFail(t, a.Plain(uaRegister, body), 409, "USERNAME_EXISTS")
+
+		a.Plain(uaRegister, body).PlainFail(t, 409, "USERNAME_EXISTS")
 	})
 }

@@ -35,19 +35,7 @@ const uaDay = 24 * time.Hour
 // session's silence.
 func uaStart(t *testing.T, engine string) *kwtest.Server {
 	t.Helper()
-	return clStart(t, engine, func(c *config.Config) { c.SessionTimeout = 48 * time.Hour })
-}
-
-// uaApp creates an app with accounts enabled and the given extra settings.
-func uaApp(t testing.TB, s *kwtest.Server, name string, settings map[string]any) *kwtest.App {
-	t.Helper()
-	a := s.CreateApp(name)
-	st := map[string]any{"accounts_enabled": true}
-	for k, v := range settings {
-		st[k] = v
-	}
-	clSettings(t, a, st)
-	return a
+	return kwtest.Boot(t, engine, func(c *config.Config) { c.SessionTimeout = 48 * time.Hour })
 }
 
 // uaKeys generates n keys with feature flags (nil: none).
@@ -67,23 +55,6 @@ func uaKeys(t testing.TB, a *kwtest.App, n int, keyType string, days, maxDevices
 	return out
 }
 
-// uaSignUp registers username with password (and key when not empty) and
-// fails unless it succeeds; it returns the reply's user object.
-func uaSignUp(t testing.TB, a *kwtest.App, username, password, key string) map[string]any {
-	t.Helper()
-	body := map[string]any{"username": username, "password": password}
-	if key != "" {
-		body["license_key"] = key
-	}
-	r := a.Plain(uaRegister, body)
-	clOK(t, r)
-	u := r.Obj("user")
-	if u == nil {
-		t.Fatalf("register reply has no user object: %s", r)
-	}
-	return u
-}
-
 // uaSignIn sends account-login and returns the reply.
 func uaSignIn(a *kwtest.App, username, password, hwid string) *kwtest.Reply {
 	a.S.T.Helper()
@@ -94,7 +65,7 @@ func uaSignIn(a *kwtest.App, username, password, hwid string) *kwtest.Reply {
 func uaSession(t testing.TB, a *kwtest.App, username, password, hwid string) string {
 	t.Helper()
 	r := uaSignIn(a, username, password, hwid)
-	clOK(t, r)
+	r.OK(t)
 	sid := r.Str("session_id")
 	if sid == "" {
 		t.Fatalf("account-login without a session_id: %s", r)
@@ -147,7 +118,7 @@ func uaAct(t testing.TB, a *kwtest.App, action, username string, extra map[strin
 // uaExpiry returns the account's expires_at as the admin API shows it.
 func uaExpiry(t testing.TB, a *kwtest.App, username string) time.Time {
 	t.Helper()
-	return clTime(t, "account expires_at", uaAccount(t, a, username)["expires_at"])
+	return kwtest.WireTime(t, "account expires_at", uaAccount(t, a, username)["expires_at"])
 }
 
 // uaStamp is the wire form of t.
@@ -164,7 +135,7 @@ func uaMessage(t testing.TB, r *kwtest.Reply, want string) {
 // uaEqualTime fails unless v is a wire timestamp equal to want.
 func uaEqualTime(t testing.TB, what string, v any, want time.Time) {
 	t.Helper()
-	if got := clTime(t, what, v); !got.Equal(want) {
+	if got := kwtest.WireTime(t, what, v); !got.Equal(want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
 }
@@ -172,7 +143,7 @@ func uaEqualTime(t testing.TB, what string, v any, want time.Time) {
 // uaInt fails unless v is the JSON integer want.
 func uaInt(t testing.TB, what string, v any, want int) {
 	t.Helper()
-	if got := clNum(t, what, v); got != want {
+	if got := kwtest.Num(t, what, v); got != want {
 		t.Fatalf("%s = %d, want %d", what, got, want)
 	}
 }
@@ -182,7 +153,7 @@ func TestAccountDisabledByDefault(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
 		a := s.CreateApp("NoAccounts")
-		st := admSettings(t, s, a.ID)
+		st := s.AppSettings(t, a.ID)
 		for name, want := range map[string]any{"accounts_enabled": false, "account_key_required": false,
 			"account_signup_days": 0.0, "account_max_devices": 1.0, "account_redeem_mode": "stack",
 			"account_takes_key_devices": true, "account_password_min_length": 8.0} {
@@ -191,25 +162,29 @@ func TestAccountDisabledByDefault(t *testing.T) {
 			}
 		}
 		key := a.GenerateKeys(1, "days", 30, 1)[0]
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "alice", "password": "password1", "license_key": key}),
+		a.Plain(uaRegister, map[string]any{"username": "alice", "password": "password1", "license_key": key}).PlainFail(t,
 			403, "ACCOUNTS_DISABLED")
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "alice", "password": "password1"}), 403, "ACCOUNTS_DISABLED")
-		clPlainFail(t, uaSignIn(a, "alice", "password1", "pc"), 403, "ACCOUNTS_DISABLED")
-		clPlainFail(t, a.Plain(uaChange, map[string]any{"username": "alice", "current_password": "password1",
-			"new_password": "password2"}), 403, "ACCOUNTS_DISABLED")
-		clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "alice", "password": "password1", "license_key": key}),
+
+		a.Plain(uaRegister, map[string]any{"username": "alice", "password": "password1"}).PlainFail(t, 403, "ACCOUNTS_DISABLED")
+		uaSignIn(a, "alice", "password1", "pc").PlainFail(t, 403, "ACCOUNTS_DISABLED")
+		a.Plain(uaChange, map[string]any{"username": "alice", "current_password": "password1",
+			"new_password": "password2"}).PlainFail(t,
 			403, "ACCOUNTS_DISABLED")
+
+		a.Plain(uaRedeem, map[string]any{"username": "alice", "password": "password1", "license_key": key}).PlainFail(t,
+			403, "ACCOUNTS_DISABLED")
+
 		// The refused sign-up neither created the account nor used the key.
 		if n := len(uaAccounts(t, a)); n != 0 {
 			t.Fatalf("%d accounts after refused sign-ups", n)
 		}
-		if st := clKey(t, a, key)["status"]; st != "unused" {
+		if st := a.KeyView(t, key)["status"]; st != "unused" {
 			t.Fatalf("key status after a refused sign-up = %v", st)
 		}
-		clSettings(t, a, map[string]any{"accounts_enabled": true})
-		uaSignUp(t, a, "alice", "password1", key)
-		clSettings(t, a, map[string]any{"accounts_enabled": false})
-		clPlainFail(t, uaSignIn(a, "alice", "password1", "pc"), 403, "ACCOUNTS_DISABLED")
+		a.SetSettings(t, map[string]any{"accounts_enabled": true})
+		a.SignUp(t, "alice", "password1", key)
+		a.SetSettings(t, map[string]any{"accounts_enabled": false})
+		uaSignIn(a, "alice", "password1", "pc").PlainFail(t, 403, "ACCOUNTS_DISABLED")
 	})
 }
 
@@ -219,16 +194,16 @@ func TestAccountRegisterWithoutKey(t *testing.T) {
 		srv := uaStart(t, engine)
 
 		t.Run("no sign-up days: an account without time", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "NoTime", map[string]any{"account_signup_days": 0, "account_max_devices": 2})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "NoTime", map[string]any{"account_signup_days": 0, "account_max_devices": 2})
 			now := s.Clock.Now()
 			r := a.Plain(uaRegister, map[string]any{"username": "AliceSmith", "password": "password1", "email": "alice@example.com"})
-			clOK(t, r)
+			r.OK(t)
 			if m := r.Str("message"); m == "" {
 				t.Fatalf("register reply without a message: %s", r)
 			}
 			u := r.Obj("user")
-			if id := clNum(t, "user.id", u["id"]); id <= 0 {
+			if id := kwtest.Num(t, "user.id", u["id"]); id <= 0 {
 				t.Fatalf("user.id = %d", id)
 			}
 			if u["username"] != "AliceSmith" {
@@ -244,17 +219,17 @@ func TestAccountRegisterWithoutKey(t *testing.T) {
 				t.Fatalf("key = %v, want {days_added:0, lifetime:false}", r.Obj("key"))
 			}
 			// No time: sign-in is refused until a key is redeemed.
-			clPlainFail(t, uaSignIn(a, "AliceSmith", "password1", "pc"), 403, "EXPIRED")
+			uaSignIn(a, "AliceSmith", "password1", "pc").PlainFail(t, 403, "EXPIRED")
 			if n := len(uaAccount(t, a, "alicesmith")["sessions"].([]any)); n != 0 {
 				t.Fatalf("%d sessions after a refused sign-in", n)
 			}
 		})
 
 		t.Run("sign-up days: time from now, sign-in works", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Signup7", map[string]any{"account_signup_days": 7})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Signup7", map[string]any{"account_signup_days": 7})
 			now := s.Clock.Now()
-			u := uaSignUp(t, a, "bob", "password1", "")
+			u := a.SignUp(t, "bob", "password1", "")
 			uaEqualTime(t, "user.expires_at", u["expires_at"], now.Add(7*uaDay))
 			uaInt(t, "user.days_remaining", u["days_remaining"], 7)
 			uaInt(t, "user.max_devices", u["max_devices"], 1)
@@ -262,12 +237,12 @@ func TestAccountRegisterWithoutKey(t *testing.T) {
 				t.Fatalf("user.status = %v, want active", u["status"])
 			}
 			r := uaSignIn(a, "bob", "password1", "pc")
-			clOK(t, r)
+			r.OK(t)
 			uaEqualTime(t, "login user.expires_at", r.Obj("user")["expires_at"], now.Add(7*uaDay))
 			if _, ok := r.Body["license_key"]; ok {
 				t.Fatalf("license_key present for an account that redeemed no key: %s", r)
 			}
-			clBeatOK(t, a, r.Str("session_id"), "")
+			a.BeatOK(t, r.Str("session_id"), "")
 		})
 	})
 }
@@ -276,12 +251,12 @@ func TestAccountRegisterValidation(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Validate", map[string]any{"account_signup_days": 1})
+		a := s.AccountsApp(t, "Validate", map[string]any{"account_signup_days": 1})
 		reg := func(body map[string]any) *kwtest.Reply { return a.Plain(uaRegister, body) }
 		refuse := func(body map[string]any, status int, code, mentions string) {
 			t.Helper()
 			r := reg(body)
-			clPlainFail(t, r, status, code)
+			r.PlainFail(t, status, code)
 			if mentions != "" {
 				uaMessage(t, r, mentions)
 			}
@@ -313,23 +288,23 @@ func TestAccountRegisterValidation(t *testing.T) {
 
 		// None of the refusals created carol1.
 		uaNoAccount(t, a, "carol1")
-		uaSignUp(t, a, "carol1", "password1", "")
+		a.SignUp(t, "carol1", "password1", "")
 
 		// The boundaries themselves are accepted.
-		uaSignUp(t, a, "abc", "12345678", "")
-		uaSignUp(t, a, strings.Repeat("u", 32), strings.Repeat("p", 72), "")
-		uaSignUp(t, a, "d.e_f-9", strings.Repeat("é", 8), "") // 8 characters, 16 bytes
+		a.SignUp(t, "abc", "12345678", "")
+		a.SignUp(t, strings.Repeat("u", 32), strings.Repeat("p", 72), "")
+		a.SignUp(t, "d.e_f-9", strings.Repeat("é", 8), "") // 8 characters, 16 bytes
 		if r := reg(map[string]any{"username": "erin", "password": "password1", "email": "erin@example.com"}); r.Status != 200 {
 			t.Fatalf("register with an e-mail: %s", r)
 		}
 
 		// A higher minimum length applies.
-		clSettings(t, a, map[string]any{"account_password_min_length": 12})
+		a.SetSettings(t, map[string]any{"account_password_min_length": 12})
 		refuse(map[string]any{"username": "frank", "password": "password123"}, 400, "MISSING_FIELDS", "12")
-		uaSignUp(t, a, "frank", "password1234", "")
+		a.SignUp(t, "frank", "password1234", "")
 
 		// Usernames are unique regardless of case; the first spelling stays.
-		uaSignUp(t, a, "Alice", "password1234", "")
+		a.SignUp(t, "Alice", "password1234", "")
 		for _, u := range []string{"alice", "ALICE", "Alice"} {
 			refuse(map[string]any{"username": u, "password": "another-password"}, 409, "USERNAME_EXISTS", "")
 		}
@@ -337,16 +312,16 @@ func TestAccountRegisterValidation(t *testing.T) {
 			t.Fatalf("username = %v, want Alice", got)
 		}
 		// The existing account still signs in with its own password only.
-		clOK(t, uaSignIn(a, "alice", "password1234", "pc"))
-		clPlainFail(t, uaSignIn(a, "alice", "another-password", "pc"), 401, "INVALID_CREDENTIALS")
+		uaSignIn(a, "alice", "password1234", "pc").OK(t)
+		uaSignIn(a, "alice", "another-password", "pc").PlainFail(t, 401, "INVALID_CREDENTIALS")
 
 		// account_key_required: no key, no account.
-		clSettings(t, a, map[string]any{"account_key_required": true})
+		a.SetSettings(t, map[string]any{"account_key_required": true})
 		refuse(map[string]any{"username": "gina", "password": "password1234"}, 400, "KEY_REQUIRED", "")
 		refuse(map[string]any{"username": "gina", "password": "password1234", "license_key": "   "}, 400, "KEY_REQUIRED", "")
 		uaNoAccount(t, a, "gina")
 		key := a.GenerateKeys(1, "days", 3, 1)[0]
-		uaSignUp(t, a, "gina", "password1234", key)
+		a.SignUp(t, "gina", "password1234", key)
 
 		want := []string{"carol1", "abc", strings.Repeat("u", 32), "d.e_f-9", "erin", "frank", "Alice", "gina"}
 		got := uaAccounts(t, a)
@@ -369,14 +344,14 @@ func TestAccountRegisterWithKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "WithKey", map[string]any{"account_signup_days": 0})
+		a := s.AccountsApp(t, "WithKey", map[string]any{"account_signup_days": 0})
 		s.Clock.Advance(time.Hour)
 		now := s.Clock.Now()
 
 		key := a.GenerateKeys(1, "days", 30, 3)[0]
 		r := a.Plain(uaRegister, map[string]any{"username": "keyuser", "password": "password1", "email": "",
 			"license_key": "  " + key + " "}) // the key is trimmed
-		clOK(t, r)
+		r.OK(t)
 		uaMessage(t, r, "+30 days")
 		u := r.Obj("user")
 		uaEqualTime(t, "user.expires_at", u["expires_at"], now.Add(30*uaDay))
@@ -390,11 +365,11 @@ func TestAccountRegisterWithKey(t *testing.T) {
 		}
 
 		// The key is redeemed and no longer signs in on its own.
-		if st := clKey(t, a, key)["status"]; st != "redeemed" {
+		if st := a.KeyView(t, key)["status"]; st != "redeemed" {
 			t.Fatalf("key status = %v, want redeemed", st)
 		}
-		clSealedFail(t, clLoginReply(a, key, "pc"), "KEY_REDEEMED")
-		if n := len(clKey(t, a, key)["devices"].([]any)); n != 0 {
+		a.LoginReply(key, "pc").SealedFail(t, "KEY_REDEEMED")
+		if n := len(a.KeyView(t, key)["devices"].([]any)); n != 0 {
 			t.Fatalf("the refused login bound %d devices", n)
 		}
 		acct := uaAccount(t, a, "keyuser")
@@ -404,8 +379,9 @@ func TestAccountRegisterWithKey(t *testing.T) {
 
 		refuse := func(k string, status int, code string) {
 			t.Helper()
-			clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "other", "password": "password1", "license_key": k}),
+			a.Plain(uaRegister, map[string]any{"username": "other", "password": "password1", "license_key": k}).PlainFail(t,
 				status, code)
+
 			uaNoAccount(t, a, "other")
 		}
 		// Used once: refused for another sign-up, which creates nothing.
@@ -414,35 +390,36 @@ func TestAccountRegisterWithKey(t *testing.T) {
 		active := a.GenerateKeys(1, "days", 30, 1)[0]
 		sid := a.Login(active, "pc")
 		refuse(active, 409, "KEY_IN_USE")
-		if st := clKey(t, a, active)["status"]; st != "active" {
+		if st := a.KeyView(t, active)["status"]; st != "active" {
 			t.Fatalf("active key after a refused sign-up: %v", st)
 		}
-		clBeatOK(t, a, sid, active)
+		a.BeatOK(t, sid, active)
 		// Unknown, banned and paused keys.
 		refuse("NOPE0-NOPE0-NOPE0-NOPE0", 400, "INVALID_KEY")
 		banned := a.GenerateKeys(1, "days", 30, 1)[0]
-		clAction(t, a, "ban", banned, nil)
+		a.MustKeyAction(t, "ban", banned, nil)
 		refuse(banned, 403, "BANNED")
 		paused := a.GenerateKeys(1, "days", 30, 1)[0]
-		clAction(t, a, "pause", paused, nil)
+		a.MustKeyAction(t, "pause", paused, nil)
 		refuse(paused, 403, "PAUSED")
 		for _, k := range []string{banned, paused} {
-			if st := clKey(t, a, k)["status"]; st == "redeemed" {
+			if st := a.KeyView(t, k)["status"]; st == "redeemed" {
 				t.Fatalf("refused key %s became redeemed", k)
 			}
 		}
 		// A taken username with a good key leaves the key unused.
 		fresh := a.GenerateKeys(1, "days", 30, 1)[0]
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "KEYUSER", "password": "password1", "license_key": fresh}),
+		a.Plain(uaRegister, map[string]any{"username": "KEYUSER", "password": "password1", "license_key": fresh}).PlainFail(t,
 			409, "USERNAME_EXISTS")
-		if st := clKey(t, a, fresh)["status"]; st != "unused" {
+
+		if st := a.KeyView(t, fresh)["status"]; st != "unused" {
 			t.Fatalf("key of a refused sign-up = %v, want unused", st)
 		}
 
 		// A lifetime key makes a lifetime account.
 		life := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		r = a.Plain(uaRegister, map[string]any{"username": "forever", "password": "password1", "license_key": life})
-		clOK(t, r)
+		r.OK(t)
 		u = r.Obj("user")
 		if v, ok := u["expires_at"]; !ok || v != nil {
 			t.Fatalf("lifetime user.expires_at = %v (present %v), want null", v, ok)
@@ -456,10 +433,10 @@ func TestAccountRegisterWithKey(t *testing.T) {
 		if !reflect.DeepEqual(r.Obj("key"), map[string]any{"days_added": 0.0, "lifetime": true}) {
 			t.Fatalf("key = %v, want {days_added:0, lifetime:true}", r.Obj("key"))
 		}
-		if st := clKey(t, a, life)["status"]; st != "redeemed" {
+		if st := a.KeyView(t, life)["status"]; st != "redeemed" {
 			t.Fatalf("lifetime key status = %v, want redeemed", st)
 		}
-		clOK(t, uaSignIn(a, "forever", "password1", "pc"))
+		uaSignIn(a, "forever", "password1", "pc").OK(t)
 	})
 }
 
@@ -467,18 +444,18 @@ func TestAccountLogin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Login", map[string]any{"account_signup_days": 0, "heartbeat_interval": 45})
+		a := s.AccountsApp(t, "Login", map[string]any{"account_signup_days": 0, "heartbeat_interval": 45})
 		now := s.Clock.Now()
 		key := uaKeys(t, a, 1, "days", 30, 2, map[string]any{"pro": true, "tier": "gold"})[0]
-		uaSignUp(t, a, "Dave", "password1", key)
+		a.SignUp(t, "Dave", "password1", key)
 
 		r := uaSignIn(a, "dave", "password1", "pc-1") // the username is case-insensitive
-		clOK(t, r)
+		r.OK(t)
 		if r.Sealed {
 			t.Fatal("account-login reply is enveloped, want plain JSON")
 		}
-		raw := clNumbers(t, r.Raw)
-		if clInt(t, "heartbeat_interval", raw["heartbeat_interval"]) != 45 {
+		raw := kwtest.Numbers(t, r.Raw)
+		if kwtest.Int(t, "heartbeat_interval", raw["heartbeat_interval"]) != 45 {
 			t.Fatalf("heartbeat_interval = %v, want 45", raw["heartbeat_interval"])
 		}
 		sid, ok := r.Body["session_id"].(string)
@@ -505,14 +482,14 @@ func TestAccountLogin(t *testing.T) {
 
 		// Other spellings sign in too.
 		for _, name := range []string{"DAVE", "Dave", "dAvE"} {
-			clOK(t, uaSignIn(a, name, "password1", "pc-1"))
+			uaSignIn(a, name, "password1", "pc-1").OK(t)
 		}
 
 		// Wrong password and unknown user are indistinguishable.
 		wrong := uaSignIn(a, "dave", "password2", "pc-1")
-		clPlainFail(t, wrong, 401, "INVALID_CREDENTIALS")
+		wrong.PlainFail(t, 401, "INVALID_CREDENTIALS")
 		unknown := uaSignIn(a, "nobody", "password1", "pc-1")
-		clPlainFail(t, unknown, 401, "INVALID_CREDENTIALS")
+		unknown.PlainFail(t, 401, "INVALID_CREDENTIALS")
 		if string(wrong.Raw) != string(unknown.Raw) {
 			t.Fatalf("wrong password answered %s, unknown user %s", wrong.Raw, unknown.Raw)
 		}
@@ -523,13 +500,13 @@ func TestAccountLogin(t *testing.T) {
 			{"username": "dave", "hwid": "pc-1"},
 			{"username": "dave", "password": "password1"},
 		} {
-			clPlainFail(t, a.Plain(uaLogin, body), 400, "MISSING_FIELDS")
+			a.Plain(uaLogin, body).PlainFail(t, 400, "MISSING_FIELDS")
 		}
 
 		// The session works with the envelope endpoints.
 		sid = uaSession(t, a, "dave", "password1", "pc-1")
 		s.Clock.Advance(30 * time.Second)
-		clBeatOK(t, a, sid, "")
+		a.BeatOK(t, sid, "")
 		// A license_key sent along is not compared with an account session:
 		// not the redeemed key, not another key of the app.
 		other := a.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -538,20 +515,20 @@ func TestAccountLogin(t *testing.T) {
 			if !r.Sealed {
 				t.Fatalf("heartbeat reply not enveloped: %s", r)
 			}
-			clOK(t, r)
+			r.OK(t)
 		}
-		r = a.Env(clHeartbeat, map[string]any{"session_id": sid})
-		clOK(t, r)
+		r = a.Env(kwtest.PathHeartbeat, map[string]any{"session_id": sid})
+		r.OK(t)
 		if !r.Sealed {
 			t.Fatal("heartbeat reply not enveloped")
 		}
 
-		r = a.Env(clLogout, map[string]any{"session_id": sid})
-		clOK(t, r)
+		r = a.Env(kwtest.PathLogout, map[string]any{"session_id": sid})
+		r.OK(t)
 		if !r.Sealed || r.Body["message"] != "Logged out successfully" {
 			t.Fatalf("logout reply: sealed=%v %v", r.Sealed, r.Body)
 		}
-		clKill(t, a.Heartbeat(sid, ""), "SESSION_EXPIRED")
+		a.Heartbeat(sid, "").Kill(t, "SESSION_EXPIRED")
 	})
 }
 
@@ -561,17 +538,17 @@ func TestAccountDeviceBinding(t *testing.T) {
 		srv := uaStart(t, engine)
 
 		t.Run("one device: HWID_MISMATCH, same-device relogin retires the old session", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "OneDevice", map[string]any{"account_signup_days": 30, "account_max_devices": 1})
-			uaSignUp(t, a, "solo", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "OneDevice", map[string]any{"account_signup_days": 30, "account_max_devices": 1})
+			a.SignUp(t, "solo", "password1", "")
 			s1 := uaSession(t, a, "solo", "password1", "pc-1")
-			clPlainFail(t, uaSignIn(a, "solo", "password1", "pc-2"), 403, "HWID_MISMATCH")
-			clBeatOK(t, a, s1, "")
+			uaSignIn(a, "solo", "password1", "pc-2").PlainFail(t, 403, "HWID_MISMATCH")
+			a.BeatOK(t, s1, "")
 
 			s.Clock.Advance(time.Minute)
 			s2 := uaSession(t, a, "solo", "password1", "pc-1")
-			clKill(t, a.Heartbeat(s1, ""), "SESSION_EXPIRED")
-			clBeatOK(t, a, s2, "")
+			a.Heartbeat(s1, "").Kill(t, "SESSION_EXPIRED")
+			a.BeatOK(t, s2, "")
 			acct := uaAccount(t, a, "solo")
 			devices := acct["devices"].([]any)
 			if len(devices) != 1 || devices[0].(map[string]any)["hwid"] != "pc-1" {
@@ -583,22 +560,22 @@ func TestAccountDeviceBinding(t *testing.T) {
 		})
 
 		t.Run("two devices: the third is DEVICE_LIMIT", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "TwoDevices", map[string]any{"account_signup_days": 30, "account_max_devices": 2})
-			uaSignUp(t, a, "duo", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "TwoDevices", map[string]any{"account_signup_days": 30, "account_max_devices": 2})
+			a.SignUp(t, "duo", "password1", "")
 			sa := uaSession(t, a, "duo", "password1", "pc-a")
 			sb := uaSession(t, a, "duo", "password1", "pc-b")
 			r := uaSignIn(a, "duo", "password1", "pc-c")
-			clPlainFail(t, r, 403, "DEVICE_LIMIT")
+			r.PlainFail(t, 403, "DEVICE_LIMIT")
 			uaInt(t, "devices_used", r.Body["devices_used"], 2)
 			uaInt(t, "max_devices", r.Body["max_devices"], 2)
-			clBeatOK(t, a, sa, "")
-			clBeatOK(t, a, sb, "")
+			a.BeatOK(t, sa, "")
+			a.BeatOK(t, sb, "")
 			if n := len(uaAccount(t, a, "duo")["devices"].([]any)); n != 2 {
 				t.Fatalf("%d devices bound, want 2 (the refused one must not be bound)", n)
 			}
 			// A bound device signs in again.
-			clOK(t, uaSignIn(a, "duo", "password1", "pc-b"))
+			uaSignIn(a, "duo", "password1", "pc-b").OK(t)
 		})
 	})
 }
@@ -618,16 +595,16 @@ func TestAccountKillCodes(t *testing.T) {
 			{name: "ban", code: "BANNED",
 				kill: func(t *testing.T, a *kwtest.App, user string) { uaAct(t, a, "ban", user, nil) },
 				after: func(t *testing.T, a *kwtest.App, user string) {
-					clPlainFail(t, uaSignIn(a, user, "password1", "pc"), 403, "BANNED")
+					uaSignIn(a, user, "password1", "pc").PlainFail(t, 403, "BANNED")
 					uaAct(t, a, "unban", user, nil)
-					clOK(t, uaSignIn(a, user, "password1", "pc"))
+					uaSignIn(a, user, "password1", "pc").OK(t)
 				}},
 			{name: "pause", code: "PAUSED",
 				kill: func(t *testing.T, a *kwtest.App, user string) { uaAct(t, a, "pause", user, nil) },
 				after: func(t *testing.T, a *kwtest.App, user string) {
-					clPlainFail(t, uaSignIn(a, user, "password1", "pc"), 403, "PAUSED")
+					uaSignIn(a, user, "password1", "pc").PlainFail(t, 403, "PAUSED")
 					uaAct(t, a, "resume", user, nil)
-					clOK(t, uaSignIn(a, user, "password1", "pc"))
+					uaSignIn(a, user, "password1", "pc").OK(t)
 				}},
 			{name: "reset-devices", code: "HWID_RESET",
 				kill: func(t *testing.T, a *kwtest.App, user string) { uaAct(t, a, "reset-devices", user, nil) },
@@ -635,14 +612,14 @@ func TestAccountKillCodes(t *testing.T) {
 					if n := len(uaAccount(t, a, user)["devices"].([]any)); n != 0 {
 						t.Fatalf("%d devices after reset-devices", n)
 					}
-					clOK(t, uaSignIn(a, user, "password1", "another-pc")) // the seat is free
+					uaSignIn(a, user, "password1", "another-pc").OK(t) // the seat is free
 				}},
 			{name: "set-expiry in the past", code: "EXPIRED",
 				kill: func(t *testing.T, a *kwtest.App, user string) {
 					uaAct(t, a, "set-expiry", user, map[string]any{"expires_at": uaStamp(a.S.Clock.Now().Add(-time.Hour))})
 				},
 				after: func(t *testing.T, a *kwtest.App, user string) {
-					clPlainFail(t, uaSignIn(a, user, "password1", "pc"), 403, "EXPIRED")
+					uaSignIn(a, user, "password1", "pc").PlainFail(t, 403, "EXPIRED")
 				}},
 			{name: "expiry passes", code: "EXPIRED",
 				kill: func(t *testing.T, a *kwtest.App, user string) {
@@ -651,15 +628,15 @@ func TestAccountKillCodes(t *testing.T) {
 					uaAct(t, a, "set-expiry", user, map[string]any{"expires_at": uaStamp(exp)})
 					sid := uaSession(t, a, user, "password1", "pc")
 					s.Clock.Advance(2*time.Hour - time.Second)
-					clBeatOK(t, a, sid, "") // one second left
+					a.BeatOK(t, sid, "") // one second left
 					s.Clock.Advance(time.Second)
-					clKill(t, a.Heartbeat(sid, ""), "EXPIRED")
+					a.Heartbeat(sid, "").Kill(t, "EXPIRED")
 				},
 				after: func(t *testing.T, a *kwtest.App, user string) {
 					if st := uaAccount(t, a, user)["status"]; st != "expired" {
 						t.Fatalf("account status = %v, want expired", st)
 					}
-					clPlainFail(t, uaSignIn(a, user, "password1", "pc"), 403, "EXPIRED")
+					uaSignIn(a, user, "password1", "pc").PlainFail(t, 403, "EXPIRED")
 				}},
 			{name: "delete", code: "SESSION_REVOKED",
 				kill: func(t *testing.T, a *kwtest.App, user string) {
@@ -667,19 +644,19 @@ func TestAccountKillCodes(t *testing.T) {
 				},
 				after: func(t *testing.T, a *kwtest.App, user string) {
 					uaNoAccount(t, a, user)
-					clPlainFail(t, uaSignIn(a, user, "password1", "pc"), 401, "INVALID_CREDENTIALS")
+					uaSignIn(a, user, "password1", "pc").PlainFail(t, 401, "INVALID_CREDENTIALS")
 				}},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				s := clSub(t, srv)
-				a := uaApp(t, s, "Kill "+c.name, map[string]any{"account_signup_days": 30, "account_max_devices": 2})
-				uaSignUp(t, a, "victim", "password1", "")
+				s := srv.On(t)
+				a := s.AccountsApp(t, "Kill "+c.name, map[string]any{"account_signup_days": 30, "account_max_devices": 2})
+				a.SignUp(t, "victim", "password1", "")
 				sid := uaSession(t, a, "victim", "password1", "pc")
-				clBeatOK(t, a, sid, "")
+				a.BeatOK(t, sid, "")
 				c.kill(t, a, "victim")
-				clKill(t, a.Heartbeat(sid, ""), c.code)
+				a.Heartbeat(sid, "").Kill(t, c.code)
 				// A kill is final: the session stays dead.
-				clKill(t, a.Heartbeat(sid, ""), c.code)
+				a.Heartbeat(sid, "").Kill(t, c.code)
 				if c.after != nil {
 					c.after(t, a, "victim")
 				}
@@ -692,59 +669,67 @@ func TestAccountChangePassword(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Passwords", map[string]any{"account_signup_days": 30, "account_max_devices": 2})
-		uaSignUp(t, a, "Erin", "password-one", "")
+		a := s.AccountsApp(t, "Passwords", map[string]any{"account_signup_days": 30, "account_max_devices": 2})
+		a.SignUp(t, "Erin", "password-one", "")
 		s1 := uaSession(t, a, "erin", "password-one", "pc-1")
 		s2 := uaSession(t, a, "erin", "password-one", "pc-2")
 		change := func(body map[string]any) *kwtest.Reply { return a.Plain(uaChange, body) }
 
 		// Refusals change nothing.
-		clPlainFail(t, change(map[string]any{"username": "erin", "current_password": "wrong-password",
-			"new_password": "password-two"}), 401, "INVALID_CREDENTIALS")
-		clPlainFail(t, change(map[string]any{"username": "nobody", "current_password": "password-one",
-			"new_password": "password-two"}), 401, "INVALID_CREDENTIALS")
+		change(map[string]any{"username": "erin", "current_password": "wrong-password",
+			"new_password": "password-two"}).PlainFail(t,
+			401, "INVALID_CREDENTIALS")
+
+		change(map[string]any{"username": "nobody", "current_password": "password-one",
+			"new_password": "password-two"}).PlainFail(t,
+			401, "INVALID_CREDENTIALS")
+
 		r := change(map[string]any{"username": "erin", "current_password": "password-one", "new_password": "short"})
-		clPlainFail(t, r, 400, "MISSING_FIELDS")
+		r.PlainFail(t, 400, "MISSING_FIELDS")
 		uaMessage(t, r, "new_password")
-		clPlainFail(t, change(map[string]any{"username": "erin", "current_password": "password-one",
-			"new_password": strings.Repeat("n", 73)}), 400, "MISSING_FIELDS")
+		change(map[string]any{"username": "erin", "current_password": "password-one",
+			"new_password": strings.Repeat("n", 73)}).PlainFail(t,
+			400, "MISSING_FIELDS")
+
 		r = change(map[string]any{"username": "erin", "current_password": "password-one", "new_password": "password-one"})
-		clPlainFail(t, r, 400, "MISSING_FIELDS")
+		r.PlainFail(t, 400, "MISSING_FIELDS")
 		uaMessage(t, r, "new_password")
 		for _, body := range []map[string]any{
 			{"current_password": "password-one", "new_password": "password-two"},
 			{"username": "erin", "new_password": "password-two"},
 			{"username": "erin", "current_password": "password-one"},
 		} {
-			clPlainFail(t, change(body), 400, "MISSING_FIELDS")
+			change(body).PlainFail(t, 400, "MISSING_FIELDS")
 		}
-		clBeatOK(t, a, s1, "")
-		clBeatOK(t, a, s2, "")
-		clOK(t, uaSignIn(a, "erin", "password-one", "pc-1"))
+		a.BeatOK(t, s1, "")
+		a.BeatOK(t, s2, "")
+		uaSignIn(a, "erin", "password-one", "pc-1").OK(t)
 		s1 = uaSession(t, a, "erin", "password-one", "pc-1")
 
 		// current_password: every session ends, only the new password works.
 		r = change(map[string]any{"username": "ERIN", "current_password": "password-one", "new_password": "password-two"})
-		clOK(t, r)
+		r.OK(t)
 		if r.Str("message") == "" {
 			t.Fatalf("change-password reply without a message: %s", r)
 		}
-		clKill(t, a.Heartbeat(s1, ""), "SESSION_REVOKED")
-		clKill(t, a.Heartbeat(s2, ""), "SESSION_REVOKED")
+		a.Heartbeat(s1, "").Kill(t, "SESSION_REVOKED")
+		a.Heartbeat(s2, "").Kill(t, "SESSION_REVOKED")
 		if n := len(uaAccount(t, a, "erin")["sessions"].([]any)); n != 0 {
 			t.Fatalf("%d live sessions after change-password", n)
 		}
-		clPlainFail(t, uaSignIn(a, "erin", "password-one", "pc-1"), 401, "INVALID_CREDENTIALS")
+		uaSignIn(a, "erin", "password-one", "pc-1").PlainFail(t, 401, "INVALID_CREDENTIALS")
 		s3 := uaSession(t, a, "erin", "password-two", "pc-1")
 
 		// old_password (PY1.0) is an alias of current_password.
-		clOK(t, change(map[string]any{"username": "erin", "old_password": "password-two", "new_password": "password-three"}))
-		clKill(t, a.Heartbeat(s3, ""), "SESSION_REVOKED")
-		clPlainFail(t, uaSignIn(a, "erin", "password-two", "pc-1"), 401, "INVALID_CREDENTIALS")
-		clOK(t, uaSignIn(a, "erin", "password-three", "pc-1"))
+		change(map[string]any{"username": "erin", "old_password": "password-two", "new_password": "password-three"}).OK(t)
+		a.Heartbeat(s3, "").Kill(t, "SESSION_REVOKED")
+		uaSignIn(a, "erin", "password-two", "pc-1").PlainFail(t, 401, "INVALID_CREDENTIALS")
+		uaSignIn(a, "erin", "password-three", "pc-1").OK(t)
 		// A wrong alias value is a wrong password.
-		clPlainFail(t, change(map[string]any{"username": "erin", "old_password": "password-two",
-			"new_password": "password-four"}), 401, "INVALID_CREDENTIALS")
+		change(map[string]any{"username": "erin", "old_password": "password-two",
+			"new_password": "password-four"}).PlainFail(t,
+			401, "INVALID_CREDENTIALS")
+
 	})
 }
 
@@ -752,7 +737,7 @@ func TestAccountChangePassword(t *testing.T) {
 func uaRedeemOK(t testing.TB, a *kwtest.App, username, password, key string) *kwtest.Reply {
 	t.Helper()
 	r := a.Plain(uaRedeem, map[string]any{"username": username, "password": password, "license_key": key})
-	clOK(t, r)
+	r.OK(t)
 	return r
 }
 
@@ -762,44 +747,45 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 		srv := uaStart(t, engine)
 
 		t.Run("an account without time redeems, then signs in", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Redeem", map[string]any{"account_signup_days": 0})
-			uaSignUp(t, a, "frank", "password1", "")
-			clPlainFail(t, uaSignIn(a, "frank", "password1", "pc"), 403, "EXPIRED")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Redeem", map[string]any{"account_signup_days": 0})
+			a.SignUp(t, "frank", "password1", "")
+			uaSignIn(a, "frank", "password1", "pc").PlainFail(t, 403, "EXPIRED")
 			s.Clock.Advance(time.Hour)
 			now := s.Clock.Now()
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
 			r := a.Plain(uaRedeem, map[string]any{"username": "Frank", "password": "password1", "license_key": " " + key + " "})
-			clOK(t, r)
+			r.OK(t)
 			uaMessage(t, r, "+30 days")
-			raw := clNumbers(t, r.Raw)
-			if clInt(t, "days_added", raw["days_added"]) != 30 || clInt(t, "days_remaining", raw["days_remaining"]) != 30 ||
-				clInt(t, "max_devices", raw["max_devices"]) != 1 {
+			raw := kwtest.Numbers(t, r.Raw)
+			if kwtest.Int(t, "days_added", raw["days_added"]) != 30 || kwtest.Int(t, "days_remaining", raw["days_remaining"]) != 30 ||
+				kwtest.Int(t, "max_devices", raw["max_devices"]) != 1 {
 				t.Fatalf("redeem reply = %v", raw)
 			}
 			if r.Body["lifetime"] != false || r.Body["mode"] != "stack" {
 				t.Fatalf("lifetime = %v, mode = %v; want false, stack", r.Body["lifetime"], r.Body["mode"])
 			}
 			uaEqualTime(t, "expires_at", r.Body["expires_at"], now.Add(30*uaDay))
-			if st := clKey(t, a, key)["status"]; st != "redeemed" {
+			if st := a.KeyView(t, key)["status"]; st != "redeemed" {
 				t.Fatalf("key status = %v, want redeemed", st)
 			}
 			r = uaSignIn(a, "frank", "password1", "pc")
-			clOK(t, r)
+			r.OK(t)
 			if r.Body["license_key"] != key {
 				t.Fatalf("login license_key = %v, want %s", r.Body["license_key"], key)
 			}
 			// Another account cannot redeem the same key.
-			uaSignUp(t, a, "fred", "password1", "")
-			clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "fred", "password": "password1", "license_key": key}),
+			a.SignUp(t, "fred", "password1", "")
+			a.Plain(uaRedeem, map[string]any{"username": "fred", "password": "password1", "license_key": key}).PlainFail(t,
 				409, "KEY_ALREADY_USED")
+
 			uaEqualTime(t, "fred expires_at", uaAccount(t, a, "fred")["expires_at"], now)
 		})
 
 		t.Run("stack adds to the time left; expired time counts from now", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Stack", map[string]any{"account_signup_days": 10})
-			uaSignUp(t, a, "gina", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Stack", map[string]any{"account_signup_days": 10})
+			a.SignUp(t, "gina", "password1", "")
 			now := s.Clock.Now()
 			r := uaRedeemOK(t, a, "gina", "password1", a.GenerateKeys(1, "days", 30, 1)[0])
 			uaEqualTime(t, "expires_at", r.Body["expires_at"], now.Add(40*uaDay))
@@ -810,16 +796,16 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 			uaEqualTime(t, "account expires_at", uaAccount(t, a, "gina")["expires_at"], now.Add(40*uaDay))
 
 			// An account whose time ran out gets the key's days from now.
-			uaSignUp(t, a, "hank", "password1", "")
+			a.SignUp(t, "hank", "password1", "")
 			s.Clock.Advance(15 * uaDay)
 			r = uaRedeemOK(t, a, "hank", "password1", a.GenerateKeys(1, "days", 30, 1)[0])
 			uaEqualTime(t, "expires_at", r.Body["expires_at"], s.Clock.Now().Add(30*uaDay))
 		})
 
 		t.Run("restart counts the key's days from now", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Restart", map[string]any{"account_signup_days": 10, "account_redeem_mode": "restart"})
-			uaSignUp(t, a, "ivy", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Restart", map[string]any{"account_signup_days": 10, "account_redeem_mode": "restart"})
+			a.SignUp(t, "ivy", "password1", "")
 			now := s.Clock.Now()
 			r := uaRedeemOK(t, a, "ivy", "password1", a.GenerateKeys(1, "days", 30, 1)[0])
 			uaEqualTime(t, "expires_at", r.Body["expires_at"], now.Add(30*uaDay))
@@ -830,9 +816,9 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 		})
 
 		t.Run("lifetime, then ALREADY_LIFETIME", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "Lifetime", map[string]any{"account_signup_days": 3})
-			uaSignUp(t, a, "jack", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "Lifetime", map[string]any{"account_signup_days": 3})
+			a.SignUp(t, "jack", "password1", "")
 			r := uaRedeemOK(t, a, "jack", "password1", a.GenerateKeys(1, "lifetime", 0, 1)[0])
 			uaMessage(t, r, "lifetime")
 			if r.Body["lifetime"] != true {
@@ -848,22 +834,25 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 				t.Fatalf("account expires_at = %v, want null", v)
 			}
 			more := a.GenerateKeys(1, "days", 30, 1)[0]
-			clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "jack", "password": "password1", "license_key": more}),
+			a.Plain(uaRedeem, map[string]any{"username": "jack", "password": "password1", "license_key": more}).PlainFail(t,
 				409, "ALREADY_LIFETIME")
-			if st := clKey(t, a, more)["status"]; st != "unused" {
+
+			if st := a.KeyView(t, more)["status"]; st != "unused" {
 				t.Fatalf("refused key status = %v, want unused", st)
 			}
-			clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "jack", "password": "password1",
-				"license_key": a.GenerateKeys(1, "lifetime", 0, 1)[0]}), 409, "ALREADY_LIFETIME")
+			a.Plain(uaRedeem, map[string]any{"username": "jack", "password": "password1",
+				"license_key": a.GenerateKeys(1, "lifetime", 0, 1)[0]}).PlainFail(t,
+				409, "ALREADY_LIFETIME")
+
 		})
 
 		t.Run("account_takes_key_devices", func(t *testing.T) {
-			s := clSub(t, srv)
-			takes := uaApp(t, s, "Takes", map[string]any{"account_signup_days": 3, "account_max_devices": 2})
-			if v := admSettings(t, s, takes.ID)["account_takes_key_devices"]; v != true {
+			s := srv.On(t)
+			takes := s.AccountsApp(t, "Takes", map[string]any{"account_signup_days": 3, "account_max_devices": 2})
+			if v := s.AppSettings(t, takes.ID)["account_takes_key_devices"]; v != true {
 				t.Fatalf("account_takes_key_devices default = %v, want true", v)
 			}
-			uaSignUp(t, takes, "kim", "password1", "")
+			takes.SignUp(t, "kim", "password1", "")
 			r := uaRedeemOK(t, takes, "kim", "password1", takes.GenerateKeys(1, "days", 30, 5)[0])
 			uaInt(t, "max_devices", r.Body["max_devices"], 5)
 			uaInt(t, "account max_devices", uaAccount(t, takes, "kim")["max_devices"], 5)
@@ -873,42 +862,44 @@ func TestAccountRedeemWithPassword(t *testing.T) {
 			for _, pc := range []string{"pc-1", "pc-2", "pc-3", "pc-4", "pc-5"} {
 				uaSession(t, takes, "kim", "password1", pc)
 			}
-			clPlainFail(t, uaSignIn(takes, "kim", "password1", "pc-6"), 403, "DEVICE_LIMIT")
+			uaSignIn(takes, "kim", "password1", "pc-6").PlainFail(t, 403, "DEVICE_LIMIT")
 
-			keeps := uaApp(t, s, "Keeps", map[string]any{"account_signup_days": 3, "account_max_devices": 2,
+			keeps := s.AccountsApp(t, "Keeps", map[string]any{"account_signup_days": 3, "account_max_devices": 2,
 				"account_takes_key_devices": false})
-			uaSignUp(t, keeps, "lee", "password1", "")
+
+			keeps.SignUp(t, "lee", "password1", "")
 			r = uaRedeemOK(t, keeps, "lee", "password1", keeps.GenerateKeys(1, "days", 30, 5)[0])
 			uaInt(t, "max_devices", r.Body["max_devices"], 2)
 			uaInt(t, "account max_devices", uaAccount(t, keeps, "lee")["max_devices"], 2)
 			// Sign-up with a key follows the same setting.
-			u := uaSignUp(t, keeps, "lou", "password1", keeps.GenerateKeys(1, "days", 30, 5)[0])
+			u := keeps.SignUp(t, "lou", "password1", keeps.GenerateKeys(1, "days", 30, 5)[0])
 			uaInt(t, "user.max_devices", u["max_devices"], 2)
 		})
 
 		t.Run("refusals", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "RedeemRefusals", map[string]any{"account_signup_days": 3})
-			uaSignUp(t, a, "mia", "password1", "")
+			s := srv.On(t)
+			a := s.AccountsApp(t, "RedeemRefusals", map[string]any{"account_signup_days": 3})
+			a.SignUp(t, "mia", "password1", "")
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
 			redeem := func(body map[string]any) *kwtest.Reply { return a.Plain(uaRedeem, body) }
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "wrong-pass", "license_key": key}), 401, "INVALID_CREDENTIALS")
-			clPlainFail(t, redeem(map[string]any{"username": "nobody", "password": "password1", "license_key": key}), 401, "INVALID_CREDENTIALS")
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "password1"}), 400, "MISSING_FIELDS")
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "license_key": key}), 400, "MISSING_FIELDS")
-			clPlainFail(t, redeem(map[string]any{"password": "password1", "license_key": key}), 400, "MISSING_FIELDS")
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "password1", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}),
+			redeem(map[string]any{"username": "mia", "password": "wrong-pass", "license_key": key}).PlainFail(t, 401, "INVALID_CREDENTIALS")
+			redeem(map[string]any{"username": "nobody", "password": "password1", "license_key": key}).PlainFail(t, 401, "INVALID_CREDENTIALS")
+			redeem(map[string]any{"username": "mia", "password": "password1"}).PlainFail(t, 400, "MISSING_FIELDS")
+			redeem(map[string]any{"username": "mia", "license_key": key}).PlainFail(t, 400, "MISSING_FIELDS")
+			redeem(map[string]any{"password": "password1", "license_key": key}).PlainFail(t, 400, "MISSING_FIELDS")
+			redeem(map[string]any{"username": "mia", "password": "password1", "license_key": "NOPE0-NOPE0-NOPE0-NOPE0"}).PlainFail(t,
 				400, "INVALID_KEY")
+
 			active := a.GenerateKeys(1, "days", 30, 1)[0]
 			a.Login(active, "pc")
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "password1", "license_key": active}), 409, "KEY_IN_USE")
+			redeem(map[string]any{"username": "mia", "password": "password1", "license_key": active}).PlainFail(t, 409, "KEY_IN_USE")
 			banned := a.GenerateKeys(1, "days", 30, 1)[0]
-			clAction(t, a, "ban", banned, nil)
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "password1", "license_key": banned}), 403, "BANNED")
+			a.MustKeyAction(t, "ban", banned, nil)
+			redeem(map[string]any{"username": "mia", "password": "password1", "license_key": banned}).PlainFail(t, 403, "BANNED")
 			// A banned account redeems nothing.
 			uaAct(t, a, "ban", "mia", nil)
-			clPlainFail(t, redeem(map[string]any{"username": "mia", "password": "password1", "license_key": key}), 403, "BANNED")
-			if st := clKey(t, a, key)["status"]; st != "unused" {
+			redeem(map[string]any{"username": "mia", "password": "password1", "license_key": key}).PlainFail(t, 403, "BANNED")
+			if st := a.KeyView(t, key)["status"]; st != "unused" {
 				t.Fatalf("key after refusals = %v, want unused", st)
 			}
 			uaAct(t, a, "unban", "mia", nil)
@@ -921,46 +912,46 @@ func TestAccountRedeemWithSession(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "RedeemSession", map[string]any{"account_signup_days": 30})
-		uaSignUp(t, a, "nora", "password1", "")
+		a := s.AccountsApp(t, "RedeemSession", map[string]any{"account_signup_days": 30})
+		a.SignUp(t, "nora", "password1", "")
 		now := s.Clock.Now()
 		sid := uaSession(t, a, "nora", "password1", "pc")
 		redeem := func(body map[string]any) *kwtest.Reply { return a.Plain(uaRedeem, body) }
 
 		key := a.GenerateKeys(1, "days", 30, 1)[0]
 		r := redeem(map[string]any{"session_id": sid, "license_key": key})
-		clOK(t, r)
+		r.OK(t)
 		uaInt(t, "days_added", r.Body["days_added"], 30)
 		uaEqualTime(t, "expires_at", r.Body["expires_at"], now.Add(60*uaDay))
 		if r.Body["mode"] != "stack" || r.Body["lifetime"] != false {
 			t.Fatalf("redeem reply = %v", r.Body)
 		}
 		// The session goes on.
-		clBeatOK(t, a, sid, "")
+		a.BeatOK(t, sid, "")
 
 		// A license-key session is not an account session.
 		other := a.GenerateKeys(1, "days", 30, 1)[0]
 		plainKey := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		ksid := a.Login(plainKey, "pc")
-		clPlainFail(t, redeem(map[string]any{"session_id": ksid, "license_key": other}), 403, "SESSION_EXPIRED")
-		clPlainFail(t, redeem(map[string]any{"session_id": "no-such-session", "license_key": other}), 403, "SESSION_EXPIRED")
-		clPlainFail(t, redeem(map[string]any{"session_id": strings.Repeat("ab", 32), "license_key": other}), 403, "SESSION_EXPIRED")
+		redeem(map[string]any{"session_id": ksid, "license_key": other}).PlainFail(t, 403, "SESSION_EXPIRED")
+		redeem(map[string]any{"session_id": "no-such-session", "license_key": other}).PlainFail(t, 403, "SESSION_EXPIRED")
+		redeem(map[string]any{"session_id": strings.Repeat("ab", 32), "license_key": other}).PlainFail(t, 403, "SESSION_EXPIRED")
 		// The password form with a wrong password.
-		clPlainFail(t, redeem(map[string]any{"username": "nora", "password": "wrong-pass", "license_key": other}), 401, "INVALID_CREDENTIALS")
+		redeem(map[string]any{"username": "nora", "password": "wrong-pass", "license_key": other}).PlainFail(t, 401, "INVALID_CREDENTIALS")
 		// The session of another app.
-		b := uaApp(t, s, "OtherApp", map[string]any{"account_signup_days": 30})
-		uaSignUp(t, b, "nora", "password1", "")
+		b := s.AccountsApp(t, "OtherApp", map[string]any{"account_signup_days": 30})
+		b.SignUp(t, "nora", "password1", "")
 		bsid := uaSession(t, b, "nora", "password1", "pc")
-		clPlainFail(t, redeem(map[string]any{"session_id": bsid, "license_key": other}), 403, "SESSION_EXPIRED")
+		redeem(map[string]any{"session_id": bsid, "license_key": other}).PlainFail(t, 403, "SESSION_EXPIRED")
 		// A logged-out account session.
 		gone := uaSession(t, a, "nora", "password1", "pc")
-		clKill(t, a.Heartbeat(sid, ""), "SESSION_EXPIRED") // retired by the same-device sign-in
-		clOK(t, a.Env(clLogout, map[string]any{"session_id": gone}))
-		clPlainFail(t, redeem(map[string]any{"session_id": gone, "license_key": other}), 403, "SESSION_EXPIRED")
-		if st := clKey(t, a, other)["status"]; st != "unused" {
+		a.Heartbeat(sid, "").Kill(t, "SESSION_EXPIRED") // retired by the same-device sign-in
+		a.Env(kwtest.PathLogout, map[string]any{"session_id": gone}).OK(t)
+		redeem(map[string]any{"session_id": gone, "license_key": other}).PlainFail(t, 403, "SESSION_EXPIRED")
+		if st := a.KeyView(t, other)["status"]; st != "unused" {
 			t.Fatalf("key after refused redeems = %v, want unused", st)
 		}
-		clBeatOK(t, a, ksid, plainKey)
+		a.BeatOK(t, ksid, plainKey)
 		uaEqualTime(t, "account expires_at", uaAccount(t, a, "nora")["expires_at"], now.Add(60*uaDay))
 	})
 }
@@ -971,129 +962,129 @@ func TestAccountKeyBanTakesTimeBack(t *testing.T) {
 		srv := uaStart(t, engine)
 
 		t.Run("days key: ban moves the expiry back, unban gives it again", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "BanDays", map[string]any{"account_signup_days": 10})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "BanDays", map[string]any{"account_signup_days": 10})
 			now := s.Clock.Now()
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
-			uaSignUp(t, a, "olga", "password1", key)
+			a.SignUp(t, "olga", "password1", key)
 			if got := uaExpiry(t, a, "olga"); !got.Equal(now.Add(40 * uaDay)) {
 				t.Fatalf("expires_at = %v, want sign-up days + key days", got)
 			}
 			sid := uaSession(t, a, "olga", "password1", "pc")
 
-			clAction(t, a, "ban", key, nil)
+			a.MustKeyAction(t, "ban", key, nil)
 			if got := uaExpiry(t, a, "olga"); !got.Equal(now.Add(10 * uaDay)) {
 				t.Fatalf("expires_at after ban = %v, want %v", got, now.Add(10*uaDay))
 			}
-			if st := clKey(t, a, key)["status"]; st != "banned" {
+			if st := a.KeyView(t, key)["status"]; st != "banned" {
 				t.Fatalf("key status after ban = %v", st)
 			}
-			clBeatOK(t, a, sid, "") // ten days are left
+			a.BeatOK(t, sid, "") // ten days are left
 			// Banning again takes nothing more.
-			clAction(t, a, "ban", key, nil)
+			a.MustKeyAction(t, "ban", key, nil)
 			if got := uaExpiry(t, a, "olga"); !got.Equal(now.Add(10 * uaDay)) {
 				t.Fatalf("expires_at after a second ban = %v", got)
 			}
 
-			clAction(t, a, "unban", key, nil)
+			a.MustKeyAction(t, "unban", key, nil)
 			if got := uaExpiry(t, a, "olga"); !got.Equal(now.Add(40 * uaDay)) {
 				t.Fatalf("expires_at after unban = %v, want %v", got, now.Add(40*uaDay))
 			}
-			if st := clKey(t, a, key)["status"]; st != "redeemed" {
+			if st := a.KeyView(t, key)["status"]; st != "redeemed" {
 				t.Fatalf("key status after unban = %v, want redeemed", st)
 			}
-			clSealedFail(t, clLoginReply(a, key, "pc"), "KEY_REDEEMED")
-			clBeatOK(t, a, sid, "")
+			a.LoginReply(key, "pc").SealedFail(t, "KEY_REDEEMED")
+			a.BeatOK(t, sid, "")
 		})
 
 		t.Run("days key: a ban that leaves no time kills at the next heartbeat", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "BanPast", map[string]any{"account_signup_days": 0})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "BanPast", map[string]any{"account_signup_days": 0})
 			signup := s.Clock.Now()
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
-			uaSignUp(t, a, "pete", "password1", key)
+			a.SignUp(t, "pete", "password1", key)
 			sid := uaSession(t, a, "pete", "password1", "pc")
 			s.Clock.Advance(uaDay)
-			clBeatOK(t, a, sid, "")
+			a.BeatOK(t, sid, "")
 
-			clAction(t, a, "ban", key, nil)
+			a.MustKeyAction(t, "ban", key, nil)
 			if got := uaExpiry(t, a, "pete"); !got.Equal(signup) {
 				t.Fatalf("expires_at after ban = %v, want the sign-up time %v", got, signup)
 			}
 			if st := uaAccount(t, a, "pete")["status"]; st != "expired" {
 				t.Fatalf("account status after ban = %v, want expired", st)
 			}
-			clKill(t, a.Heartbeat(sid, ""), "EXPIRED")
-			clPlainFail(t, uaSignIn(a, "pete", "password1", "pc"), 403, "EXPIRED")
+			a.Heartbeat(sid, "").Kill(t, "EXPIRED")
+			uaSignIn(a, "pete", "password1", "pc").PlainFail(t, 403, "EXPIRED")
 
-			clAction(t, a, "unban", key, nil)
+			a.MustKeyAction(t, "unban", key, nil)
 			if got := uaExpiry(t, a, "pete"); !got.Equal(signup.Add(30 * uaDay)) {
 				t.Fatalf("expires_at after unban = %v, want %v", got, signup.Add(30*uaDay))
 			}
-			clBeatOK(t, a, uaSession(t, a, "pete", "password1", "pc"), "")
+			a.BeatOK(t, uaSession(t, a, "pete", "password1", "pc"), "")
 		})
 
 		t.Run("lifetime key: ban restores the prior expiry, unban lifetime again", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "BanLifetime", map[string]any{"account_signup_days": 10})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "BanLifetime", map[string]any{"account_signup_days": 10})
 			now := s.Clock.Now()
-			uaSignUp(t, a, "quinn", "password1", "")
+			a.SignUp(t, "quinn", "password1", "")
 			life := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 			uaRedeemOK(t, a, "quinn", "password1", life)
 			sid := uaSession(t, a, "quinn", "password1", "pc")
 
-			clAction(t, a, "ban", life, nil)
+			a.MustKeyAction(t, "ban", life, nil)
 			acct := uaAccount(t, a, "quinn")
 			uaEqualTime(t, "expires_at after ban", acct["expires_at"], now.Add(10*uaDay))
 			if acct["lifetime"] != false {
 				t.Fatalf("lifetime after ban = %v", acct["lifetime"])
 			}
-			clBeatOK(t, a, sid, "")
+			a.BeatOK(t, sid, "")
 
-			clAction(t, a, "unban", life, nil)
+			a.MustKeyAction(t, "unban", life, nil)
 			acct = uaAccount(t, a, "quinn")
 			if acct["expires_at"] != nil || acct["lifetime"] != true {
 				t.Fatalf("after unban: expires_at %v, lifetime %v; want null, true", acct["expires_at"], acct["lifetime"])
 			}
-			if st := clKey(t, a, life)["status"]; st != "redeemed" {
+			if st := a.KeyView(t, life)["status"]; st != "redeemed" {
 				t.Fatalf("key status after unban = %v, want redeemed", st)
 			}
 			// And again: the same prior expiry comes back.
-			clAction(t, a, "ban", life, nil)
+			a.MustKeyAction(t, "ban", life, nil)
 			uaEqualTime(t, "expires_at after the second ban", uaAccount(t, a, "quinn")["expires_at"], now.Add(10*uaDay))
-			clAction(t, a, "unban", life, nil)
-			clBeatOK(t, a, sid, "")
+			a.MustKeyAction(t, "unban", life, nil)
+			a.BeatOK(t, sid, "")
 		})
 
 		t.Run("lifetime key of an account without prior time", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "BanLifetimeNoTime", map[string]any{"account_signup_days": 0})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "BanLifetimeNoTime", map[string]any{"account_signup_days": 0})
 			life := a.GenerateKeys(1, "lifetime", 0, 1)[0]
-			uaSignUp(t, a, "rosa", "password1", life)
+			a.SignUp(t, "rosa", "password1", life)
 			sid := uaSession(t, a, "rosa", "password1", "pc")
 			s.Clock.Advance(time.Hour)
-			clAction(t, a, "ban", life, nil)
-			clKill(t, a.Heartbeat(sid, ""), "EXPIRED")
-			clAction(t, a, "unban", life, nil)
+			a.MustKeyAction(t, "ban", life, nil)
+			a.Heartbeat(sid, "").Kill(t, "EXPIRED")
+			a.MustKeyAction(t, "unban", life, nil)
 			if v := uaAccount(t, a, "rosa")["expires_at"]; v != nil {
 				t.Fatalf("expires_at after unban = %v, want null", v)
 			}
-			clOK(t, uaSignIn(a, "rosa", "password1", "pc"))
+			uaSignIn(a, "rosa", "password1", "pc").OK(t)
 		})
 
 		t.Run("other actions on a redeemed key are CONFLICT", func(t *testing.T) {
-			s := clSub(t, srv)
-			a := uaApp(t, s, "RedeemedActions", map[string]any{"account_signup_days": 0})
+			s := srv.On(t)
+			a := s.AccountsApp(t, "RedeemedActions", map[string]any{"account_signup_days": 0})
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
-			uaSignUp(t, a, "sam", "password1", key)
+			a.SignUp(t, "sam", "password1", key)
 			for _, c := range []struct {
 				action string
 				extra  map[string]any
 			}{{"pause", nil}, {"resume", nil}, {"unban", nil}, {"extend", map[string]any{"days": 5}}, {"reset-hwid", nil}} {
 				r := a.KeyAction(c.action, key, c.extra)
-				admExpect(t, r, 409, "CONFLICT")
+				r.JSONFail(t, 409, "CONFLICT")
 			}
-			if st := clKey(t, a, key)["status"]; st != "redeemed" {
+			if st := a.KeyView(t, key)["status"]; st != "redeemed" {
 				t.Fatalf("key status = %v, want redeemed", st)
 			}
 			uaEqualTime(t, "expires_at", uaAccount(t, a, "sam")["expires_at"], s.Clock.Now().Add(30*uaDay))
@@ -1105,47 +1096,47 @@ func TestAccountMaintenanceAndTransport(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Transport", map[string]any{"account_signup_days": 30})
-		uaSignUp(t, a, "tina", "password1", "")
+		a := s.AccountsApp(t, "Transport", map[string]any{"account_signup_days": 30})
+		a.SignUp(t, "tina", "password1", "")
 		key := a.GenerateKeys(1, "days", 30, 1)[0]
 
 		t.Run("maintenance", func(t *testing.T) {
-			a := clAppOn(t, a)
+			a := a.On(t)
 			sid := uaSession(t, a, "tina", "password1", "pc")
-			clSettings(t, a, map[string]any{"maintenance": true, "maintenance_message": "Back at noon."})
+			a.SetSettings(t, map[string]any{"maintenance": true, "maintenance_message": "Back at noon."})
 			for name, r := range map[string]*kwtest.Reply{
 				"register": a.Plain(uaRegister, map[string]any{"username": "uma", "password": "password1"}),
 				"login":    uaSignIn(a, "tina", "password1", "pc"),
 				"redeem":   a.Plain(uaRedeem, map[string]any{"username": "tina", "password": "password1", "license_key": key}),
 			} {
-				clPlainFail(t, r, 403, "MAINTENANCE")
+				r.PlainFail(t, 403, "MAINTENANCE")
 				if r.Str("message") != "Back at noon." {
 					t.Fatalf("%s: message = %q, want the app's maintenance message", name, r.Str("message"))
 				}
 			}
-			clKill(t, a.Heartbeat(sid, ""), "MAINTENANCE")
-			clSettings(t, a, map[string]any{"maintenance": false})
+			a.Heartbeat(sid, "").Kill(t, "MAINTENANCE")
+			a.SetSettings(t, map[string]any{"maintenance": false})
 			uaNoAccount(t, a, "uma")
-			if st := clKey(t, a, key)["status"]; st != "unused" {
+			if st := a.KeyView(t, key)["status"]; st != "unused" {
 				t.Fatalf("key after a refused redeem = %v", st)
 			}
-			clOK(t, uaSignIn(a, "tina", "password1", "pc"))
+			uaSignIn(a, "tina", "password1", "pc").OK(t)
 		})
 
 		t.Run("app secret", func(t *testing.T) {
-			s := clSub(t, s)
+			s := s.On(t)
 			for _, path := range []string{uaRegister, uaLogin, uaChange, uaRedeem} {
 				body := []byte(`{"username":"tina","password":"password1","hwid":"pc"}`)
 				wrong := s.Do("POST", path, http.Header{"X-App-Secret": {strings.Repeat("0", 64)},
 					"Content-Type": {"application/json"}}, body)
-				clPlainFail(t, wrong, 401, "INVALID_APP")
+				wrong.PlainFail(t, 401, "INVALID_APP")
 				none := s.Do("POST", path, http.Header{"Content-Type": {"application/json"}}, body)
-				clPlainFail(t, none, 401, "INVALID_APP")
+				none.PlainFail(t, 401, "INVALID_APP")
 			}
 		})
 
 		t.Run("methods", func(t *testing.T) {
-			a := clAppOn(t, a)
+			a := a.On(t)
 			for _, path := range []string{uaRegister, uaLogin, uaChange, uaRedeem} {
 				for _, m := range []string{"GET", "PUT", "DELETE"} {
 					r := a.S.Do(m, path, http.Header{"X-App-Secret": {a.Secret}}, nil)
@@ -1157,7 +1148,7 @@ func TestAccountMaintenanceAndTransport(t *testing.T) {
 		})
 
 		t.Run("wrong JSON types", func(t *testing.T) {
-			a := clAppOn(t, a)
+			a := a.On(t)
 			for _, c := range []struct {
 				path string
 				body string
@@ -1178,11 +1169,11 @@ func TestAccountMaintenanceAndTransport(t *testing.T) {
 				{uaRedeem, `{"username":"tina","password":"password1","license_key":12345}`},
 				{uaRegister, `{"username":"ve\u0000ra","password":"password1"}`},
 			} {
-				clPlainFail(t, a.Plain(c.path, c.body), 400, "MISSING_FIELDS")
+				a.Plain(c.path, c.body).PlainFail(t, 400, "MISSING_FIELDS")
 			}
 			uaNoAccount(t, a, "vera")
 			// Nothing changed for tina.
-			clOK(t, uaSignIn(a, "tina", "password1", "pc"))
+			uaSignIn(a, "tina", "password1", "pc").OK(t)
 		})
 	})
 }
@@ -1191,17 +1182,19 @@ func TestAccountEvents(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := uaStart(t, engine)
-		a := uaApp(t, s, "Events", map[string]any{"account_signup_days": 0})
+		a := s.AccountsApp(t, "Events", map[string]any{"account_signup_days": 0})
 		k1 := a.GenerateKeys(1, "days", 30, 1)[0]
 		k2 := a.GenerateKeys(1, "lifetime", 0, 1)[0]
-		uaSignUp(t, a, "Walt", "password1", "")
-		uaSignUp(t, a, "xena", "password1", k1)
+		a.SignUp(t, "Walt", "password1", "")
+		a.SignUp(t, "xena", "password1", k1)
 		// Refusals record nothing.
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "yann", "password": "password1", "license_key": k1}),
+		a.Plain(uaRegister, map[string]any{"username": "yann", "password": "password1", "license_key": k1}).PlainFail(t,
 			409, "KEY_ALREADY_USED")
-		clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": "walt", "password": "password2"}), 409, "USERNAME_EXISTS")
-		clPlainFail(t, a.Plain(uaRedeem, map[string]any{"username": "walt", "password": "password1", "license_key": k1}),
+
+		a.Plain(uaRegister, map[string]any{"username": "walt", "password": "password2"}).PlainFail(t, 409, "USERNAME_EXISTS")
+		a.Plain(uaRedeem, map[string]any{"username": "walt", "password": "password1", "license_key": k1}).PlainFail(t,
 			409, "KEY_ALREADY_USED")
+
 		uaRedeemOK(t, a, "walt", "password1", k2)
 
 		evs, err := s.DB.Events(context.Background(), 0, 10000)

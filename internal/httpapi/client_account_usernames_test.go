@@ -19,10 +19,10 @@ var uaSpellings = []string{"sam", "SAM", "sAm", "\u017Fam", "\u017FAM"}
 func TestAccountUsernameAnyCase(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 3 })
-		a := uaApp(t, s, "Cases", map[string]any{"account_signup_days": 30})
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutFailures = 3 })
+		a := s.AccountsApp(t, "Cases", map[string]any{"account_signup_days": 30})
 		keys := uaKeys(t, a, len(uaSpellings), "days", 10, 1, nil)
-		u := uaSignUp(t, a, "Sam", "password1", "")
+		u := a.SignUp(t, "Sam", "password1", "")
 		id := u["id"]
 
 		// Sign-up: another spelling is taken, whatever the password — even
@@ -31,11 +31,11 @@ func TestAccountUsernameAnyCase(t *testing.T) {
 		// admits ASCII names only, so \u017F is for the other surfaces.)
 		for _, name := range []string{"sam", "SAM", "sAM"} {
 			for _, pw := range []string{"password1", "password2"} {
-				clPlainFail(t, a.Plain(uaRegister, map[string]any{"username": name, "password": pw}), 409, "USERNAME_EXISTS")
+				a.Plain(uaRegister, map[string]any{"username": name, "password": pw}).PlainFail(t, 409, "USERNAME_EXISTS")
 			}
 		}
 		r := a.Plain(uaRegister, map[string]any{"username": "Sam", "password": "password1"})
-		clOK(t, r)
+		r.OK(t)
 		if r.Obj("user")["id"] != id {
 			t.Fatalf("retried sign-up answered %s, want account %v", r, id)
 		}
@@ -47,7 +47,7 @@ func TestAccountUsernameAnyCase(t *testing.T) {
 		for i, name := range uaSpellings {
 			// Login shows the stored spelling.
 			r := uaSignIn(a, name, password, "pc")
-			clOK(t, r)
+			r.OK(t)
 			if got := r.Obj("user")["username"]; got != "Sam" {
 				t.Fatalf("login as %q: user.username = %v, want Sam", name, got)
 			}
@@ -57,13 +57,13 @@ func TestAccountUsernameAnyCase(t *testing.T) {
 			}
 			// Change-password.
 			next := fmt.Sprintf("password-%d", i+2)
-			clOK(t, a.Plain(uaChange, map[string]any{"username": name, "current_password": password, "new_password": next}))
+			a.Plain(uaChange, map[string]any{"username": name, "current_password": password, "new_password": next}).OK(t)
 			password = next
 			// Portal sign-in.
 			p := cuSignIn(s, map[string]any{"app_id": a.ID, "username": name, "password": password})
-			clOK(t, p)
+			p.OK(t)
 			v := cuDo(s, p.Str("token"), "GET", cuKey, nil)
-			clOK(t, v)
+			v.OK(t)
 			if got := v.Obj("account")["username"]; got != "Sam" {
 				t.Fatalf("portal as %q: account.username = %v, want Sam", name, got)
 			}
@@ -110,8 +110,8 @@ func uaRace(a *kwtest.App, bodies []map[string]any) []*kwtest.Reply {
 func TestAccountRegisterConcurrent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := uaApp(t, s, "Race", map[string]any{"account_signup_days": 3})
+		s := kwtest.Boot(t, engine, nil)
+		a := s.AccountsApp(t, "Race", map[string]any{"account_signup_days": 3})
 		key := uaKeys(t, a, 1, "days", 30, 1, nil)[0]
 		const n = 20
 
@@ -161,7 +161,7 @@ func TestAccountRegisterConcurrent(t *testing.T) {
 		if won < 0 {
 			t.Fatalf("no contested sign-up succeeded")
 		}
-		clOK(t, uaSignIn(a, "contested", fmt.Sprintf("password-%02d", won), "pc"))
+		uaSignIn(a, "contested", fmt.Sprintf("password-%02d", won), "pc").OK(t)
 		if names := uaAccounts(t, a); len(names) != 3 {
 			t.Fatalf("accounts = %v, want Twin, KeyTwin and Contested", names)
 		}

@@ -32,7 +32,7 @@ type clRoute struct {
 
 func clRoutes(unused, active, sid string) []clRoute {
 	return []clRoute{
-		{path: clLogin, transport: "env",
+		{path: kwtest.PathLogin, transport: "env",
 			wrongTypes: []map[string]any{
 				{"license_key": 12345, "hwid": "pc"},
 				{"license_key": unused, "hwid": map[string]any{"id": "pc"}},
@@ -45,7 +45,7 @@ func clRoutes(unused, active, sid string) []clRoute {
 				{"license_key": unused + "\x00", "hwid": "pc"},
 			},
 			missing: []map[string]any{{}, {"license_key": unused}, {"hwid": "pc"}, {"license_key": "", "hwid": "pc"}}},
-		{path: clHeartbeat, transport: "env",
+		{path: kwtest.PathHeartbeat, transport: "env",
 			wrongTypes: []map[string]any{
 				{"session_id": 1, "license_key": active},
 				{"session_id": sid, "license_key": 42},
@@ -55,18 +55,18 @@ func clRoutes(unused, active, sid string) []clRoute {
 				{"session_id": sid, "license_key": active + "\x00"},
 			},
 			missing: []map[string]any{{}, {"license_key": active}, {"session_id": ""}}},
-		{path: clLogout, transport: "env",
+		{path: kwtest.PathLogout, transport: "env",
 			wrongTypes: []map[string]any{{"session_id": 99}, {"session_id": map[string]any{"id": sid}}, {"session_id": false},
 				{"session_id": sid + "\x00"}},
 			missing: []map[string]any{{}, {"license_key": active}, {"session_id": nil}}},
-		{path: clCheckKey, transport: "mirror",
+		{path: kwtest.PathCheckKey, transport: "mirror",
 			wrongTypes: []map[string]any{{"license_key": 1}, {"license_key": map[string]any{}}, {"license_key": []any{}},
 				{"license_key": "\x00" + active}},
 			missing: []map[string]any{{}, {"hwid": "pc"}, {"license_key": "  "}}},
-		{path: clValidate, transport: "plain",
+		{path: kwtest.PathValidate, transport: "plain",
 			wrongTypes: []map[string]any{{"license_key": 1.5}, {"license_key": []any{active}}, {"license_key": active + "\x00"}},
 			missing:    []map[string]any{{}, {"license_key": nil}}},
-		{path: clRequestHWID, transport: "plain",
+		{path: kwtest.PathRequestHWID, transport: "plain",
 			wrongTypes: []map[string]any{
 				{"license_key": 5},
 				{"license_key": active, "username": 5},
@@ -78,7 +78,7 @@ func clRoutes(unused, active, sid string) []clRoute {
 				{"username": "a\x00b"},
 			},
 			missing: []map[string]any{{}, {"reason": "New PC"}, {"hwid": "pc"}}},
-		{path: clSelfReset, transport: "plain",
+		{path: kwtest.PathSelfReset, transport: "plain",
 			wrongTypes: []map[string]any{
 				{"key": 5},
 				{"key": active, "reason": 5},
@@ -124,7 +124,7 @@ func clRefused(t testing.TB, what string, r *kwtest.Reply, status int, code stri
 func TestClientBadInput(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Bad")
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
 		unused, active := keys[0], keys[1]
@@ -132,12 +132,12 @@ func TestClientBadInput(t *testing.T) {
 
 		for _, rt := range clRoutes(unused, active, sid) {
 			t.Run(rt.path, func(t *testing.T) {
-				a := clAppOn(t, a)
+				a := a.On(t)
 				s := a.S
 
 				// Wrong methods: 405 JSON with Allow, secret or not.
 				for _, m := range []string{"GET", "PUT", "DELETE", "PATCH", "OPTIONS"} {
-					for _, h := range []http.Header{clHeader(a.Secret), nil} {
+					for _, h := range []http.Header{kwtest.AppHeader(a.Secret), nil} {
 						r := s.Do(m, rt.path, h, []byte(`{"license_key":"`+active+`"}`))
 						clRefused(t, m, r, 405, "METHOD_NOT_ALLOWED")
 						if r.Header.Get("Allow") != "POST" {
@@ -160,7 +160,7 @@ func TestClientBadInput(t *testing.T) {
 				// Not JSON, or JSON that is not an object.
 				for _, body := range []string{`{"license_key":`, `not json`, `{'license_key':'x'}`, `[]`, `[{"license_key":"x"}]`,
 					`"license_key"`, `null`, `42`, `true`, "\xff\xfe{}", `{"license_key":"x"} trailing`} {
-					r := s.Do("POST", rt.path, clHeader(a.Secret), []byte(body))
+					r := s.Do("POST", rt.path, kwtest.AppHeader(a.Secret), []byte(body))
 					if rt.transport == "env" {
 						clRefused(t, body, r, 400, "CRYPTO_ERROR")
 					} else {
@@ -175,7 +175,7 @@ func TestClientBadInput(t *testing.T) {
 				// when the request was.
 				for _, group := range [][]map[string]any{rt.wrongTypes, rt.missing} {
 					for _, inner := range group {
-						what := string(clJSON(t, inner))
+						what := string(kwtest.JSON(t, inner))
 						if len(what) > 80 {
 							what = what[:80]
 						}
@@ -198,7 +198,7 @@ func TestClientBadInput(t *testing.T) {
 
 				// Bodies over 64 KiB: BODY_TOO_LARGE, with or without a length.
 				big := []byte(`{"license_key":"` + active + `","pad":"` + strings.Repeat("a", clBodyLimit) + `"}`)
-				clRefused(t, "large", s.Do("POST", rt.path, clHeader(a.Secret), big), 400, "BODY_TOO_LARGE")
+				clRefused(t, "large", s.Do("POST", rt.path, kwtest.AppHeader(a.Secret), big), 400, "BODY_TOO_LARGE")
 				clRefused(t, "large chunked", clChunked(t, s, rt.path, a.Secret, big), 400, "BODY_TOO_LARGE")
 				huge := bytes.Repeat([]byte(" "), 4<<20)
 				clRefused(t, "huge", clChunked(t, s, rt.path, a.Secret, huge), 400, "BODY_TOO_LARGE")
@@ -208,16 +208,16 @@ func TestClientBadInput(t *testing.T) {
 		// Nothing changed: the unused key is unused and unbound, the active
 		// key keeps its one device and one live session, nothing was queued
 		// or reset.
-		k := clKey(t, a, unused)
+		k := a.KeyView(t, unused)
 		if k["status"] != "unused" || len(k["devices"].([]any)) != 0 || k["activated_at"] != nil {
 			t.Fatalf("unused key changed: %v", k)
 		}
-		k = clKey(t, a, active)
+		k = a.KeyView(t, active)
 		if len(k["devices"].([]any)) != 1 || len(k["sessions"].([]any)) != 1 || k["last_self_reset_at"] != nil {
 			t.Fatalf("active key changed: %v", k)
 		}
-		clBeatOK(t, a, sid, active)
-		if n := len(clSessions(t, a, "")); n != 1 {
+		a.BeatOK(t, sid, active)
+		if n := len(a.Sessions(t, "")); n != 1 {
 			t.Fatalf("%d live sessions, want 1", n)
 		}
 		evs, err := s.DB.Events(context.Background(), 0, 10000)
@@ -241,7 +241,7 @@ func clChunked(t testing.TB, s *kwtest.Server, path, secret string, body []byte)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header = clHeader(secret)
+	req.Header = kwtest.AppHeader(secret)
 	return s.Send(req)
 }
 
@@ -250,20 +250,20 @@ func clChunked(t testing.TB, s *kwtest.Server, path, secret string, body []byte)
 func TestClientBodyLimitBoundary(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Limit")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sized := func(n int) []byte {
 			head := `{"license_key":"` + key + `","pad":"`
 			return []byte(head + strings.Repeat("a", n-len(head)-2) + `"}`)
 		}
-		for _, path := range []string{clCheckKey, clValidate} {
+		for _, path := range []string{kwtest.PathCheckKey, kwtest.PathValidate} {
 			at := sized(clBodyLimit)
 			if len(at) != clBodyLimit {
 				t.Fatalf("built %d bytes", len(at))
 			}
-			clOK(t, s.Do("POST", path, clHeader(a.Secret), at))
-			clRefused(t, path, s.Do("POST", path, clHeader(a.Secret), sized(clBodyLimit+1)), 400, "BODY_TOO_LARGE")
+			s.Do("POST", path, kwtest.AppHeader(a.Secret), at).OK(t)
+			clRefused(t, path, s.Do("POST", path, kwtest.AppHeader(a.Secret), sized(clBodyLimit+1)), 400, "BODY_TOO_LARGE")
 		}
 		// An envelope just under the limit is read and verified.
 		inner := map[string]any{"license_key": key, "hwid": "pc", "pad": strings.Repeat("p", 47<<10)}
@@ -271,6 +271,6 @@ func TestClientBodyLimitBoundary(t *testing.T) {
 		if len(env) > clBodyLimit || len(env) < clBodyLimit-2048 {
 			t.Fatalf("envelope of %d bytes", len(env))
 		}
-		clOK(t, a.PostEnvelope(clLogin, env))
+		a.PostEnvelope(kwtest.PathLogin, env).OK(t)
 	})
 }

@@ -60,7 +60,7 @@ func cntLink(t testing.TB, a *kwtest.App, platform, link, label string, order in
 	t.Helper()
 	r := a.S.MustAdmin("POST", "/api/admin/social-links.php", map[string]any{"app_id": a.ID, "platform": platform,
 		"url": link, "label": label, "order": order})
-	return int64(clNum(t, "social_link.id", r.Obj("social_link")["id"]))
+	return int64(kwtest.Num(t, "social_link.id", r.Obj("social_link")["id"]))
 }
 
 // cntGetInfo fetches info.php and returns the inner reply decoded with
@@ -71,14 +71,14 @@ func cntGetInfo(t testing.TB, a *kwtest.App) map[string]any {
 	if !r.Sealed {
 		t.Fatalf("info.php reply is not an envelope: %s", r)
 	}
-	clOK(t, r)
-	return clNumbers(t, clInner(t, a, r))
+	r.OK(t)
+	return kwtest.Numbers(t, a.Inner(t, r))
 }
 
 func TestContentInfo(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Info App")
 		other := s.CreateApp("Other App")
 
@@ -106,8 +106,9 @@ func TestContentInfo(t *testing.T) {
 		s.MustAdmin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"version": "2.3.4"})
 		branding := map[string]any{"logo_url": "https://cdn.example.com/logo.png", "primary_color": "#112233",
 			"accent_color": "#AABBCC", "website_url": "https://example.com", "support_email": "help@example.com"}
-		clSettings(t, a, map[string]any{"download_url": "https://example.com/dl", "login_message": "Welcome back!",
+		a.SetSettings(t, map[string]any{"download_url": "https://example.com/dl", "login_message": "Welcome back!",
 			"maintenance": true, "maintenance_message": "Down for upgrades.", "branding": branding})
+
 		ids := map[string]int64{}
 		ids["discord"] = cntLink(t, a, "discord", "https://discord.gg/x", "Discord", 2)
 		ids["twitter"] = cntLink(t, a, "twitter", "https://twitter.com/x", "Twitter", 1)
@@ -148,7 +149,7 @@ func TestContentInfo(t *testing.T) {
 		for i, w := range order {
 			l := links[i].(map[string]any)
 			cntExactKeys(t, "social link", l, "id", "platform", "url", "label")
-			if id := clInt(t, "social_links.id", l["id"]); id != ids[w.platform] {
+			if id := kwtest.Int(t, "social_links.id", l["id"]); id != ids[w.platform] {
 				t.Fatalf("social_links[%d].id = %d, want %d (%v)", i, id, ids[w.platform], links)
 			}
 			if l["platform"] != w.platform || l["url"] != w.url || l["label"] != w.label {
@@ -157,7 +158,7 @@ func TestContentInfo(t *testing.T) {
 		}
 
 		// Maintenance off again.
-		clSettings(t, a, map[string]any{"maintenance": false})
+		a.SetSettings(t, map[string]any{"maintenance": false})
 		app = cntGetInfo(t, a)["app"].(map[string]any)
 		if app["maintenance_mode"] != false {
 			t.Fatalf("maintenance_mode = %#v, want false", app["maintenance_mode"])
@@ -173,10 +174,10 @@ func TestContentInfo(t *testing.T) {
 		}
 
 		// Refusals before the secret is verified are plain.
-		clPlainFail(t, s.Do("GET", cntInfo, nil, nil), 401, "INVALID_APP")
-		clPlainFail(t, s.Do("GET", cntInfo, http.Header{"X-App-Secret": {"not-a-secret"}}, nil), 401, "INVALID_APP")
+		s.Do("GET", cntInfo, nil, nil).PlainFail(t, 401, "INVALID_APP")
+		s.Do("GET", cntInfo, http.Header{"X-App-Secret": {"not-a-secret"}}, nil).PlainFail(t, 401, "INVALID_APP")
 		r := a.Plain(cntInfo, "")
-		clPlainFail(t, r, 405, "METHOD_NOT_ALLOWED")
+		r.PlainFail(t, 405, "METHOD_NOT_ALLOWED")
 		if got := r.Header.Get("Allow"); got != "GET" {
 			t.Fatalf("Allow = %q, want GET", got)
 		}
@@ -199,7 +200,7 @@ func cntTexts(t testing.TB, a *kwtest.App, query, bearer string) *kwtest.Reply {
 	if !r.Sealed {
 		t.Fatalf("text.php reply is not an envelope: %s", r)
 	}
-	clOK(t, r)
+	r.OK(t)
 	return r
 }
 
@@ -233,7 +234,7 @@ func cntSetText(t testing.TB, a *kwtest.App, key, name, value string) {
 func TestContentText(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Texts A")
 		b := s.CreateApp("Texts B")
 		ka := a.GenerateKeys(2, "lifetime", 0, 1)
@@ -252,8 +253,9 @@ func TestContentText(t *testing.T) {
 		cntSetText(t, b, "", "welcome", "Hello from B")
 		cntSetText(t, b, kb, "welcome", "B VIP")
 		// An override needs a key of that very app.
-		admExpect(t, s.Admin("PUT", "/api/admin/texts.php", map[string]any{"app_id": b.ID, "license_key": vip,
-			"name": "welcome", "value": "leak"}), 404, "NOT_FOUND")
+		s.Admin("PUT", "/api/admin/texts.php", map[string]any{"app_id": b.ID, "license_key": vip,
+			"name": "welcome", "value": "leak"}).JSONFail(t,
+			404, "NOT_FOUND")
 
 		defaults := map[string]string{"welcome": "Hello", "motd": "Have a nice day"}
 		plainTexts := map[string]string{"welcome": "Hello", "motd": ""}
@@ -305,12 +307,12 @@ func TestContentText(t *testing.T) {
 		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": vip})
 		cntSameTexts(t, "deleted key", cntTexts(t, a, "", vip), defaults)
 		cntSameTexts(t, "deleted key, ?key=", cntTexts(t, a, "key="+url.QueryEscape(vip), ""), defaults)
-		admExpect(t, s.Admin("GET", "/api/admin/texts.php?app_id="+a.ID+"&license_key="+url.QueryEscape(vip), nil), 404, "NOT_FOUND")
+		s.Admin("GET", "/api/admin/texts.php?app_id="+a.ID+"&license_key="+url.QueryEscape(vip), nil).JSONFail(t, 404, "NOT_FOUND")
 		cntSameTexts(t, "B's key after A's key went", cntTexts(t, b, "", kb), map[string]string{"welcome": "B VIP"})
 
 		// Refusals before the secret is verified are plain.
-		clPlainFail(t, s.Do("GET", cntText, http.Header{"Authorization": {"Bearer " + plain}}, nil), 401, "INVALID_APP")
-		clPlainFail(t, a.Plain(cntText, ""), 405, "METHOD_NOT_ALLOWED")
+		s.Do("GET", cntText, http.Header{"Authorization": {"Bearer " + plain}}, nil).PlainFail(t, 401, "INVALID_APP")
+		a.Plain(cntText, "").PlainFail(t, 405, "METHOD_NOT_ALLOWED")
 	})
 }
 
@@ -319,7 +321,7 @@ func cntSlide(t testing.TB, a *kwtest.App, body map[string]any) int64 {
 	t.Helper()
 	body["app_id"] = a.ID
 	r := a.S.MustAdmin("POST", "/api/admin/slides.php", body)
-	return int64(clNum(t, "slide.id", r.Obj("slide")["id"]))
+	return int64(kwtest.Num(t, "slide.id", r.Obj("slide")["id"]))
 }
 
 // cntLiveSlides asks slides.php with inner and returns the slides, checking
@@ -330,8 +332,8 @@ func cntLiveSlides(t testing.TB, a *kwtest.App, inner any) []map[string]any {
 	if !r.Sealed {
 		t.Fatalf("slides.php reply is not an envelope: %s", r)
 	}
-	clOK(t, r)
-	m := clNumbers(t, clInner(t, a, r))
+	r.OK(t)
+	m := kwtest.Numbers(t, a.Inner(t, r))
 	raw, ok := m["slides"].([]any)
 	if !ok {
 		t.Fatalf("slides = %#v, want an array", m["slides"])
@@ -340,11 +342,11 @@ func cntLiveSlides(t testing.TB, a *kwtest.App, inner any) []map[string]any {
 	for i, v := range raw {
 		sl := v.(map[string]any)
 		cntExactKeys(t, "slide", sl, "id", "title", "body", "image_url", "link_url", "order", "starts_at", "ends_at")
-		clInt(t, "slide.id", sl["id"])
-		clInt(t, "slide.order", sl["order"])
+		kwtest.Int(t, "slide.id", sl["id"])
+		kwtest.Int(t, "slide.order", sl["order"])
 		for _, f := range []string{"starts_at", "ends_at"} {
 			if sl[f] != nil {
-				clTime(t, "slide."+f, sl[f])
+				kwtest.WireTime(t, "slide."+f, sl[f])
 			}
 		}
 		out[i] = sl
@@ -357,7 +359,7 @@ func cntSlideIDs(t testing.TB, slides []map[string]any) []int64 {
 	t.Helper()
 	out := make([]int64, len(slides))
 	for i, sl := range slides {
-		out[i] = clInt(t, "slide.id", sl["id"])
+		out[i] = kwtest.Int(t, "slide.id", sl["id"])
 	}
 	return out
 }
@@ -382,7 +384,7 @@ func cntExpectSlides(t testing.TB, a *kwtest.App, what string, ids ...int64) {
 func TestContentSlides(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Slides")
 		other := s.CreateApp("Other")
 		t0 := s.Clock.Now()
@@ -407,12 +409,12 @@ func TestContentSlides(t *testing.T) {
 		// Fields of one slide as the client sees them.
 		var got map[string]any
 		for _, sl := range cntLiveSlides(t, a, map[string]any{"action": "get_slides"}) {
-			if clInt(t, "id", sl["id"]) == later {
+			if kwtest.Int(t, "id", sl["id"]) == later {
 				got = sl
 			}
 		}
 		if got == nil || got["title"] != "Later" || got["body"] != "b1" || got["image_url"] != "https://cdn.example.com/1.png" ||
-			got["link_url"] != "https://example.com/1" || clInt(t, "order", got["order"]) != 5 ||
+			got["link_url"] != "https://example.com/1" || kwtest.Int(t, "order", got["order"]) != 5 ||
 			got["starts_at"] != nil || got["ends_at"] != nil {
 			t.Fatalf("slide Later = %v", got)
 		}
@@ -423,7 +425,7 @@ func TestContentSlides(t *testing.T) {
 		s.Clock.Advance(time.Second)
 		cntExpectSlides(t, a, "at starts_at (inclusive)", negative, first, scheduled, expiring, later, tie)
 		for _, sl := range cntLiveSlides(t, a, map[string]any{}) {
-			if clInt(t, "id", sl["id"]) == scheduled && (sl["starts_at"] != at(time.Hour) || sl["ends_at"] != at(3*time.Hour)) {
+			if kwtest.Int(t, "id", sl["id"]) == scheduled && (sl["starts_at"] != at(time.Hour) || sl["ends_at"] != at(3*time.Hour)) {
 				t.Fatalf("scheduled slide window = %v .. %v, want %s .. %s", sl["starts_at"], sl["ends_at"], at(time.Hour), at(3*time.Hour))
 			}
 		}
@@ -440,9 +442,9 @@ func TestContentSlides(t *testing.T) {
 		cntExpectSlides(t, a, "after toggling", negative, inactive, later, tie)
 
 		// Only get_slides (or no action) is understood; failures are sealed.
-		clSealedFail(t, a.Env(cntSlides, map[string]any{"action": "other"}), "MISSING_FIELDS")
-		clSealedFail(t, a.Env(cntSlides, map[string]any{"action": 7}), "MISSING_FIELDS")
-		clSealedFail(t, a.Env(cntSlides, []any{}), "MISSING_FIELDS")
+		a.Env(cntSlides, map[string]any{"action": "other"}).SealedFail(t, "MISSING_FIELDS")
+		a.Env(cntSlides, map[string]any{"action": 7}).SealedFail(t, "MISSING_FIELDS")
+		a.Env(cntSlides, []any{}).SealedFail(t, "MISSING_FIELDS")
 
 		// The other app sees only its own slide.
 		if got := cntLiveSlides(t, other, map[string]any{"action": "get_slides"}); len(got) != 1 || got[0]["title"] != "Other app" {
@@ -450,8 +452,8 @@ func TestContentSlides(t *testing.T) {
 		}
 
 		// Plain refusals before verification; GET is not a slides method.
-		clPlainFail(t, s.Do("POST", cntSlides, nil, a.Seal(map[string]any{}).Marshal()), 401, "INVALID_APP")
-		clPlainFail(t, a.Get(cntSlides, nil), 405, "METHOD_NOT_ALLOWED")
+		s.Do("POST", cntSlides, nil, a.Seal(map[string]any{}).Marshal()).PlainFail(t, 401, "INVALID_APP")
+		a.Get(cntSlides, nil).PlainFail(t, 405, "METHOD_NOT_ALLOWED")
 	})
 }
 
@@ -460,8 +462,8 @@ func TestContentSlides(t *testing.T) {
 func cntClicks(t testing.TB, a *kwtest.App) map[int64]int {
 	t.Helper()
 	out := map[int64]int{}
-	for _, l := range admList(t, a.S.MustAdmin("GET", "/api/admin/social-links.php?app_id="+a.ID, nil), "social_links") {
-		out[int64(clNum(t, "id", l["id"]))] = clNum(t, "clicks", l["clicks"])
+	for _, l := range a.S.MustAdmin("GET", "/api/admin/social-links.php?app_id="+a.ID, nil).List(t, "social_links") {
+		out[int64(kwtest.Num(t, "id", l["id"]))] = kwtest.Num(t, "clicks", l["clicks"])
 	}
 	return out
 }
@@ -487,7 +489,7 @@ func cntClickOK(t testing.TB, a *kwtest.App, inner map[string]any) {
 	if !r.Sealed {
 		t.Fatalf("social-click %v: reply is not an envelope: %s", inner, r)
 	}
-	clOK(t, r)
+	r.OK(t)
 }
 
 // cntPostSealed seals inner and POSTs it from any goroutine (no testing.T),
@@ -537,7 +539,7 @@ func cntPostSealed(a *kwtest.App, path string, inner map[string]any) error {
 func TestContentSocialClick(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		// The concurrent clients below leave pre-dialed connections that
 		// never carried a request; http.Server.Shutdown waits 5 s for such
 		// connections, so drop them before the server closes.
@@ -583,7 +585,7 @@ func TestContentSocialClick(t *testing.T) {
 			{map[string]any{"link_id": true}, "MISSING_FIELDS"},
 			{map[string]any{"platform": 3}, "MISSING_FIELDS"},
 		} {
-			clSealedFail(t, a.Env(cntClick, c.inner), c.code)
+			a.Env(cntClick, c.inner).SealedFail(t, c.code)
 		}
 		cntExpectClicks(t, a, "after refusals", want)
 		cntExpectClicks(t, other, "other app after refusals", map[int64]int{od: 0})
@@ -591,14 +593,14 @@ func TestContentSocialClick(t *testing.T) {
 		// A replayed envelope is answered again but counted once.
 		raw := a.Seal(map[string]any{"link_id": tw}).Marshal()
 		r1 := a.PostEnvelope(cntClick, raw)
-		clOK(t, r1)
+		r1.OK(t)
 		r2 := a.PostEnvelope(cntClick, raw)
 		if !r2.Sealed {
 			t.Fatalf("replay answer is not an envelope: %s", r2)
 		}
-		clOK(t, r2)
-		if string(clInner(t, a, r1)) != string(clInner(t, a, r2)) {
-			t.Fatalf("replay answered %s, first answer %s", clInner(t, a, r2), clInner(t, a, r1))
+		r2.OK(t)
+		if string(a.Inner(t, r1)) != string(a.Inner(t, r2)) {
+			t.Fatalf("replay answered %s, first answer %s", a.Inner(t, r2), a.Inner(t, r1))
 		}
 		want[tw]++
 		cntExpectClicks(t, a, "replayed envelope", want)
@@ -652,8 +654,8 @@ func TestContentSocialClick(t *testing.T) {
 		cntExpectClicks(t, a, "after concurrent platform clicks", want)
 
 		// Plain refusals before verification.
-		clPlainFail(t, s.Do("POST", cntClick, nil, a.Seal(map[string]any{"link_id": d1}).Marshal()), 401, "INVALID_APP")
-		clPlainFail(t, a.Plain(cntClick, map[string]any{"link_id": d1}), 400, "CRYPTO_ERROR")
+		s.Do("POST", cntClick, nil, a.Seal(map[string]any{"link_id": d1}).Marshal()).PlainFail(t, 401, "INVALID_APP")
+		a.Plain(cntClick, map[string]any{"link_id": d1}).PlainFail(t, 400, "CRYPTO_ERROR")
 		cntExpectClicks(t, a, "after plain refusals", want)
 	})
 }
@@ -663,7 +665,7 @@ func TestContentSocialClick(t *testing.T) {
 func TestContentSocialClickReplayAcrossServers(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s1 := clStart(t, engine, nil)
+		s1 := kwtest.Boot(t, engine, nil)
 		s2 := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: s1.Clock, DataDir: s1.DataDir,
 			DatabaseURL: s1.DatabaseURL, ReapEvery: time.Hour})
 		a1 := s1.CreateApp("Shared")
@@ -672,12 +674,12 @@ func TestContentSocialClickReplayAcrossServers(t *testing.T) {
 
 		raw := a1.Seal(map[string]any{"link_id": id}).Marshal()
 		r1 := a1.PostEnvelope(cntClick, raw)
-		clOK(t, r1)
+		r1.OK(t)
 		r2 := a2.PostEnvelope(cntClick, raw)
 		if !r2.Sealed {
 			t.Fatalf("replay on the second server: %s", r2)
 		}
-		clOK(t, r2)
+		r2.OK(t)
 		cntExpectClicks(t, a1, "one envelope on two servers", map[int64]int{id: 1})
 
 		// Fresh envelopes on both servers all count.
@@ -692,7 +694,7 @@ func cntEntry(t testing.TB, a *kwtest.App, version, title, category string, publ
 	t.Helper()
 	r := a.S.MustAdmin("POST", "/api/admin/changelog.php", map[string]any{"app_id": a.ID, "version": version,
 		"title": title, "body": "Body of " + title, "category": category, "published": published})
-	return int64(clNum(t, "entry.id", r.Obj("entry")["id"]))
+	return int64(kwtest.Num(t, "entry.id", r.Obj("entry")["id"]))
 }
 
 // cntChangelogGet GETs the public changelog with query, no credentials.
@@ -709,8 +711,8 @@ func cntEntries(t testing.TB, s *kwtest.Server, query string) []map[string]any {
 	if r.Sealed || envelope.IsEnvelope(r.Raw) {
 		t.Fatalf("changelog %s: reply is an envelope, want plain JSON", query)
 	}
-	clOK(t, r)
-	m := clNumbers(t, r.Raw)
+	r.OK(t)
+	m := kwtest.Numbers(t, r.Raw)
 	raw, ok := m["entries"].([]any)
 	if !ok {
 		t.Fatalf("changelog %s: entries = %#v, want an array", query, m["entries"])
@@ -719,8 +721,8 @@ func cntEntries(t testing.TB, s *kwtest.Server, query string) []map[string]any {
 	for i, v := range raw {
 		e := v.(map[string]any)
 		cntExactKeys(t, "entry", e, "id", "version", "title", "body", "category", "published_at")
-		clInt(t, "entry.id", e["id"])
-		clTime(t, "entry.published_at", e["published_at"])
+		kwtest.Int(t, "entry.id", e["id"])
+		kwtest.WireTime(t, "entry.published_at", e["published_at"])
 		out[i] = e
 	}
 	return out
@@ -732,7 +734,7 @@ func cntExpectEntries(t testing.TB, s *kwtest.Server, query string, ids ...int64
 	es := cntEntries(t, s, query)
 	got := make([]int64, len(es))
 	for i, e := range es {
-		got[i] = clInt(t, "entry.id", e["id"])
+		got[i] = kwtest.Int(t, "entry.id", e["id"])
 	}
 	if len(got) != len(ids) {
 		t.Fatalf("changelog %s = %v, want %v", query, got, ids)
@@ -747,7 +749,7 @@ func cntExpectEntries(t testing.TB, s *kwtest.Server, query string, ids ...int64
 func TestContentChangelog(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Changelog")
 		other := s.CreateApp("Other")
 		q := "app_id=" + a.ID + "&"
@@ -787,7 +789,7 @@ func TestContentChangelog(t *testing.T) {
 
 		// Fields of an entry.
 		for _, e := range cntEntries(t, s, q) {
-			id := clInt(t, "id", e["id"])
+			id := kwtest.Int(t, "id", e["id"])
 			if e["published_at"] != published[id].Format(time.RFC3339) {
 				t.Fatalf("entry %d published_at = %v, want %s", id, e["published_at"], published[id].Format(time.RFC3339))
 			}
@@ -804,7 +806,7 @@ func TestContentChangelog(t *testing.T) {
 		cntExpectEntries(t, s, q+"limit=3", e7, e6, e5)
 		cntExpectEntries(t, s, q+"limit=50", all...)
 		for _, bad := range []string{"0", "51", "x", "-1", "1.5", "%20"} {
-			clPlainFail(t, cntChangelogGet(s, q+"limit="+bad), 400, "MISSING_FIELDS")
+			cntChangelogGet(s, q+"limit="+bad).PlainFail(t, 400, "MISSING_FIELDS")
 		}
 
 		// category.
@@ -812,7 +814,7 @@ func TestContentChangelog(t *testing.T) {
 			"security": {e4}, "deprecated": {e6}} {
 			cntExpectEntries(t, s, q+"category="+cat, ids...)
 		}
-		clPlainFail(t, cntChangelogGet(s, q+"category=bugfix"), 400, "MISSING_FIELDS")
+		cntChangelogGet(s, q+"category=bugfix").PlainFail(t, 400, "MISSING_FIELDS")
 
 		// since: a date, a date-time, or a version.
 		cntExpectEntries(t, s, q+"since=2026-11-05", e7, e6, e5, e4)
@@ -828,7 +830,7 @@ func TestContentChangelog(t *testing.T) {
 		cntExpectEntries(t, s, q+"since=2.0.0-alpha", e7)
 		cntExpectEntries(t, s, q+"since=2.0.0", []int64{}...) // 2.0.0-beta comes before 2.0.0
 		for _, bad := range []string{"garbage", "yesterday", "1.2.x", "2026-11-05T10:00"} {
-			clPlainFail(t, cntChangelogGet(s, q+"since="+url.QueryEscape(bad)), 400, "MISSING_FIELDS")
+			cntChangelogGet(s, q+"since="+url.QueryEscape(bad)).PlainFail(t, 400, "MISSING_FIELDS")
 		}
 
 		// Filters combine.
@@ -841,7 +843,7 @@ func TestContentChangelog(t *testing.T) {
 		to(day(8, 0, 0, 0))
 		s.MustAdmin("PUT", "/api/admin/changelog.php", map[string]any{"app_id": a.ID, "id": draft, "published": true})
 		es := cntEntries(t, s, q+"limit=1")
-		if len(es) != 1 || clInt(t, "id", es[0]["id"]) != draft || es[0]["published_at"] != "2026-11-08T00:00:00Z" {
+		if len(es) != 1 || kwtest.Int(t, "id", es[0]["id"]) != draft || es[0]["published_at"] != "2026-11-08T00:00:00Z" {
 			t.Fatalf("published draft = %v, want id %d at 2026-11-08T00:00:00Z", es, draft)
 		}
 		s.MustAdmin("PUT", "/api/admin/changelog.php", map[string]any{"app_id": a.ID, "id": draft, "published": false})
@@ -863,16 +865,16 @@ func TestContentChangelog(t *testing.T) {
 
 		// app_id is required and must name an app; a secret is not needed,
 		// and one (even another app's) changes nothing.
-		clPlainFail(t, cntChangelogGet(s, ""), 400, "MISSING_FIELDS")
-		clPlainFail(t, cntChangelogGet(s, "app_id="), 400, "MISSING_FIELDS")
-		clPlainFail(t, cntChangelogGet(s, "app_id=00000000-0000-4000-8000-000000000000"), 404, "NOT_FOUND")
-		clPlainFail(t, cntChangelogGet(s, "app_id=not-a-uuid"), 404, "NOT_FOUND")
+		cntChangelogGet(s, "").PlainFail(t, 400, "MISSING_FIELDS")
+		cntChangelogGet(s, "app_id=").PlainFail(t, 400, "MISSING_FIELDS")
+		cntChangelogGet(s, "app_id=00000000-0000-4000-8000-000000000000").PlainFail(t, 404, "NOT_FOUND")
+		cntChangelogGet(s, "app_id=not-a-uuid").PlainFail(t, 404, "NOT_FOUND")
 		r := s.Do("GET", cntChangelog+"?"+q, http.Header{"X-App-Secret": {other.Secret}}, nil)
-		clOK(t, r)
+		r.OK(t)
 		if r.Sealed || envelope.IsEnvelope(r.Raw) || len(r.Body["entries"].([]any)) != 6 {
 			t.Fatalf("changelog with another app's secret: %s", r)
 		}
 		r = s.Do("POST", cntChangelog+"?"+q, nil, nil)
-		clPlainFail(t, r, 405, "METHOD_NOT_ALLOWED")
+		r.PlainFail(t, 405, "METHOD_NOT_ALLOWED")
 	})
 }

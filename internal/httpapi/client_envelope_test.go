@@ -21,11 +21,6 @@ import (
 // verified reply is sealed, and a replayed envelope gets the first reply
 // without running twice.
 
-// clHeader is the header of a client request with secret.
-func clHeader(secret string) http.Header {
-	return http.Header{"X-App-Secret": {secret}, "Content-Type": {"application/json"}}
-}
-
 // clSealAt seals inner for a at the given time.
 func clSealAt(t testing.TB, a *kwtest.App, inner any, at time.Time) envelope.Envelope {
 	t.Helper()
@@ -43,7 +38,7 @@ func clSealAt(t testing.TB, a *kwtest.App, inner any, at time.Time) envelope.Env
 // clCryptoError fails unless r is the plain bad-envelope refusal (no reason).
 func clCryptoError(t testing.TB, r *kwtest.Reply) {
 	t.Helper()
-	clPlainFail(t, r, 400, "CRYPTO_ERROR")
+	r.PlainFail(t, 400, "CRYPTO_ERROR")
 	if _, ok := r.Body["reason"]; ok {
 		t.Fatalf("non-clock refusal carries a reason: %v", r.Body)
 	}
@@ -59,11 +54,11 @@ func clCryptoError(t testing.TB, r *kwtest.Reply) {
 // clClockSkew fails unless r is the plain clock refusal of §4 / §7.13.
 func clClockSkew(t testing.TB, s *kwtest.Server, r *kwtest.Reply) {
 	t.Helper()
-	clPlainFail(t, r, 400, "CRYPTO_ERROR")
+	r.PlainFail(t, 400, "CRYPTO_ERROR")
 	if r.Body["reason"] != "CLOCK_SKEW" {
 		t.Fatalf("reason = %v, want CLOCK_SKEW", r.Body["reason"])
 	}
-	if n := clInt(t, "server_time", clNumbers(t, r.Raw)["server_time"]); n != s.Clock.Now().Unix() {
+	if n := kwtest.Int(t, "server_time", kwtest.Numbers(t, r.Raw)["server_time"]); n != s.Clock.Now().Unix() {
 		t.Fatalf("server_time = %d, want the server clock %d", n, s.Clock.Now().Unix())
 	}
 	if !strings.Contains(strings.ToLower(r.Str("message")), "expired") {
@@ -75,17 +70,17 @@ func clClockSkew(t testing.TB, s *kwtest.Server, r *kwtest.Reply) {
 // activate fresh, the logout would end sid.
 func clEnvelopeRoutes(key, fresh, sid string) map[string]map[string]any {
 	return map[string]map[string]any{
-		clLogin:     {"license_key": fresh, "hwid": "pc-x"},
-		clHeartbeat: {"session_id": sid, "license_key": key},
-		clLogout:    {"session_id": sid},
-		clCheckKey:  {"license_key": key},
+		kwtest.PathLogin:     {"license_key": fresh, "hwid": "pc-x"},
+		kwtest.PathHeartbeat: {"session_id": sid, "license_key": key},
+		kwtest.PathLogout:    {"session_id": sid},
+		kwtest.PathCheckKey:  {"license_key": key},
 	}
 }
 
 func TestClientEnvelopeRefusals(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Env")
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
 		key, fresh := keys[0], keys[1]
@@ -93,11 +88,11 @@ func TestClientEnvelopeRefusals(t *testing.T) {
 
 		for path, inner := range clEnvelopeRoutes(key, fresh, sid) {
 			t.Run(path, func(t *testing.T) {
-				a := clAppOn(t, a)
+				a := a.On(t)
 				s := a.S
 				now := s.Clock.Now()
 				send := func(env envelope.Envelope) *kwtest.Reply {
-					return s.Do("POST", path, clHeader(a.Secret), env.Marshal())
+					return s.Do("POST", path, kwtest.AppHeader(a.Secret), env.Marshal())
 				}
 
 				// Bad MAC: one hex digit changed.
@@ -135,10 +130,10 @@ func TestClientEnvelopeRefusals(t *testing.T) {
 					"numeric p":       fmt.Sprintf(`{"p":1,"t":%d,"s":%q}`, env.T, env.S),
 					"trailing object": string(good) + `{"p":"x"}`,
 					"truncated":       string(good[:len(good)-2]),
-					"plain inner":     string(clJSON(t, inner)),
+					"plain inner":     string(kwtest.JSON(t, inner)),
 				} {
-					r := s.Do("POST", path, clHeader(a.Secret), []byte(body))
-					if path == clCheckKey && !envelope.IsEnvelope([]byte(body)) {
+					r := s.Do("POST", path, kwtest.AppHeader(a.Secret), []byte(body))
+					if path == kwtest.PathCheckKey && !envelope.IsEnvelope([]byte(body)) {
 						// check-key takes what is not an envelope as a plain
 						// request (see the check-key tests): a plain answer.
 						if r.Body["error_code"] == "CRYPTO_ERROR" || envelope.IsEnvelope(r.Raw) || r.Status >= 500 {
@@ -165,16 +160,16 @@ func TestClientEnvelopeRefusals(t *testing.T) {
 
 		// None of the refusals above ran anything: the one session is still
 		// live, no other was opened, the key has its one device.
-		if live := clSessions(t, a, key); len(live) != 1 {
+		if live := a.Sessions(t, key); len(live) != 1 {
 			t.Fatalf("%d live sessions after refused envelopes, want 1", len(live))
 		}
-		if d := clDevices(t, a, key); len(d) != 1 || d[0] != "pc" {
+		if d := a.Devices(t, key); len(d) != 1 || d[0] != "pc" {
 			t.Fatalf("devices = %v", d)
 		}
-		if k := clKey(t, a, fresh); k["status"] != "unused" || len(k["devices"].([]any)) != 0 {
+		if k := a.KeyView(t, fresh); k["status"] != "unused" || len(k["devices"].([]any)) != 0 {
 			t.Fatalf("a refused login envelope activated a key: %v", k)
 		}
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
 	})
 }
 
@@ -188,31 +183,22 @@ func clFlipHex(s string) string {
 	return string(b)
 }
 
-func clJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // Envelopes at the edge of the window pass; whatever JSON encoding the SDKs
 // use for the envelope is accepted (§5, §7.3); a verified envelope whose
 // inner JSON is not an object gets a sealed MISSING_FIELDS.
 func TestClientEnvelopeAccepted(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Accept")
 		keys := a.GenerateKeys(8, "lifetime", 0, 1)
 		now := s.Clock.Now()
-		post := func(body []byte) *kwtest.Reply { return a.PostEnvelope(clCheckKey, body) }
+		post := func(body []byte) *kwtest.Reply { return a.PostEnvelope(kwtest.PathCheckKey, body) }
 
 		for i, d := range []time.Duration{-300 * time.Second, 300 * time.Second, 0} {
 			env := clSealAt(t, a, map[string]any{"license_key": keys[0]}, now.Add(d))
 			r := post(env.Marshal())
-			clOK(t, r)
+			r.OK(t)
 			if !r.Sealed {
 				t.Fatalf("window edge %d: reply not sealed", i)
 			}
@@ -247,7 +233,7 @@ func TestClientEnvelopeAccepted(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := post(e2.Marshal())
-		clOK(t, r)
+		r.OK(t)
 		if r.Obj("key")["license_key"] != keys[2] {
 			t.Fatalf("escaped inner key read as %v", r.Obj("key")["license_key"])
 		}
@@ -257,11 +243,11 @@ func TestClientEnvelopeAccepted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, path := range []string{clLogin, clHeartbeat, clLogout, clCheckKey} {
-				clSealedFail(t, a.PostEnvelope(path, e.Marshal()), "MISSING_FIELDS")
+			for _, path := range []string{kwtest.PathLogin, kwtest.PathHeartbeat, kwtest.PathLogout, kwtest.PathCheckKey} {
+				a.PostEnvelope(path, e.Marshal()).SealedFail(t, "MISSING_FIELDS")
 			}
 		}
-		if n := len(clSessions(t, a, "")); n != 0 {
+		if n := len(a.Sessions(t, "")); n != 0 {
 			t.Fatalf("%d sessions, want 0", n)
 		}
 	})
@@ -280,7 +266,7 @@ func clEscapeAll(s string) string {
 func TestClientUnknownAppSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Secret")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		gone := s.CreateApp("Gone")
@@ -295,19 +281,19 @@ func TestClientUnknownAppSecret(t *testing.T) {
 			"short":       "abc",
 			"empty":       "",
 		}
-		for _, path := range []string{clLogin, clHeartbeat, clLogout, clCheckKey, clValidate, clRequestHWID, clSelfReset} {
+		for _, path := range []string{kwtest.PathLogin, kwtest.PathHeartbeat, kwtest.PathLogout, kwtest.PathCheckKey, kwtest.PathValidate, kwtest.PathRequestHWID, kwtest.PathSelfReset} {
 			for name, secret := range secrets {
 				other := s.NewApp(a.ID, secret)
 				env := other.Seal(map[string]any{"license_key": key, "hwid": "pc", "session_id": "x", "key": key})
-				for _, body := range [][]byte{env.Marshal(), clJSON(t, map[string]any{"license_key": key, "key": key})} {
-					r := s.Do("POST", path, clHeader(secret), body)
+				for _, body := range [][]byte{env.Marshal(), kwtest.JSON(t, map[string]any{"license_key": key, "key": key})} {
+					r := s.Do("POST", path, kwtest.AppHeader(secret), body)
 					if r.Status != 401 || r.Body["error_code"] != "INVALID_APP" || r.Body["success"] != false || envelope.IsEnvelope(r.Raw) {
 						t.Fatalf("%s with %s secret: %s", path, name, r)
 					}
 				}
 			}
 		}
-		if k := clKey(t, a, key); k["status"] != "unused" {
+		if k := a.KeyView(t, key); k["status"] != "unused" {
 			t.Fatalf("key touched by refused requests: %v", k)
 		}
 	})
@@ -318,52 +304,52 @@ func TestClientUnknownAppSecret(t *testing.T) {
 func TestClientEnvelopeReplay(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Replay")
 		keys := a.GenerateKeys(3, "lifetime", 0, 2)
 
 		// Login posted twice: one session, the same session_id.
 		env := a.Seal(map[string]any{"license_key": keys[0], "hwid": "pc"}).Marshal()
-		r1 := a.PostEnvelope(clLogin, env)
+		r1 := a.PostEnvelope(kwtest.PathLogin, env)
 		s.Clock.Advance(100 * time.Second) // still inside the window
-		r2 := a.PostEnvelope(clLogin, env)
-		clOK(t, r1)
-		clOK(t, r2)
+		r2 := a.PostEnvelope(kwtest.PathLogin, env)
+		r1.OK(t)
+		r2.OK(t)
 		if sid := r1.Str("session_id"); sid == "" || sid != r2.Str("session_id") {
 			t.Fatalf("session_id %q then %q, want the same", r1.Str("session_id"), r2.Str("session_id"))
 		}
-		if !bytes.Equal(clInner(t, a, r1), clInner(t, a, r2)) {
-			t.Fatalf("replayed login answered differently:\n%s\n%s", clInner(t, a, r1), clInner(t, a, r2))
+		if !bytes.Equal(a.Inner(t, r1), a.Inner(t, r2)) {
+			t.Fatalf("replayed login answered differently:\n%s\n%s", a.Inner(t, r1), a.Inner(t, r2))
 		}
-		if n := len(clSessions(t, a, keys[0])); n != 1 {
+		if n := len(a.Sessions(t, keys[0])); n != 1 {
 			t.Fatalf("%d sessions after a replayed login, want 1", n)
 		}
 		sid := r1.Str("session_id")
-		clBeatOK(t, a, sid, keys[0])
+		a.BeatOK(t, sid, keys[0])
 
 		// The same inner body in a fresh envelope is a new login.
 		sid2 := a.Login(keys[0], "pc")
 		if sid2 == sid {
 			t.Fatal("a fresh envelope got the replayed session")
 		}
-		if n := len(clSessions(t, a, keys[0])); n != 2 {
+		if n := len(a.Sessions(t, keys[0])); n != 2 {
 			t.Fatalf("%d sessions, want 2", n)
 		}
 
 		// Logout posted twice: the same reply, the session ends once; the
 		// replay does not touch a later session.
 		out := a.Seal(map[string]any{"session_id": sid, "license_key": keys[0]}).Marshal()
-		o1 := a.PostEnvelope(clLogout, out)
-		clOK(t, o1)
+		o1 := a.PostEnvelope(kwtest.PathLogout, out)
+		o1.OK(t)
 		s.Clock.Advance(time.Second)
 		sid3 := a.Login(keys[0], "pc")
-		o2 := a.PostEnvelope(clLogout, out)
-		clOK(t, o2)
-		if !bytes.Equal(clInner(t, a, o1), clInner(t, a, o2)) {
+		o2 := a.PostEnvelope(kwtest.PathLogout, out)
+		o2.OK(t)
+		if !bytes.Equal(a.Inner(t, o1), a.Inner(t, o2)) {
 			t.Fatalf("replayed logout answered differently")
 		}
-		clKill(t, a.Heartbeat(sid, keys[0]), "SESSION_EXPIRED")
-		clBeatOK(t, a, sid3, keys[0])
+		a.Heartbeat(sid, keys[0]).Kill(t, "SESSION_EXPIRED")
+		a.BeatOK(t, sid3, keys[0])
 
 		// Many copies of one login at once: one runs, all get its reply.
 		env = a.Seal(map[string]any{"license_key": keys[1], "hwid": "pc-c"}).Marshal()
@@ -374,12 +360,12 @@ func TestClientEnvelopeReplay(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				req, err := http.NewRequest("POST", s.URL+clLogin, bytes.NewReader(env))
+				req, err := http.NewRequest("POST", s.URL+kwtest.PathLogin, bytes.NewReader(env))
 				if err != nil {
 					errs[i] = err
 					return
 				}
-				req.Header = clHeader(a.Secret)
+				req.Header = kwtest.AppHeader(a.Secret)
 				resp, err := kwtest.HTTP.Do(req)
 				if err != nil {
 					errs[i] = err
@@ -401,7 +387,7 @@ func TestClientEnvelopeReplay(t *testing.T) {
 				t.Fatalf("copy %d: %d %s", i, statuses[i], raws[i])
 			}
 			var inner map[string]any
-			if err := json.Unmarshal(clInner(t, a, r), &inner); err != nil {
+			if err := json.Unmarshal(a.Inner(t, r), &inner); err != nil {
 				t.Fatal(err)
 			}
 			sid, _ := inner["session_id"].(string)
@@ -410,7 +396,7 @@ func TestClientEnvelopeReplay(t *testing.T) {
 			}
 			first = sid
 		}
-		if live := clSessions(t, a, keys[1]); len(live) != 1 {
+		if live := a.Sessions(t, keys[1]); len(live) != 1 {
 			t.Fatalf("%d sessions after %d concurrent copies, want 1", len(live), n)
 		}
 
@@ -419,23 +405,23 @@ func TestClientEnvelopeReplay(t *testing.T) {
 		// fresh envelope sees the change.
 		ck := a.Seal(map[string]any{"license_key": keys[2]}).Marshal()
 		hb := a.Seal(map[string]any{"session_id": sid3, "license_key": keys[0]}).Marshal()
-		c1, h1 := a.PostEnvelope(clCheckKey, ck), a.PostEnvelope(clHeartbeat, hb)
+		c1, h1 := a.PostEnvelope(kwtest.PathCheckKey, ck), a.PostEnvelope(kwtest.PathHeartbeat, hb)
 		if c1.Body["valid"] != true || h1.Body["success"] != true {
 			t.Fatalf("first check-key / heartbeat: %v / %v", c1.Body, h1.Body)
 		}
-		clAction(t, a, "ban", keys[2], nil)
-		clAction(t, a, "ban", keys[0], nil)
-		c2, h2 := a.PostEnvelope(clCheckKey, ck), a.PostEnvelope(clHeartbeat, hb)
-		if !bytes.Equal(clInner(t, a, c1), clInner(t, a, c2)) || !bytes.Equal(clInner(t, a, h1), clInner(t, a, h2)) {
+		a.MustKeyAction(t, "ban", keys[2], nil)
+		a.MustKeyAction(t, "ban", keys[0], nil)
+		c2, h2 := a.PostEnvelope(kwtest.PathCheckKey, ck), a.PostEnvelope(kwtest.PathHeartbeat, hb)
+		if !bytes.Equal(a.Inner(t, c1), a.Inner(t, c2)) || !bytes.Equal(a.Inner(t, h1), a.Inner(t, h2)) {
 			t.Fatalf("replays answered anew: %v / %v", c2.Body, h2.Body)
 		}
-		if r := a.Env(clCheckKey, map[string]any{"license_key": keys[2]}); r.Body["valid"] != false {
+		if r := a.Env(kwtest.PathCheckKey, map[string]any{"license_key": keys[2]}); r.Body["valid"] != false {
 			t.Fatalf("fresh check-key after the ban: %v", r.Body)
 		}
-		clKill(t, a.Heartbeat(sid3, keys[0]), "BANNED")
+		a.Heartbeat(sid3, keys[0]).Kill(t, "BANNED")
 
 		// Once the window has passed the copy is refused by the clock.
 		s.Clock.Advance(301 * time.Second)
-		clClockSkew(t, s, s.Do("POST", clLogin, clHeader(a.Secret), env))
+		clClockSkew(t, s, s.Do("POST", kwtest.PathLogin, kwtest.AppHeader(a.Secret), env))
 	})
 }

@@ -23,16 +23,16 @@ func FuzzClientRoutes(f *testing.F) {
 	sid := a.Login(keys[2], "pc")
 	env := a.Seal(map[string]any{"license_key": keys[1], "hwid": "pc"}).Marshal()
 
-	clSettings(f, a, map[string]any{"trial_enabled": true, "accounts_enabled": true, "account_signup_days": 3})
+	a.SetSettings(f, map[string]any{"trial_enabled": true, "accounts_enabled": true, "account_signup_days": 3})
 	if r := a.Plain("/api/auth/account-register.php", map[string]any{"username": "fuzzer", "password": "secret123"}); r.Status != 200 {
 		f.Fatalf("register: %s", r)
 	}
 
-	routes := []string{clCheckKey, clValidate, clRequestHWID, clSelfReset, clLogin, clHeartbeat, clLogout,
+	routes := []string{kwtest.PathCheckKey, kwtest.PathValidate, kwtest.PathRequestHWID, kwtest.PathSelfReset, kwtest.PathLogin, kwtest.PathHeartbeat, kwtest.PathLogout,
 		"/api/auth/trial.php", "/api/auth/account-register.php", "/api/auth/account-login.php",
 		"/api/auth/change-password.php", "/api/auth/account-redeem.php", "/api/app/slides.php", "/api/app/social-click.php",
 		"/api/app/pricing.php", "/api/app/fulfill.php", "/api/update/check.php"}
-	envRoute := map[string]bool{clLogin: true, clHeartbeat: true, clLogout: true, "/api/app/slides.php": true, "/api/app/social-click.php": true,
+	envRoute := map[string]bool{kwtest.PathLogin: true, kwtest.PathHeartbeat: true, kwtest.PathLogout: true, "/api/app/slides.php": true, "/api/app/social-click.php": true,
 		"/api/update/check.php": true}
 	for i, body := range []string{
 		`{"license_key":"` + keys[0] + `"}`,
@@ -71,7 +71,7 @@ func FuzzClientRoutes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header = clHeader(a.Secret)
+		req.Header = kwtest.AppHeader(a.Secret)
 		resp, err := kwtest.HTTP.Do(req)
 		if err != nil {
 			t.Fatalf("POST %s: %v", path, err)

@@ -19,16 +19,16 @@ import (
 func TestClientHeartbeatOK(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Beat")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "pc")
 
 		s.Clock.Advance(30 * time.Second)
 		r := a.Heartbeat(sid, key)
-		clOK(t, r)
+		r.OK(t)
 		var inner map[string]any
-		inner = clNumbers(t, clInner(t, a, r))
+		inner = kwtest.Numbers(t, a.Inner(t, r))
 		if !reflect.DeepEqual(inner, map[string]any{"success": true, "message": "Heartbeat OK"}) {
 			t.Fatalf("heartbeat reply = %v", inner)
 		}
@@ -55,15 +55,15 @@ func TestClientHeartbeatOK(t *testing.T) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				s.Clock.Advance(30 * time.Second)
-				r := clAppOn(t, a).Env(clHeartbeat, body)
+				r := a.On(t).Env(kwtest.PathHeartbeat, body)
 				if !r.Sealed {
 					t.Fatalf("not enveloped: %s", r)
 				}
-				clOK(t, r)
+				r.OK(t)
 			})
 		}
 		// A missing session_id is a validation failure, still enveloped.
-		clSealedFail(t, a.Env(clHeartbeat, map[string]any{"license_key": key}), "MISSING_FIELDS")
+		a.Env(kwtest.PathHeartbeat, map[string]any{"license_key": key}).SealedFail(t, "MISSING_FIELDS")
 	})
 }
 
@@ -92,38 +92,38 @@ const hbTimeout = 48 * time.Hour
 func hbCases() []hbCase {
 	return []hbCase{
 		{name: "BANNED by admin", code: "BANNED", keyWide: true,
-			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { clAction(t, a, "ban", key, nil) },
+			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { a.MustKeyAction(t, "ban", key, nil) },
 			restore: func(t *testing.T, a *kwtest.App, key string) {
-				clAction(t, a, "unban", key, nil)
+				a.MustKeyAction(t, "unban", key, nil)
 			}},
 		{name: "PAUSED by admin", code: "PAUSED", keyWide: true,
-			kill:    func(t *testing.T, a *kwtest.App, key, _, _ string) { clAction(t, a, "pause", key, nil) },
-			restore: func(t *testing.T, a *kwtest.App, key string) { clAction(t, a, "resume", key, nil) }},
+			kill:    func(t *testing.T, a *kwtest.App, key, _, _ string) { a.MustKeyAction(t, "pause", key, nil) },
+			restore: func(t *testing.T, a *kwtest.App, key string) { a.MustKeyAction(t, "resume", key, nil) }},
 		{name: "EXPIRED at the exact second", code: "EXPIRED", keyWide: true, days: 1,
 			kill: func(t *testing.T, a *kwtest.App, key, sa, sb string) {
-				exp := clTime(t, "expires_at", clKey(t, a, key)["expires_at"])
+				exp := kwtest.WireTime(t, "expires_at", a.KeyView(t, key)["expires_at"])
 				a.S.Clock.Set(exp.Add(-time.Second))
-				clBeatOK(t, a, sa, key)
-				clBeatOK(t, a, sb, key)
+				a.BeatOK(t, sa, key)
+				a.BeatOK(t, sb, key)
 				a.S.Clock.Set(exp) // no sweep has run: the heartbeat itself decides
-				if st := clKey(t, a, key)["status"]; st != "expired" {
+				if st := a.KeyView(t, key)["status"]; st != "expired" {
 					t.Fatalf("status at expires_at = %v", st)
 				}
 			},
 			restore: func(t *testing.T, a *kwtest.App, key string) {
-				clAction(t, a, "extend", key, map[string]any{"days": 1})
+				a.MustKeyAction(t, "extend", key, map[string]any{"days": 1})
 			}},
 		{name: "HWID_RESET by admin", code: "HWID_RESET", keyWide: true, device: "pc-c",
-			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { clAction(t, a, "reset-hwid", key, nil) }},
+			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { a.MustKeyAction(t, "reset-hwid", key, nil) }},
 		{name: "MAINTENANCE", code: "MAINTENANCE", keyWide: true,
 			kill: func(t *testing.T, a *kwtest.App, _, _, _ string) {
-				clSettings(t, a, map[string]any{"maintenance": true, "maintenance_message": "Upgrading, back soon."})
+				a.SetSettings(t, map[string]any{"maintenance": true, "maintenance_message": "Upgrading, back soon."})
 			},
-			restore: func(t *testing.T, a *kwtest.App, _ string) { clSettings(t, a, map[string]any{"maintenance": false}) }},
+			restore: func(t *testing.T, a *kwtest.App, _ string) { a.SetSettings(t, map[string]any{"maintenance": false}) }},
 		{name: "SESSION_REVOKED by admin", code: "SESSION_REVOKED",
 			kill: func(t *testing.T, a *kwtest.App, key, sa, _ string) {
 				var id string
-				for _, ss := range clSessions(t, a, key) {
+				for _, ss := range a.Sessions(t, key) {
 					if ss["hwid"] == "pc-a" {
 						id = ss["id"].(string)
 					}
@@ -131,28 +131,28 @@ func hbCases() []hbCase {
 				a.S.MustAdmin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": id})
 			}},
 		{name: "SESSION_REVOKED by key rotation", code: "SESSION_REVOKED", keyWide: true, noSeatCheck: true,
-			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { clAction(t, a, "rotate", key, nil) }},
+			kill: func(t *testing.T, a *kwtest.App, key, _, _ string) { a.MustKeyAction(t, "rotate", key, nil) }},
 		{name: "SESSION_EXPIRED after the timeout", code: "SESSION_EXPIRED",
 			kill: func(t *testing.T, a *kwtest.App, key, sa, sb string) {
 				// sa was last seen at its login, 1 s ago.
 				a.S.Clock.Advance(hbTimeout / 2)
-				clBeatOK(t, a, sb, key)
+				a.BeatOK(t, sb, key)
 				a.S.Clock.Advance(hbTimeout/2 - time.Second)
-				clBeatOK(t, a, sa, key) // silent for exactly the timeout: still alive
-				clBeatOK(t, a, sb, key)
+				a.BeatOK(t, sa, key) // silent for exactly the timeout: still alive
+				a.BeatOK(t, sb, key)
 				a.S.Clock.Advance(hbTimeout / 2)
-				clBeatOK(t, a, sb, key)
+				a.BeatOK(t, sb, key)
 				a.S.Clock.Advance(hbTimeout/2 + time.Second) // sa silent for timeout + 1 s
 			}},
 		{name: "SESSION_EXPIRED reaped", code: "SESSION_EXPIRED",
 			kill: func(t *testing.T, a *kwtest.App, key, sa, sb string) {
 				a.S.Clock.Advance(hbTimeout / 2)
-				clBeatOK(t, a, sb, key)
+				a.BeatOK(t, sb, key)
 				a.S.Clock.Advance(hbTimeout/2 + time.Second)
 				if _, err := a.S.License.ReapSessions(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				for _, ss := range clSessions(t, a, key) {
+				for _, ss := range a.Sessions(t, key) {
 					if ss["hwid"] == "pc-a" {
 						t.Fatalf("silent session not reaped: %v", ss)
 					}
@@ -169,10 +169,10 @@ func hbCases() []hbCase {
 func TestClientHeartbeatKillCodes(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, func(c *config.Config) { c.SessionTimeout = hbTimeout })
+		srv := kwtest.Boot(t, engine, func(c *config.Config) { c.SessionTimeout = hbTimeout })
 		for _, tc := range hbCases() {
 			t.Run(tc.name, func(t *testing.T) {
-				s := clSub(t, srv)
+				s := srv.On(t)
 				a := s.CreateApp(tc.name)
 				var key string
 				if tc.days > 0 {
@@ -183,9 +183,9 @@ func TestClientHeartbeatKillCodes(t *testing.T) {
 				sa := a.Login(key, "pc-a")
 				s.Clock.Advance(time.Second)
 				sb := a.Login(key, "pc-b")
-				clBeatOK(t, a, sa, key)
+				a.BeatOK(t, sa, key)
 				var saID string
-				for _, ss := range clSessions(t, a, key) {
+				for _, ss := range a.Sessions(t, key) {
 					if ss["hwid"] == "pc-a" {
 						saID = ss["id"].(string)
 					}
@@ -195,23 +195,23 @@ func TestClientHeartbeatKillCodes(t *testing.T) {
 				// (After a rotation heartbeats still carry the string the
 				// client logged in with.)
 				r := a.Heartbeat(sa, key)
-				clKill(t, r, tc.code)
+				r.Kill(t, tc.code)
 				if tc.code == "MAINTENANCE" && r.Body["message"] != "Upgrading, back soon." {
 					t.Fatalf("maintenance message = %v", r.Body["message"])
 				}
 				// The code is final: the next beat answers the same.
-				clKill(t, a.Heartbeat(sa, key), tc.code)
+				a.Heartbeat(sa, key).Kill(t, tc.code)
 				// The session is gone from the live list.
-				live := clSessions(t, a, "")
+				live := a.Sessions(t, "")
 				for _, ss := range live {
 					if ss["id"] == saID {
 						t.Fatalf("killed session still live: %v", live)
 					}
 				}
 				if tc.keyWide {
-					clKill(t, a.Heartbeat(sb, key), tc.code)
+					a.Heartbeat(sb, key).Kill(t, tc.code)
 				} else {
-					clBeatOK(t, a, sb, key)
+					a.BeatOK(t, sb, key)
 				}
 				if tc.restore != nil {
 					tc.restore(t, a, key)
@@ -240,18 +240,18 @@ func hbSeatFreed(t *testing.T, a *kwtest.App, key, sb string, tc hbCase) {
 	if !tc.keyWide {
 		// sb on pc-b is alive and holds one seat, n1 the other; were the
 		// killed session still counted, n1 would have retired sb.
-		clBeatOK(t, a, sb, key)
-		clBeatOK(t, a, n1, key)
-		if live := clSessions(t, a, key); len(live) != 2 {
+		a.BeatOK(t, sb, key)
+		a.BeatOK(t, n1, key)
+		if live := a.Sessions(t, key); len(live) != 2 {
 			t.Fatalf("%d live sessions after relogin, want 2: %v", len(live), live)
 		}
 		return
 	}
 	a.S.Clock.Advance(time.Second)
 	n2 := a.Login(key, dev)
-	clBeatOK(t, a, n1, key)
-	clBeatOK(t, a, n2, key)
-	if live := clSessions(t, a, key); len(live) != 2 {
+	a.BeatOK(t, n1, key)
+	a.BeatOK(t, n2, key)
+	if live := a.Sessions(t, key); len(live) != 2 {
 		t.Fatalf("%d live sessions, want 2: %v", len(live), live)
 	}
 }
@@ -259,44 +259,44 @@ func hbSeatFreed(t *testing.T, a *kwtest.App, key, sb string, tc hbCase) {
 func TestClientHeartbeatSessionChecks(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Checks")
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
 		sid := a.Login(keys[0], "pc")
 
 		// Another key than the session's: SESSION_MISMATCH, enveloped.
-		clKill(t, a.Heartbeat(sid, keys[1]), "SESSION_MISMATCH")
-		clKill(t, a.Heartbeat(sid, "AAAAA-BBBBB-CCCCC-DDDDD"), "SESSION_MISMATCH")
+		a.Heartbeat(sid, keys[1]).Kill(t, "SESSION_MISMATCH")
+		a.Heartbeat(sid, "AAAAA-BBBBB-CCCCC-DDDDD").Kill(t, "SESSION_MISMATCH")
 
 		// Unknown session IDs: SESSION_EXPIRED (never INVALID_KEY or KEY_*).
-		clKill(t, a.Heartbeat("0123456789abcdef", keys[0]), "SESSION_EXPIRED")
-		clKill(t, a.Heartbeat("0123456789abcdef", ""), "SESSION_EXPIRED")
+		a.Heartbeat("0123456789abcdef", keys[0]).Kill(t, "SESSION_EXPIRED")
+		a.Heartbeat("0123456789abcdef", "").Kill(t, "SESSION_EXPIRED")
 
 		// A session of another app is unknown here, and stays alive there.
 		b := s.CreateApp("Elsewhere")
 		kb := b.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sb := b.Login(kb, "pc")
-		clKill(t, a.Heartbeat(sb, kb), "SESSION_EXPIRED")
-		clBeatOK(t, b, sb, kb)
+		a.Heartbeat(sb, kb).Kill(t, "SESSION_EXPIRED")
+		b.BeatOK(t, sb, kb)
 
 		// A deleted key: its sessions answer SESSION_REVOKED.
 		k2 := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		s2 := a.Login(k2, "pc")
 		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k2})
-		clKill(t, a.Heartbeat(s2, k2), "SESSION_REVOKED")
-		clKill(t, a.Heartbeat(s2, ""), "SESSION_REVOKED")
+		a.Heartbeat(s2, k2).Kill(t, "SESSION_REVOKED")
+		a.Heartbeat(s2, "").Kill(t, "SESSION_REVOKED")
 
 		// A logged-out session: SESSION_EXPIRED.
 		k3 := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		s3 := a.Login(k3, "pc")
-		clOK(t, a.Env(clLogout, map[string]any{"session_id": s3}))
-		clKill(t, a.Heartbeat(s3, k3), "SESSION_EXPIRED")
+		a.Env(kwtest.PathLogout, map[string]any{"session_id": s3}).OK(t)
+		a.Heartbeat(s3, k3).Kill(t, "SESSION_EXPIRED")
 
 		// A self-service reset: HWID_RESET.
 		k4 := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		s4 := a.Login(k4, "pc")
-		clOK(t, a.Plain(clSelfReset, map[string]any{"key": k4}))
-		clKill(t, a.Heartbeat(s4, k4), "HWID_RESET")
+		a.Plain(kwtest.PathSelfReset, map[string]any{"key": k4}).OK(t)
+		a.Heartbeat(s4, k4).Kill(t, "HWID_RESET")
 	})
 }
 
@@ -305,15 +305,15 @@ func TestClientHeartbeatSessionChecks(t *testing.T) {
 func TestClientHeartbeatDefaultTimeout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Timeout")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "pc")
 		s.Clock.Advance(180 * time.Second)
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
 		s.Clock.Advance(181 * time.Second)
-		clKill(t, a.Heartbeat(sid, key), "SESSION_EXPIRED")
-		if n := len(clSessions(t, a, key)); n != 0 {
+		a.Heartbeat(sid, key).Kill(t, "SESSION_EXPIRED")
+		if n := len(a.Sessions(t, key)); n != 0 {
 			t.Fatalf("%d live sessions after the timeout kill, want 0", n)
 		}
 	})
@@ -324,25 +324,25 @@ func TestClientHeartbeatDefaultTimeout(t *testing.T) {
 func TestClientMaintenanceMessage(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Blank")
 		keys := a.GenerateKeys(2, "lifetime", 0, 1)
 		sid := a.Login(keys[0], "pc")
 		for _, blank := range []string{"", "   "} {
-			clSettings(t, a, map[string]any{"maintenance": true, "maintenance_message": blank})
+			a.SetSettings(t, map[string]any{"maintenance": true, "maintenance_message": blank})
 			r := a.Heartbeat(sid, keys[0])
-			clKill(t, r, "MAINTENANCE")
+			r.Kill(t, "MAINTENANCE")
 			if strings.TrimSpace(r.Str("message")) == "" {
 				t.Fatalf("heartbeat MAINTENANCE with a blank message: %q", r.Str("message"))
 			}
-			r = clLoginReply(a, keys[1], "pc")
-			clSealedFail(t, r, "MAINTENANCE")
+			r = a.LoginReply(keys[1], "pc")
+			r.SealedFail(t, "MAINTENANCE")
 			if strings.TrimSpace(r.Str("message")) == "" {
 				t.Fatalf("login MAINTENANCE with a blank message: %q", r.Str("message"))
 			}
 		}
-		clSettings(t, a, map[string]any{"maintenance": true, "maintenance_message": "Till noon."})
-		if r := clLoginReply(a, keys[1], "pc"); r.Str("message") != "Till noon." {
+		a.SetSettings(t, map[string]any{"maintenance": true, "maintenance_message": "Till noon."})
+		if r := a.LoginReply(keys[1], "pc"); r.Str("message") != "Till noon." {
 			t.Fatalf("message = %q, want the app's", r.Str("message"))
 		}
 	})

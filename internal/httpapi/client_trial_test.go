@@ -39,7 +39,7 @@ func trApp(t testing.TB, s *kwtest.Server, name string, settings map[string]any)
 	for k, v := range settings {
 		st[k] = v
 	}
-	clSettings(t, a, st)
+	a.SetSettings(t, st)
 	return a
 }
 
@@ -102,16 +102,16 @@ type trWant struct {
 func trCheckShape(t testing.TB, a *kwtest.App, r *kwtest.Reply, key string, w trWant) {
 	t.Helper()
 	now := a.S.Clock.Now()
-	m := clNumbers(t, r.Raw)
-	if got := clInt(t, "heartbeat_interval", m["heartbeat_interval"]); got != int64(w.interval) {
+	m := kwtest.Numbers(t, r.Raw)
+	if got := kwtest.Int(t, "heartbeat_interval", m["heartbeat_interval"]); got != int64(w.interval) {
 		t.Fatalf("heartbeat_interval = %d, want %d", got, w.interval)
 	}
-	exp := clTime(t, "expires_at", m["expires_at"])
+	exp := kwtest.WireTime(t, "expires_at", m["expires_at"])
 	if want := w.started.Add(w.length); !exp.Equal(want) {
 		t.Fatalf("expires_at = %v, want start + %v = %v", exp, w.length, want)
 	}
 	wantDays := int64(math.Ceil(exp.Sub(now).Hours() / 24))
-	if got := clInt(t, "days_remaining", m["days_remaining"]); got != wantDays {
+	if got := kwtest.Int(t, "days_remaining", m["days_remaining"]); got != wantDays {
 		t.Fatalf("days_remaining = %d, want %d", got, wantDays)
 	}
 	u, ok := m["user"].(map[string]any)
@@ -121,19 +121,19 @@ func trCheckShape(t testing.TB, a *kwtest.App, r *kwtest.Reply, key string, w tr
 	if u["status"] != "active" || u["key_type"] != "days" || u["license_key"] != key || u["hwid"] != w.hwid {
 		t.Fatalf("user = %v, want active days key %s on %s", u, key, w.hwid)
 	}
-	if got := clInt(t, "user.max_devices", u["max_devices"]); got != int64(w.maxDevices) {
+	if got := kwtest.Int(t, "user.max_devices", u["max_devices"]); got != int64(w.maxDevices) {
 		t.Fatalf("user.max_devices = %d, want trial_max_devices %d", got, w.maxDevices)
 	}
-	if got, want := clInt(t, "user.duration", u["duration"]), int64(math.Ceil(w.length.Hours()/24)); got != want {
+	if got, want := kwtest.Int(t, "user.duration", u["duration"]), int64(math.Ceil(w.length.Hours()/24)); got != want {
 		t.Fatalf("user.duration = %d, want the trial length in days rounded up (%d)", got, want)
 	}
 	if u["expires_at"] != m["expires_at"] {
 		t.Fatalf("user.expires_at = %#v, want %#v", u["expires_at"], m["expires_at"])
 	}
-	if got := clInt(t, "user.days_remaining", u["days_remaining"]); got != wantDays {
+	if got := kwtest.Int(t, "user.days_remaining", u["days_remaining"]); got != wantDays {
 		t.Fatalf("user.days_remaining = %d, want %d", got, wantDays)
 	}
-	if act := clTime(t, "user.activated_at", u["activated_at"]); !act.Equal(w.started) {
+	if act := kwtest.WireTime(t, "user.activated_at", u["activated_at"]); !act.Equal(w.started) {
 		t.Fatalf("user.activated_at = %v, want %v", act, w.started)
 	}
 	app, ok := m["app"].(map[string]any)
@@ -159,11 +159,11 @@ func trCheckShape(t testing.TB, a *kwtest.App, r *kwtest.Reply, key string, w tr
 // trLogout logs a session out and fails unless it succeeds.
 func trLogout(t testing.TB, a *kwtest.App, sid, key string) {
 	t.Helper()
-	r := a.Env(clLogout, map[string]any{"session_id": sid, "license_key": key})
+	r := a.Env(kwtest.PathLogout, map[string]any{"session_id": sid, "license_key": key})
 	if !r.Sealed {
 		t.Fatalf("logout reply not enveloped: %s", r)
 	}
-	clOK(t, r)
+	r.OK(t)
 }
 
 // trList returns one page of GET trials.php for the app.
@@ -179,7 +179,7 @@ func trList(t testing.TB, a *kwtest.App, query string) *kwtest.Reply {
 // trTrialOf returns the trials.php entry of hwid (first page), failing if absent.
 func trTrialOf(t testing.TB, a *kwtest.App, hwid string) map[string]any {
 	t.Helper()
-	for _, tr := range admList(t, trList(t, a, "limit=1000"), "trials") {
+	for _, tr := range trList(t, a, "limit=1000").List(t, "trials") {
 		if tr["hwid"] == hwid {
 			return tr
 		}
@@ -209,24 +209,24 @@ func trLongSessions(c *config.Config) { c.SessionTimeout = 90 * 24 * time.Hour }
 func TestClientTrialDisabledByDefault(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("No Trials")
-		if st := admSettings(t, s, a.ID); st["trial_enabled"] != false {
+		if st := s.AppSettings(t, a.ID); st["trial_enabled"] != false {
 			t.Fatalf("trial_enabled of a new app = %#v, want false", st["trial_enabled"])
 		}
 		r := trStart(a, "pc-1")
-		clPlainFail(t, r, 403, "TRIAL_DISABLED")
-		if len(admList(t, trList(t, a, ""), "trials")) != 0 || len(trEvents(t, s, a.ID)) != 0 {
+		r.PlainFail(t, 403, "TRIAL_DISABLED")
+		if len(trList(t, a, "").List(t, "trials")) != 0 || len(trEvents(t, s, a.ID)) != 0 {
 			t.Fatal("a refused trial was recorded")
 		}
 
-		clSettings(t, a, map[string]any{"trial_enabled": true})
+		a.SetSettings(t, map[string]any{"trial_enabled": true})
 		_, sid := trOK(t, trStart(a, "pc-1"), "Trial started")
-		clSettings(t, a, map[string]any{"trial_enabled": false})
-		clPlainFail(t, trStart(a, "pc-1"), 403, "TRIAL_DISABLED")
-		clPlainFail(t, trStart(a, "pc-2"), 403, "TRIAL_DISABLED")
+		a.SetSettings(t, map[string]any{"trial_enabled": false})
+		trStart(a, "pc-1").PlainFail(t, 403, "TRIAL_DISABLED")
+		trStart(a, "pc-2").PlainFail(t, 403, "TRIAL_DISABLED")
 		// Turning trials off stops new ones; it does not kill a running one.
-		clBeatOK(t, a, sid, "")
+		a.BeatOK(t, sid, "")
 	})
 }
 
@@ -236,7 +236,7 @@ func TestClientTrialDisabledByDefault(t *testing.T) {
 func TestClientTrialStartReplyShape(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, nil)
+		srv := kwtest.Boot(t, engine, nil)
 		cases := []struct {
 			name     string
 			settings map[string]any
@@ -256,7 +256,7 @@ func TestClientTrialStartReplyShape(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				s := clSub(t, srv)
+				s := srv.On(t)
 				a := trApp(t, s, "Trial "+c.name, c.settings)
 				s.Clock.Advance(time.Minute)
 				w := c.want
@@ -267,25 +267,25 @@ func TestClientTrialStartReplyShape(t *testing.T) {
 
 				// The admin sees the same key: active, bound to the device,
 				// with the session open.
-				k := clKey(t, a, key)
+				k := a.KeyView(t, key)
 				if k["status"] != "active" || k["key_type"] != "days" || k["expires_at"] != r.Body["expires_at"] {
 					t.Fatalf("admin view of the trial key = %v", k)
 				}
-				if d := clDevices(t, a, key); !reflect.DeepEqual(d, []string{w.hwid}) {
+				if d := a.Devices(t, key); !reflect.DeepEqual(d, []string{w.hwid}) {
 					t.Fatalf("devices = %v, want [%s]", d, w.hwid)
 				}
-				if ss := clSessions(t, a, key); len(ss) != 1 || ss[0]["hwid"] != w.hwid {
+				if ss := a.Sessions(t, key); len(ss) != 1 || ss[0]["hwid"] != w.hwid {
 					t.Fatalf("sessions = %v", ss)
 				}
 
 				// The session works like a login's: heartbeat, logout, then
 				// SESSION_EXPIRED.
 				s.Clock.Advance(30 * time.Second)
-				clBeatOK(t, a, sid, key)
-				clBeatOK(t, a, sid, "")
+				a.BeatOK(t, sid, key)
+				a.BeatOK(t, sid, "")
 				trLogout(t, a, sid, key)
-				clKill(t, a.Heartbeat(sid, key), "SESSION_EXPIRED")
-				if ss := clSessions(t, a, key); len(ss) != 0 {
+				a.Heartbeat(sid, key).Kill(t, "SESSION_EXPIRED")
+				if ss := a.Sessions(t, key); len(ss) != 0 {
 					t.Fatalf("sessions after logout = %v", ss)
 				}
 			})
@@ -306,10 +306,10 @@ func TestClientTrialStartReplyShape(t *testing.T) {
 func TestClientTrialResumeSameDevice(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, trLongSessions)
+		srv := kwtest.Boot(t, engine, trLongSessions)
 
 		t.Run("one seat retires the first session", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Resume1", map[string]any{"trial_max_devices": 1})
 			start := s.Clock.Now()
 			r1 := trStart(a, "pc")
@@ -327,21 +327,21 @@ func TestClientTrialResumeSameDevice(t *testing.T) {
 			// The trial is not extended by resuming.
 			trCheckShape(t, a, r2, key, trWant{hwid: "pc", started: start, length: 72 * time.Hour, maxDevices: 1,
 				interval: 30, features: map[string]any{}, appName: "Resume1"})
-			clKill(t, a.Heartbeat(sid1, key), "SESSION_EXPIRED")
-			clBeatOK(t, a, sid2, key)
-			if ss := clSessions(t, a, key); len(ss) != 1 {
+			a.Heartbeat(sid1, key).Kill(t, "SESSION_EXPIRED")
+			a.BeatOK(t, sid2, key)
+			if ss := a.Sessions(t, key); len(ss) != 1 {
 				t.Fatalf("live sessions = %v, want only the new one", ss)
 			}
 
 			// A third resume retires the second.
 			s.Clock.Advance(time.Minute)
 			_, sid3 := trOK(t, trStart(a, "pc"), "Trial resumed")
-			clKill(t, a.Heartbeat(sid2, key), "SESSION_EXPIRED")
-			clBeatOK(t, a, sid3, key)
+			a.Heartbeat(sid2, key).Kill(t, "SESSION_EXPIRED")
+			a.BeatOK(t, sid3, key)
 		})
 
 		t.Run("two seats keep both sessions", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Resume2", map[string]any{"trial_max_devices": 2})
 			key, sid1 := trOK(t, trStart(a, "pc"), "Trial started")
 			s.Clock.Advance(time.Minute)
@@ -349,24 +349,24 @@ func TestClientTrialResumeSameDevice(t *testing.T) {
 			if key2 != key || sid2 == sid1 {
 				t.Fatalf("resume: key %s (want %s), session %s (first %s)", key2, key, sid2, sid1)
 			}
-			clBeatOK(t, a, sid1, key)
-			clBeatOK(t, a, sid2, key)
-			if ss := clSessions(t, a, key); len(ss) != 2 {
+			a.BeatOK(t, sid1, key)
+			a.BeatOK(t, sid2, key)
+			if ss := a.Sessions(t, key); len(ss) != 2 {
 				t.Fatalf("live sessions = %v, want 2", ss)
 			}
 			// A third session exceeds the two seats: the oldest goes.
 			s.Clock.Advance(time.Minute)
 			_, sid3 := trOK(t, trStart(a, "pc"), "Trial resumed")
-			clKill(t, a.Heartbeat(sid1, key), "SESSION_EXPIRED")
-			clBeatOK(t, a, sid2, key)
-			clBeatOK(t, a, sid3, key)
-			if d := clDevices(t, a, key); !reflect.DeepEqual(d, []string{"pc"}) {
+			a.Heartbeat(sid1, key).Kill(t, "SESSION_EXPIRED")
+			a.BeatOK(t, sid2, key)
+			a.BeatOK(t, sid3, key)
+			if d := a.Devices(t, key); !reflect.DeepEqual(d, []string{"pc"}) {
 				t.Fatalf("devices = %v, want [pc]", d)
 			}
 		})
 
 		t.Run("resume after logout", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Resume3", nil)
 			key, sid := trOK(t, trStart(a, "pc"), "Trial started")
 			trLogout(t, a, sid, key)
@@ -374,7 +374,7 @@ func TestClientTrialResumeSameDevice(t *testing.T) {
 			if key2 != key {
 				t.Fatalf("resumed key %s, want %s", key2, key)
 			}
-			clBeatOK(t, a, sid2, key)
+			a.BeatOK(t, sid2, key)
 		})
 	})
 }
@@ -384,7 +384,7 @@ func TestClientTrialResumeSameDevice(t *testing.T) {
 func TestClientTrialExpiry(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, trLongSessions)
+		srv := kwtest.Boot(t, engine, trLongSessions)
 		for _, c := range []struct {
 			name     string
 			settings map[string]any
@@ -394,27 +394,27 @@ func TestClientTrialExpiry(t *testing.T) {
 			{"days", map[string]any{"trial_duration": 3, "trial_duration_unit": "days"}, 72 * time.Hour},
 		} {
 			t.Run(c.name, func(t *testing.T) {
-				s := clSub(t, srv)
+				s := srv.On(t)
 				a := trApp(t, s, "Expiry "+c.name, c.settings)
 				r := trStart(a, "pc")
 				key, sid := trOK(t, r, "Trial started")
-				exp := clTime(t, "expires_at", r.Body["expires_at"])
+				exp := kwtest.WireTime(t, "expires_at", r.Body["expires_at"])
 				if !exp.Equal(s.Clock.Now().Add(c.length)) {
 					t.Fatalf("expires_at = %v, want now + %v", exp, c.length)
 				}
 
 				s.Clock.Set(exp.Add(-time.Second))
-				clBeatOK(t, a, sid, key)
+				a.BeatOK(t, sid, key)
 				s.Clock.Set(exp)
-				clKill(t, a.Heartbeat(sid, key), "EXPIRED")
+				a.Heartbeat(sid, key).Kill(t, "EXPIRED")
 				// The session is over for good.
-				clKill(t, a.Heartbeat(sid, key), "EXPIRED")
+				a.Heartbeat(sid, key).Kill(t, "EXPIRED")
 
-				clPlainFail(t, trStart(a, "pc"), 403, "TRIAL_USED")
+				trStart(a, "pc").PlainFail(t, 403, "TRIAL_USED")
 				s.Clock.Advance(30 * 24 * time.Hour)
-				clPlainFail(t, trStart(a, "pc"), 403, "TRIAL_USED")
+				trStart(a, "pc").PlainFail(t, 403, "TRIAL_USED")
 				// A login with the expired trial key is refused too.
-				clSealedFail(t, clLoginReply(a, key, "pc"), "EXPIRED")
+				a.LoginReply(key, "pc").SealedFail(t, "EXPIRED")
 				if tr := trTrialOf(t, a, "pc"); tr["status"] != "expired" || tr["license_key"] != key {
 					t.Fatalf("listed trial = %v, want expired %s", tr, key)
 				}
@@ -433,38 +433,38 @@ func TestClientTrialExpiry(t *testing.T) {
 func TestClientTrialKillSwitch(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, nil)
+		srv := kwtest.Boot(t, engine, nil)
 		for _, c := range []struct{ action, undo, code string }{
 			{"ban", "unban", "BANNED"},
 			{"pause", "resume", "PAUSED"},
 		} {
 			t.Run(c.action, func(t *testing.T) {
-				s := clSub(t, srv)
+				s := srv.On(t)
 				a := trApp(t, s, "Kill "+c.action, nil)
 				key, sid := trOK(t, trStart(a, "pc"), "Trial started")
-				clBeatOK(t, a, sid, key)
+				a.BeatOK(t, sid, key)
 
-				clAction(t, a, c.action, key, map[string]any{"reason": "abuse"})
-				clKill(t, a.Heartbeat(sid, key), c.code)
-				clPlainFail(t, trStart(a, "pc"), 403, c.code)
-				clPlainFail(t, trStart(a, "pc"), 403, c.code)
-				if ss := clSessions(t, a, key); len(ss) != 0 {
+				a.MustKeyAction(t, c.action, key, map[string]any{"reason": "abuse"})
+				a.Heartbeat(sid, key).Kill(t, c.code)
+				trStart(a, "pc").PlainFail(t, 403, c.code)
+				trStart(a, "pc").PlainFail(t, 403, c.code)
+				if ss := a.Sessions(t, key); len(ss) != 0 {
 					t.Fatalf("sessions of a stopped trial key = %v", ss)
 				}
 				// No second trial was handed out meanwhile.
-				if n := len(admList(t, trList(t, a, ""), "trials")); n != 1 {
+				if n := len(trList(t, a, "").List(t, "trials")); n != 1 {
 					t.Fatalf("%d trials listed, want 1", n)
 				}
 
 				// Lifted, the device resumes its trial.
-				clAction(t, a, c.undo, key, nil)
+				a.MustKeyAction(t, c.undo, key, nil)
 				k2, sid2 := trOK(t, trStart(a, "pc"), "Trial resumed")
 				if k2 != key {
 					t.Fatalf("resumed key %s, want %s", k2, key)
 				}
-				clBeatOK(t, a, sid2, key)
+				a.BeatOK(t, sid2, key)
 				// The old session stays dead.
-				clKill(t, a.Heartbeat(sid, key), c.code)
+				a.Heartbeat(sid, key).Kill(t, c.code)
 			})
 		}
 	})
@@ -475,16 +475,16 @@ func TestClientTrialKillSwitch(t *testing.T) {
 func TestClientTrialDeletedKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Deleted", nil)
 		key, sid := trOK(t, trStart(a, "pc"), "Trial started")
 		other, _ := trOK(t, trStart(a, "pc-other"), "Trial started")
 		before := trTrialOf(t, a, "pc")
 
 		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": key})
-		clKill(t, a.Heartbeat(sid, key), "SESSION_REVOKED")
-		clPlainFail(t, trStart(a, "pc"), 403, "TRIAL_USED")
-		clPlainFail(t, trStart(a, "pc"), 403, "TRIAL_USED")
+		a.Heartbeat(sid, key).Kill(t, "SESSION_REVOKED")
+		trStart(a, "pc").PlainFail(t, 403, "TRIAL_USED")
+		trStart(a, "pc").PlainFail(t, 403, "TRIAL_USED")
 
 		tr := trTrialOf(t, a, "pc")
 		if tr["license_key"] != nil || tr["status"] != nil || tr["expires_at"] != nil {
@@ -493,7 +493,7 @@ func TestClientTrialDeletedKey(t *testing.T) {
 		if tr["id"] != before["id"] || tr["ip"] != before["ip"] || tr["created_at"] != before["created_at"] || tr["hwid"] != "pc" {
 			t.Fatalf("trial after delete = %v, before %v", tr, before)
 		}
-		if n := len(admList(t, trList(t, a, ""), "trials")); n != 2 {
+		if n := len(trList(t, a, "").List(t, "trials")); n != 2 {
 			t.Fatalf("%d trials listed, want 2", n)
 		}
 		// The other device's trial is untouched.
@@ -508,20 +508,20 @@ func TestClientTrialDeletedKey(t *testing.T) {
 func TestClientTrialPerIPCap(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, func(c *config.Config) { c.TrustProxy = true })
+		srv := kwtest.Boot(t, engine, func(c *config.Config) { c.TrustProxy = true })
 		const ip1, ip2 = "203.0.113.7", "198.51.100.9"
 
 		t.Run("limit 2 in 24 hours", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Capped", map[string]any{"trial_ip_limit": 2, "trial_ip_window_hours": 24})
 			start := s.Clock.Now()
 			k1, _ := trOK(t, trStartFrom(a, "h1", ip1), "Trial started")
 			s.Clock.Advance(time.Minute)
 			trOK(t, trStartFrom(a, "h2", ip1), "Trial started")
-			clPlainFail(t, trStartFrom(a, "h3", ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "h3", ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 			// Earlier X-Forwarded-For entries are the client's, not the
 			// proxy's: they do not change the counted address.
-			clPlainFail(t, trStartFrom(a, "h3", "192.0.2.1, "+ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "h3", "192.0.2.1, "+ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 			// A running trial resumes from the capped IP.
 			k, _ := trOK(t, trStartFrom(a, "h1", ip1), "Trial resumed")
 			if k != k1 {
@@ -538,30 +538,30 @@ func TestClientTrialPerIPCap(t *testing.T) {
 
 			// The window slides: h1 and h2 count until 24 hours after each.
 			s.Clock.Set(start.Add(24*time.Hour - time.Second))
-			clPlainFail(t, trStartFrom(a, "h4", ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "h4", ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 			s.Clock.Set(start.Add(24*time.Hour + time.Second)) // h1 left the window
 			trOK(t, trStartFrom(a, "h4", ip1), "Trial started")
-			clPlainFail(t, trStartFrom(a, "h5", ip1), 403, "TRIAL_LIMIT")    // h2 and h4
+			trStartFrom(a, "h5", ip1).PlainFail(t, 403, "TRIAL_LIMIT")       // h2 and h4
 			s.Clock.Set(start.Add(24*time.Hour + time.Minute + time.Second)) // h2 left too
 			trOK(t, trStartFrom(a, "h5", ip1), "Trial started")
-			clPlainFail(t, trStartFrom(a, "h6", ip1), 403, "TRIAL_LIMIT") // h4 and h5
-			if n := len(admList(t, trList(t, a, ""), "trials")); n != 5 {
+			trStartFrom(a, "h6", ip1).PlainFail(t, 403, "TRIAL_LIMIT") // h4 and h5
+			if n := len(trList(t, a, "").List(t, "trials")); n != 5 {
 				t.Fatalf("%d trials listed, want 5 (refusals record nothing)", n)
 			}
 		})
 
 		t.Run("window of 1 hour", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Hourly", map[string]any{"trial_ip_limit": 1, "trial_ip_window_hours": 1})
 			trOK(t, trStartFrom(a, "w1", ip1), "Trial started")
 			s.Clock.Advance(time.Hour - time.Second)
-			clPlainFail(t, trStartFrom(a, "w2", ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "w2", ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 			s.Clock.Advance(2 * time.Second)
 			trOK(t, trStartFrom(a, "w2", ip1), "Trial started")
 		})
 
 		t.Run("limit 0 is no cap", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Uncapped", map[string]any{"trial_ip_limit": 0})
 			for _, h := range []string{"u1", "u2", "u3", "u4", "u5", "u6", "u7"} {
 				trOK(t, trStartFrom(a, h, ip1), "Trial started")
@@ -569,21 +569,21 @@ func TestClientTrialPerIPCap(t *testing.T) {
 		})
 
 		t.Run("default cap is 3", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := s.CreateApp("Default cap")
-			clSettings(t, a, map[string]any{"trial_enabled": true})
+			a.SetSettings(t, map[string]any{"trial_enabled": true})
 			for _, h := range []string{"d1", "d2", "d3"} {
 				trOK(t, trStartFrom(a, h, ip1), "Trial started")
 			}
-			clPlainFail(t, trStartFrom(a, "d4", ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "d4", ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 		})
 
 		t.Run("caps are per app", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "App A", map[string]any{"trial_ip_limit": 1})
 			b := trApp(t, s, "App B", map[string]any{"trial_ip_limit": 1})
 			trOK(t, trStartFrom(a, "p1", ip1), "Trial started")
-			clPlainFail(t, trStartFrom(a, "p2", ip1), 403, "TRIAL_LIMIT")
+			trStartFrom(a, "p2", ip1).PlainFail(t, 403, "TRIAL_LIMIT")
 			// The same device and IP get a trial of another app.
 			trOK(t, trStartFrom(b, "p1", ip1), "Trial started")
 		})
@@ -596,7 +596,7 @@ func TestClientTrialPerIPCap(t *testing.T) {
 func TestClientTrialBadInput(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Bad", nil)
 
 		bodies := map[string]any{
@@ -620,10 +620,10 @@ func TestClientTrialBadInput(t *testing.T) {
 		}
 		for name, body := range bodies {
 			t.Run(name, func(t *testing.T) {
-				clPlainFail(t, clAppOn(t, a).Plain(trTrial, body), 400, "MISSING_FIELDS")
+				a.On(t).Plain(trTrial, body).PlainFail(t, 400, "MISSING_FIELDS")
 			})
 		}
-		if n := len(admList(t, trList(t, a, ""), "trials")); n != 0 {
+		if n := len(trList(t, a, "").List(t, "trials")); n != 0 {
 			t.Fatalf("refused requests recorded %d trials", n)
 		}
 
@@ -639,7 +639,7 @@ func TestClientTrialBadInput(t *testing.T) {
 			"blank":   {"Content-Type": {"application/json"}, "X-App-Secret": {"   "}},
 		} {
 			t.Run("secret "+name, func(t *testing.T) {
-				clPlainFail(t, clSub(t, s).Do("POST", trTrial, h, body), 401, "INVALID_APP")
+				s.On(t).Do("POST", trTrial, h, body).PlainFail(t, 401, "INVALID_APP")
 			})
 		}
 		// Only POST.
@@ -653,18 +653,18 @@ func TestClientTrialBadInput(t *testing.T) {
 
 		// Maintenance refuses new and resumed trials with the app's message.
 		_, sid := trOK(t, trStart(a, "pc-m"), "Trial started")
-		clSettings(t, a, map[string]any{"maintenance": true, "maintenance_message": "Back at noon"})
+		a.SetSettings(t, map[string]any{"maintenance": true, "maintenance_message": "Back at noon"})
 		for _, h := range []string{"pc-m", "pc-new"} {
 			r := trStart(a, h)
-			clPlainFail(t, r, 403, "MAINTENANCE")
+			r.PlainFail(t, 403, "MAINTENANCE")
 			if r.Body["message"] != "Back at noon" {
 				t.Fatalf("maintenance message = %#v", r.Body["message"])
 			}
 		}
-		clKill(t, a.Heartbeat(sid, ""), "MAINTENANCE")
-		clSettings(t, a, map[string]any{"maintenance": false})
+		a.Heartbeat(sid, "").Kill(t, "MAINTENANCE")
+		a.SetSettings(t, map[string]any{"maintenance": false})
 		trOK(t, trStart(a, "pc-new"), "Trial started")
-		if n := len(admList(t, trList(t, a, ""), "trials")); n != 3 {
+		if n := len(trList(t, a, "").List(t, "trials")); n != 3 {
 			t.Fatalf("%d trials, want 3 (256-char, pc-m, pc-new)", n)
 		}
 		if tr := trTrialOf(t, a, long); tr["hwid"] != long {
@@ -678,7 +678,7 @@ func TestClientTrialBadInput(t *testing.T) {
 func TestClientTrialCreatedEvent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Events", map[string]any{"trial_ip_limit": 2})
 		other := trApp(t, s, "Other", nil)
 
@@ -690,7 +690,7 @@ func TestClientTrialCreatedEvent(t *testing.T) {
 		k2, _ := trOK(t, r2, "Trial started")
 		trOK(t, trStart(a, "pc-2"), "Trial resumed")
 		trOK(t, trStart(a, "pc-1"), "Trial resumed")
-		clPlainFail(t, trStart(a, "pc-3"), 403, "TRIAL_LIMIT")
+		trStart(a, "pc-3").PlainFail(t, 403, "TRIAL_LIMIT")
 		trOK(t, trStart(other, "pc-1"), "Trial started")
 
 		got := trEvents(t, s, a.ID)
@@ -706,10 +706,10 @@ func TestClientTrialCreatedEvent(t *testing.T) {
 		}
 
 		// Expired, deleted, banned: refusals record nothing either.
-		clAction(t, a, "ban", k2, nil)
-		clPlainFail(t, trStart(a, "pc-2"), 403, "BANNED")
+		a.MustKeyAction(t, "ban", k2, nil)
+		trStart(a, "pc-2").PlainFail(t, 403, "BANNED")
 		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k1})
-		clPlainFail(t, trStart(a, "pc-1"), 403, "TRIAL_USED")
+		trStart(a, "pc-1").PlainFail(t, 403, "TRIAL_USED")
 		if n := len(trEvents(t, s, a.ID)); n != 2 {
 			t.Fatalf("%d trial.created events after refusals, want 2", n)
 		}
@@ -721,12 +721,12 @@ func TestClientTrialCreatedEvent(t *testing.T) {
 func TestAdminTrialsList(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Listed", nil)
 		other := trApp(t, s, "Unlisted", nil)
 		trOK(t, trStart(other, "other-pc"), "Trial started")
 
-		if r := trList(t, a, ""); len(admList(t, r, "trials")) != 0 || r.Body["next_cursor"] != nil {
+		if r := trList(t, a, ""); len(r.List(t, "trials")) != 0 || r.Body["next_cursor"] != nil {
 			t.Fatalf("empty list = %s", r)
 		}
 		hwids := []string{"pc-0", "pc-1", "pc-2", "pc-3", "pc-4"}
@@ -741,7 +741,7 @@ func TestAdminTrialsList(t *testing.T) {
 			s.Clock.Advance(time.Minute)
 		}
 
-		all := admList(t, trList(t, a, ""), "trials")
+		all := trList(t, a, "").List(t, "trials")
 		if len(all) != len(hwids) {
 			t.Fatalf("%d trials listed, want %d: %v", len(all), len(hwids), all)
 		}
@@ -772,7 +772,7 @@ func TestAdminTrialsList(t *testing.T) {
 				q += "&cursor=" + cursor
 			}
 			r := trList(t, a, q)
-			items := admList(t, r, "trials")
+			items := r.List(t, "trials")
 			for _, tr := range items {
 				paged = append(paged, tr["hwid"].(string))
 			}
@@ -795,19 +795,19 @@ func TestAdminTrialsList(t *testing.T) {
 			t.Fatalf("paged hwids = %v, want %v", paged, want)
 		}
 		// A page that is not full is the last one.
-		if r := trList(t, a, "limit=10"); len(admList(t, r, "trials")) != 5 || r.Body["next_cursor"] != nil {
+		if r := trList(t, a, "limit=10"); len(r.List(t, "trials")) != 5 || r.Body["next_cursor"] != nil {
 			t.Fatalf("limit 10 = %s", r)
 		}
 
 		// Refusals.
-		admExpect(t, s.Admin("GET", trTrials+"?app_id=nope", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", trTrials, nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", trTrials+"?app_id=", nil), 400, "MISSING_FIELDS")
+		s.Admin("GET", trTrials+"?app_id=nope", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", trTrials, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", trTrials+"?app_id=", nil).JSONFail(t, 400, "MISSING_FIELDS")
 		for _, q := range []string{"cursor=abc", "cursor=-1", "limit=-2", "limit=x"} {
-			admExpect(t, s.Admin("GET", trTrials+"?app_id="+a.ID+"&"+q, nil), 400, "MISSING_FIELDS")
+			s.Admin("GET", trTrials+"?app_id="+a.ID+"&"+q, nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		admExpect(t, s.Do("GET", trTrials+"?app_id="+a.ID, nil, nil), 401, "UNAUTHORIZED")
-		admExpect(t, s.Do("GET", trTrials+"?app_id="+a.ID, admBearer("not-a-token"), nil), 401, "UNAUTHORIZED")
+		s.Do("GET", trTrials+"?app_id="+a.ID, nil, nil).JSONFail(t, 401, "UNAUTHORIZED")
+		s.Do("GET", trTrials+"?app_id="+a.ID, kwtest.Bearer("not-a-token"), nil).JSONFail(t, 401, "UNAUTHORIZED")
 		r := s.Admin("POST", trTrials+"?app_id="+a.ID, nil)
 		kwtest.ExpectCode(t, r, 405, "METHOD_NOT_ALLOWED")
 	})
@@ -818,12 +818,12 @@ func TestAdminTrialsList(t *testing.T) {
 func TestAdminTrialSettingsInvalid(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Settings", map[string]any{"trial_duration": 5, "trial_duration_unit": "hours",
 			"trial_features": map[string]any{"pro": true}, "trial_ip_limit": 2})
 		path := "/api/admin/apps.php?app_id=" + a.ID
-		before := admApp(t, s, a.ID)
-		audits := len(admAudit(t, s, "action=app.update"))
+		before := s.AppView(t, a.ID)
+		audits := len(s.Audit(t, "action=app.update"))
 		s.Clock.Advance(time.Minute)
 
 		cases := map[string]string{
@@ -855,14 +855,14 @@ func TestAdminTrialSettingsInvalid(t *testing.T) {
 		}
 		for name, body := range cases {
 			t.Run(name, func(t *testing.T) {
-				s := clSub(t, s)
-				admExpect(t, s.Do("PUT", path, admBearer(s.AdminToken()), []byte(body)), 400, "MISSING_FIELDS")
+				s := s.On(t)
+				s.Do("PUT", path, kwtest.Bearer(s.AdminToken()), []byte(body)).JSONFail(t, 400, "MISSING_FIELDS")
 			})
 		}
-		if after := admApp(t, s, a.ID); !reflect.DeepEqual(before, after) {
+		if after := s.AppView(t, a.ID); !reflect.DeepEqual(before, after) {
 			t.Fatalf("refused edits changed the app:\nbefore %v\nafter  %v", before, after)
 		}
-		if n := len(admAudit(t, s, "action=app.update")); n != audits {
+		if n := len(s.Audit(t, "action=app.update")); n != audits {
 			t.Fatalf("refused edits were audited: %d app.update entries, want %d", n, audits)
 		}
 		// Trials still follow the unchanged settings.
@@ -881,7 +881,7 @@ func TestAdminTrialSettingsInvalid(t *testing.T) {
 		} {
 			s.MustAdmin("PUT", path, body)
 		}
-		if st := admSettings(t, s, a.ID); !reflect.DeepEqual(st["trial_features"], map[string]any{}) {
+		if st := s.AppSettings(t, a.ID); !reflect.DeepEqual(st["trial_features"], map[string]any{}) {
 			t.Fatalf("trial_features null stored as %#v, want {}", st["trial_features"])
 		}
 	})
@@ -892,48 +892,48 @@ func TestAdminTrialSettingsInvalid(t *testing.T) {
 func TestAdminConvertTrialDays(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, trLongSessions)
+		s := kwtest.Boot(t, engine, trLongSessions)
 		a := trApp(t, s, "Convert", nil) // 3 days, one device
 		key, sid := trOK(t, trStart(a, "pc"), "Trial started")
 		s.Clock.Advance(26 * time.Hour)
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
 
 		at := s.Clock.Now()
 		r := trConvert(a, map[string]any{"license_key": key, "key_type": "days", "duration_value": 30})
-		clOK(t, r)
+		r.OK(t)
 		k := r.Obj("key")
 		if k["license_key"] != key || k["key_type"] != "days" || k["status"] != "active" {
 			t.Fatalf("converted key = %v", k)
 		}
-		if clNum(t, "duration", k["duration"]) != 30 || clNum(t, "max_devices", k["max_devices"]) != 1 ||
-			clNum(t, "days_remaining", k["days_remaining"]) != 30 {
+		if kwtest.Num(t, "duration", k["duration"]) != 30 || kwtest.Num(t, "max_devices", k["max_devices"]) != 1 ||
+			kwtest.Num(t, "days_remaining", k["days_remaining"]) != 30 {
 			t.Fatalf("converted key = %v, want duration 30, the trial's one seat, 30 days left", k)
 		}
-		if exp := clTime(t, "expires_at", k["expires_at"]); !exp.Equal(at.Add(30 * 24 * time.Hour)) {
+		if exp := kwtest.WireTime(t, "expires_at", k["expires_at"]); !exp.Equal(at.Add(30 * 24 * time.Hour)) {
 			t.Fatalf("expires_at = %v, want now + 30 days (%v)", exp, at.Add(30*24*time.Hour))
 		}
-		stored := clKey(t, a, key)
+		stored := a.KeyView(t, key)
 		for _, f := range []string{"key_type", "duration", "expires_at", "max_devices", "status", "note"} {
 			if !reflect.DeepEqual(stored[f], k[f]) {
 				t.Fatalf("stored %s = %#v, the convert reply said %#v", f, stored[f], k[f])
 			}
 		}
 		// The running session keeps beating, past the old trial end too.
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
 		s.Clock.Advance(3 * 24 * time.Hour)
-		clBeatOK(t, a, sid, key)
-		if d := clDevices(t, a, key); !reflect.DeepEqual(d, []string{"pc"}) {
+		a.BeatOK(t, sid, key)
+		if d := a.Devices(t, key); !reflect.DeepEqual(d, []string{"pc"}) {
 			t.Fatalf("devices = %v, want [pc]", d)
 		}
 		// It ends 30 days after the conversion.
 		s.Clock.Set(at.Add(30*24*time.Hour - time.Second))
-		clBeatOK(t, a, sid, key)
+		a.BeatOK(t, sid, key)
 		s.Clock.Set(at.Add(30 * 24 * time.Hour))
-		clKill(t, a.Heartbeat(sid, key), "EXPIRED")
+		a.Heartbeat(sid, key).Kill(t, "EXPIRED")
 
 		// The conversion is audited.
 		var found bool
-		for _, e := range admAudit(t, s, "action=key.convert&app_id="+a.ID) {
+		for _, e := range s.Audit(t, "action=key.convert&app_id="+a.ID) {
 			if e["action"] == "key.convert" && e["target"] == key && e["app_id"] == a.ID {
 				d, _ := e["details"].(map[string]any)
 				if d["key_type"] != "days" || d["duration"] != 30.0 {
@@ -946,7 +946,7 @@ func TestAdminConvertTrialDays(t *testing.T) {
 			t.Fatalf("no key.convert audit entry for %s", key)
 		}
 		// The device still had its trial.
-		clPlainFail(t, trStart(a, "pc"), 403, "TRIAL_USED")
+		trStart(a, "pc").PlainFail(t, 403, "TRIAL_USED")
 	})
 }
 
@@ -955,97 +955,97 @@ func TestAdminConvertTrialDays(t *testing.T) {
 func TestAdminConvertTrialExpiredLifetimeSeats(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		srv := clStart(t, engine, trLongSessions)
+		srv := kwtest.Boot(t, engine, trLongSessions)
 
 		t.Run("expired trial", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Expired", map[string]any{"trial_duration": 5, "trial_duration_unit": "hours"})
 			key, sid := trOK(t, trStart(a, "pc"), "Trial started")
 			s.Clock.Advance(6 * time.Hour)
-			clKill(t, a.Heartbeat(sid, key), "EXPIRED")
-			clSealedFail(t, clLoginReply(a, key, "pc"), "EXPIRED")
+			a.Heartbeat(sid, key).Kill(t, "EXPIRED")
+			a.LoginReply(key, "pc").SealedFail(t, "EXPIRED")
 
 			at := s.Clock.Now()
 			r := trConvert(a, map[string]any{"license_key": key, "key_type": "days", "duration_value": 7})
-			clOK(t, r)
+			r.OK(t)
 			k := r.Obj("key")
 			if k["status"] != "active" || k["license_key"] != key {
 				t.Fatalf("converted expired trial = %v, want active", k)
 			}
-			if exp := clTime(t, "expires_at", k["expires_at"]); !exp.Equal(at.Add(7 * 24 * time.Hour)) {
+			if exp := kwtest.WireTime(t, "expires_at", k["expires_at"]); !exp.Equal(at.Add(7 * 24 * time.Hour)) {
 				t.Fatalf("expires_at = %v, want now + 7 days", exp)
 			}
 			// The killed session stays dead; a fresh login works.
-			clKill(t, a.Heartbeat(sid, key), "EXPIRED")
+			a.Heartbeat(sid, key).Kill(t, "EXPIRED")
 			sid2 := a.Login(key, "pc")
 			s.Clock.Advance(30 * time.Second)
-			clBeatOK(t, a, sid2, key)
+			a.BeatOK(t, sid2, key)
 			// The binding stayed: another device is still refused.
-			clSealedFail(t, clLoginReply(a, key, "pc-2"), "HWID_MISMATCH")
+			a.LoginReply(key, "pc-2").SealedFail(t, "HWID_MISMATCH")
 		})
 
 		t.Run("lifetime", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Lifetime", nil)
 			key, sid := trOK(t, trStart(a, "pc"), "Trial started")
 			r := trConvert(a, map[string]any{"license_key": key, "key_type": "lifetime"})
-			clOK(t, r)
+			r.OK(t)
 			k := r.Obj("key")
 			if k["key_type"] != "lifetime" || k["expires_at"] != nil || k["days_remaining"] != nil || k["status"] != "active" {
 				t.Fatalf("lifetime conversion = %v, want expires_at and days_remaining null", k)
 			}
-			if clNum(t, "duration", k["duration"]) != 0 {
+			if kwtest.Num(t, "duration", k["duration"]) != 0 {
 				t.Fatalf("duration = %v, want 0", k["duration"])
 			}
 			// Years later (beating now and then) it still runs.
 			for i := 0; i < 25; i++ {
 				s.Clock.Advance(80 * 24 * time.Hour)
-				clBeatOK(t, a, sid, key)
+				a.BeatOK(t, sid, key)
 			}
 			// The stored key is a lifetime key, as the admin and the client
 			// see it.
-			if v := clKey(t, a, key); v["key_type"] != "lifetime" || v["expires_at"] != nil || v["status"] != "active" {
+			if v := a.KeyView(t, key); v["key_type"] != "lifetime" || v["expires_at"] != nil || v["status"] != "active" {
 				t.Fatalf("stored key after a lifetime conversion = %v, want key_type lifetime, active, no expiry", v)
 			}
-			cr := a.Plain(clCheckKey, map[string]any{"license_key": key})
-			clOK(t, cr)
+			cr := a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": key})
+			cr.OK(t)
 			if ck := cr.Obj("key"); ck["key_type"] != "lifetime" || ck["expires_at"] != nil {
 				t.Fatalf("check-key after a lifetime conversion = %v, want key_type lifetime", ck)
 			}
 		})
 
 		t.Run("max_devices replaces seats", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Seats", nil) // one seat
 			key, sid := trOK(t, trStart(a, "pc-1"), "Trial started")
-			clSealedFail(t, clLoginReply(a, key, "pc-2"), "HWID_MISMATCH")
+			a.LoginReply(key, "pc-2").SealedFail(t, "HWID_MISMATCH")
 			r := trConvert(a, map[string]any{"license_key": key, "key_type": "days", "duration_value": 30, "max_devices": 3})
-			clOK(t, r)
-			if clNum(t, "max_devices", r.Obj("key")["max_devices"]) != 3 {
+			r.OK(t)
+			if kwtest.Num(t, "max_devices", r.Obj("key")["max_devices"]) != 3 {
 				t.Fatalf("max_devices = %v, want 3", r.Obj("key")["max_devices"])
 			}
 			s2 := a.Login(key, "pc-2")
 			s3 := a.Login(key, "pc-3")
-			clSealedFail(t, clLoginReply(a, key, "pc-4"), "DEVICE_LIMIT")
+			a.LoginReply(key, "pc-4").SealedFail(t, "DEVICE_LIMIT")
 			for _, id := range []string{sid, s2, s3} {
-				clBeatOK(t, a, id, key)
+				a.BeatOK(t, id, key)
 			}
 			// Without max_devices the seats stay.
 			key2, _ := trOK(t, trStart(a, "pc-9"), "Trial started")
 			r = trConvert(a, map[string]any{"license_key": key2, "key_type": "lifetime"})
-			clOK(t, r)
-			if clNum(t, "max_devices", r.Obj("key")["max_devices"]) != 1 {
+			r.OK(t)
+			if kwtest.Num(t, "max_devices", r.Obj("key")["max_devices"]) != 1 {
 				t.Fatalf("max_devices = %v, want the trial's 1", r.Obj("key")["max_devices"])
 			}
 		})
 
 		t.Run("paused trial stays paused", func(t *testing.T) {
-			s := clSub(t, srv)
+			s := srv.On(t)
 			a := trApp(t, s, "Paused", nil)
 			key, _ := trOK(t, trStart(a, "pc"), "Trial started")
-			clAction(t, a, "pause", key, nil)
+			a.MustKeyAction(t, "pause", key, nil)
 			r := trConvert(a, map[string]any{"license_key": key, "key_type": "lifetime"})
-			clOK(t, r)
+			r.OK(t)
 			if r.Obj("key")["status"] != "paused" {
 				t.Fatalf("converted paused trial = %v, want still paused", r.Obj("key"))
 			}
@@ -1058,11 +1058,11 @@ func TestAdminConvertTrialExpiredLifetimeSeats(t *testing.T) {
 func TestAdminConvertTrialRefusals(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Refusals", nil)
 		trialKey, _ := trOK(t, trStart(a, "pc"), "Trial started")
 		banned, _ := trOK(t, trStart(a, "pc-banned"), "Trial started")
-		clAction(t, a, "ban", banned, nil)
+		a.MustKeyAction(t, "ban", banned, nil)
 		normal := a.GenerateKeys(1, "days", 10, 1)[0]
 		lifetime := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		other := trApp(t, s, "Other", nil)
@@ -1071,13 +1071,13 @@ func TestAdminConvertTrialRefusals(t *testing.T) {
 		snapshot := func() map[string]any {
 			out := map[string]any{}
 			for _, k := range []string{trialKey, banned, normal, lifetime} {
-				out[k] = clKey(t, a, k)
+				out[k] = a.KeyView(t, k)
 			}
-			out[otherTrial] = clKey(t, other, otherTrial)
+			out[otherTrial] = other.KeyView(t, otherTrial)
 			return out
 		}
 		before := snapshot()
-		audits := len(admAudit(t, s, "action=key.convert"))
+		audits := len(s.Audit(t, "action=key.convert"))
 
 		days30 := func(k string) map[string]any {
 			return map[string]any{"license_key": k, "key_type": "days", "duration_value": 30}
@@ -1111,30 +1111,31 @@ func TestAdminConvertTrialRefusals(t *testing.T) {
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
-				admExpect(t, trConvert(clAppOn(t, a), c.body), c.status, c.code)
+				trConvert(a.On(t), c.body).JSONFail(t, c.status, c.code)
 			})
 		}
 		// Unknown and missing apps.
-		admExpect(t, s.Admin("POST", "/api/admin/keys.php?app_id=nope&action=convert", days30(trialKey)), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", "/api/admin/keys.php?action=convert", days30(trialKey)), 400, "MISSING_FIELDS")
-		admExpect(t, s.Do("POST", "/api/admin/keys.php?app_id="+a.ID+"&action=convert", http.Header{"Content-Type": {"application/json"}},
-			admJSON(t, days30(trialKey))), 401, "UNAUTHORIZED")
+		s.Admin("POST", "/api/admin/keys.php?app_id=nope&action=convert", days30(trialKey)).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", "/api/admin/keys.php?action=convert", days30(trialKey)).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Do("POST", "/api/admin/keys.php?app_id="+a.ID+"&action=convert", http.Header{"Content-Type": {"application/json"}},
+			kwtest.JSON(t, days30(trialKey))).JSONFail(t,
+			401, "UNAUTHORIZED")
 
 		if after := snapshot(); !reflect.DeepEqual(before, after) {
 			t.Fatalf("refused conversions changed keys:\nbefore %v\nafter  %v", before, after)
 		}
-		if n := len(admAudit(t, s, "action=key.convert")); n != audits {
+		if n := len(s.Audit(t, "action=key.convert")); n != audits {
 			t.Fatalf("refused conversions were audited: %d key.convert entries, want %d", n, audits)
 		}
 
 		// Unbanned, the trial converts; a converted key converts again (it
 		// is still a trial key by its string).
-		clAction(t, a, "unban", banned, nil)
-		clOK(t, trConvert(a, days30(banned)))
+		a.MustKeyAction(t, "unban", banned, nil)
+		trConvert(a, days30(banned)).OK(t)
 		// app_id and the action may also come from the body / query mix.
 		r := s.Admin("POST", "/api/admin/keys.php?action=convert", map[string]any{"app_id": a.ID, "license_key": " " + trialKey + " ",
 			"key_type": "lifetime"})
-		clOK(t, r)
+		r.OK(t)
 		if r.Obj("key")["license_key"] != trialKey {
 			t.Fatalf("converted %v, want %s", r.Obj("key")["license_key"], trialKey)
 		}
@@ -1146,15 +1147,15 @@ func TestAdminConvertTrialRefusals(t *testing.T) {
 func TestAdminConvertTrialPrefixedNonTrialKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := trApp(t, s, "Prefixed", map[string]any{"key_prefix": "TRIAL"})
 		k := a.GenerateKeys(1, "days", 10, 1)[0]
 		if !strings.HasPrefix(k, "TRIAL-") {
 			t.Fatalf("generated %s, want the TRIAL- prefix", k)
 		}
-		before := clKey(t, a, k)
-		admExpect(t, trConvert(a, map[string]any{"license_key": k, "key_type": "lifetime"}), 409, "CONFLICT")
-		if after := clKey(t, a, k); !reflect.DeepEqual(before, after) {
+		before := a.KeyView(t, k)
+		trConvert(a, map[string]any{"license_key": k, "key_type": "lifetime"}).JSONFail(t, 409, "CONFLICT")
+		if after := a.KeyView(t, k); !reflect.DeepEqual(before, after) {
 			t.Fatalf("refused conversion changed the key:\nbefore %v\nafter  %v", before, after)
 		}
 	})
@@ -1187,7 +1188,7 @@ func trPost(a *kwtest.App, hwid, xff string) (status int, body map[string]any, e
 func TestClientTrialConcurrent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.TrustProxy = true })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.TrustProxy = true })
 		const n = 12
 		type result struct {
 			status int
@@ -1211,7 +1212,7 @@ func TestClientTrialConcurrent(t *testing.T) {
 		}
 
 		t.Run("same device", func(t *testing.T) {
-			a := trApp(t, clSub(t, s), "Burst device", nil)
+			a := trApp(t, s.On(t), "Burst device", nil)
 			res := burst(a, func(int) string { return "pc" })
 			started, keys := 0, map[any]bool{}
 			for _, r := range res {
@@ -1231,19 +1232,19 @@ func TestClientTrialConcurrent(t *testing.T) {
 			if ev := trEvents(t, s, a.ID); len(ev) != 1 {
 				t.Fatalf("%d trial.created events, want 1", len(ev))
 			}
-			if tr := admList(t, trList(t, clAppOn(t, a), ""), "trials"); len(tr) != 1 {
+			if tr := trList(t, a.On(t), "").List(t, "trials"); len(tr) != 1 {
 				t.Fatalf("%d trials listed, want 1", len(tr))
 			}
 			// One seat: exactly one of the sessions is still live.
 			for k := range keys {
-				if ss := clSessions(t, clAppOn(t, a), k.(string)); len(ss) != 1 {
+				if ss := a.On(t).Sessions(t, k.(string)); len(ss) != 1 {
 					t.Fatalf("%d live sessions on a one-seat trial, want 1", len(ss))
 				}
 			}
 		})
 
 		t.Run("cap under a burst", func(t *testing.T) {
-			a := trApp(t, clSub(t, s), "Burst cap", map[string]any{"trial_ip_limit": 3})
+			a := trApp(t, s.On(t), "Burst cap", map[string]any{"trial_ip_limit": 3})
 			res := burst(a, func(i int) string { return "dev-" + string(rune('a'+i)) })
 			ok, limited := 0, 0
 			for _, r := range res {

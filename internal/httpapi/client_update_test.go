@@ -77,22 +77,11 @@ func updAdmin(t testing.TB, a *kwtest.App, action string, id int64, extra map[st
 	a.S.MustAdmin("POST", updAdminPath, body)
 }
 
-// updCheck sends an enveloped update check and fails unless the reply is
-// an envelope.
-func updCheck(t testing.TB, a *kwtest.App, inner map[string]any) *kwtest.Reply {
-	t.Helper()
-	r := a.Env(updCheckPath, inner)
-	if !r.Sealed {
-		t.Fatalf("check %v: reply not enveloped: %s", inner, r)
-	}
-	return r
-}
-
 // updOffer fails unless the check offers an update and returns it.
 func updOffer(t testing.TB, a *kwtest.App, inner map[string]any) map[string]any {
 	t.Helper()
-	r := updCheck(t, a, inner)
-	clOK(t, r)
+	r := a.UpdateCheck(t, inner)
+	r.OK(t)
 	u := r.Obj("update")
 	if r.Body["update_available"] != true || u == nil {
 		t.Fatalf("check %v: want an update, got %v", inner, r.Body)
@@ -104,8 +93,8 @@ func updOffer(t testing.TB, a *kwtest.App, inner map[string]any) map[string]any 
 // update object and with a message.
 func updNone(t testing.TB, a *kwtest.App, inner map[string]any) {
 	t.Helper()
-	r := updCheck(t, a, inner)
-	clOK(t, r)
+	r := a.UpdateCheck(t, inner)
+	r.OK(t)
 	if r.Body["update_available"] != false {
 		t.Fatalf("check %v: want update_available false, got %v", inner, r.Body)
 	}
@@ -120,8 +109,8 @@ func updNone(t testing.TB, a *kwtest.App, inner map[string]any) {
 // updOffered returns the version the check offers, "" when none.
 func updOffered(t testing.TB, a *kwtest.App, inner map[string]any) string {
 	t.Helper()
-	r := updCheck(t, a, inner)
-	clOK(t, r)
+	r := a.UpdateCheck(t, inner)
+	r.OK(t)
 	if r.Body["update_available"] != true {
 		if _, ok := r.Body["update"]; ok || r.Body["update_available"] != false {
 			t.Fatalf("check %v: inconsistent reply %v", inner, r.Body)
@@ -208,25 +197,25 @@ var updVMessage = regexp.MustCompile(`field:? v\b`)
 func TestUpdateCheckOffersNewerRelease(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		bin := updBytes(1, 3000)
 		updRelease(t, a, "1.1.0", map[string]any{"changelog": "Fixes the frobnicator.\nFaster start."}, false, updArt{body: bin})
 
 		for _, v := range []string{"1.0.0", "v1.0.0", "1.1.0-rc.1", "0.9.12"} {
-			r := updCheck(t, a, updReq("v", v, "channel", "stable", "hwid", "pc-1", "license_key", ""))
-			clOK(t, r)
+			r := a.UpdateCheck(t, updReq("v", v, "channel", "stable", "hwid", "pc-1", "license_key", ""))
+			r.OK(t)
 			if r.Body["update_available"] != true || r.Str("message") == "" {
 				t.Fatalf("v=%s: %v", v, r.Body)
 			}
 			// The inner reply with numbers kept as written: sizes are integers.
-			inner := clNumbers(t, clInner(t, a, r))
+			inner := kwtest.Numbers(t, a.Inner(t, r))
 			u, _ := inner["update"].(map[string]any)
 			cntExactKeys(t, "update", u, "version", "channel", "is_mandatory", "file_size", "size", "sha256", "changelog", "download_url")
-			if n := clInt(t, "file_size", u["file_size"]); n != int64(len(bin)) {
+			if n := kwtest.Int(t, "file_size", u["file_size"]); n != int64(len(bin)) {
 				t.Fatalf("file_size %d, want %d", n, len(bin))
 			}
-			if n := clInt(t, "size", u["size"]); n != int64(len(bin)) {
+			if n := kwtest.Int(t, "size", u["size"]); n != int64(len(bin)) {
 				t.Fatalf("size %d, want %d", n, len(bin))
 			}
 			want := map[string]any{"version": "1.1.0", "channel": "stable", "is_mandatory": false, "sha256": updSum(bin),
@@ -260,7 +249,7 @@ func TestUpdateCheckOffersNewerRelease(t *testing.T) {
 func TestUpdateCheckVersionAliasAndLicenseKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		bin := updBytes(3, 2048)
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: bin})
@@ -293,7 +282,7 @@ func TestUpdateCheckVersionAliasAndLicenseKey(t *testing.T) {
 func TestUpdateCheckNothingNewer(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 
 		// No release at all.
@@ -310,7 +299,7 @@ func TestUpdateCheckNothingNewer(t *testing.T) {
 func TestUpdateCheckBadInput(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: updBytes(5, 1024)})
 
@@ -318,8 +307,8 @@ func TestUpdateCheckBadInput(t *testing.T) {
 		// envelope with HTTP 200 (sdk-compat §2.3): MISSING_FIELDS, a message.
 		refuse := func(inner map[string]any, field string) {
 			t.Helper()
-			r := updCheck(t, a, inner)
-			clSealedFail(t, r, "MISSING_FIELDS")
+			r := a.UpdateCheck(t, inner)
+			r.SealedFail(t, "MISSING_FIELDS")
 			clNoInternals(t, fmt.Sprint(inner), r)
 			if _, ok := r.Body["update"]; ok {
 				t.Fatalf("%v: refusal carries an update: %v", inner, r.Body)
@@ -356,11 +345,12 @@ func TestUpdateCheckBadInput(t *testing.T) {
 		}
 
 		// Refusals before the envelope is verified are plain JSON.
-		clPlainFail(t, a.Plain(updCheckPath, updReq("v", "1.0.0")), 400, "CRYPTO_ERROR")
-		clPlainFail(t, s.Do("POST", updCheckPath, http.Header{"Content-Type": {"application/json"}}, a.Seal(updReq("v", "1.0.0")).Marshal()),
+		a.Plain(updCheckPath, updReq("v", "1.0.0")).PlainFail(t, 400, "CRYPTO_ERROR")
+		s.Do("POST", updCheckPath, http.Header{"Content-Type": {"application/json"}}, a.Seal(updReq("v", "1.0.0")).Marshal()).PlainFail(t,
 			401, "INVALID_APP")
-		r := s.Do("GET", updCheckPath, clHeader(a.Secret), nil)
-		clPlainFail(t, r, 405, "METHOD_NOT_ALLOWED")
+
+		r := s.Do("GET", updCheckPath, kwtest.AppHeader(a.Secret), nil)
+		r.PlainFail(t, 405, "METHOD_NOT_ALLOWED")
 		if r.Header.Get("Allow") != "POST" {
 			t.Fatalf("Allow = %q", r.Header.Get("Allow"))
 		}
@@ -370,7 +360,7 @@ func TestUpdateCheckBadInput(t *testing.T) {
 func TestUpdateCheckChannels(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 
 		updRelease(t, a, "1.1.0", map[string]any{"channel": "beta"}, false, updArt{body: updBytes(6, 1200)})
@@ -422,7 +412,7 @@ func TestUpdateCheckChannels(t *testing.T) {
 func TestUpdateCheckDraftsYankedHalted(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: updBytes(11, 1000)})
 
@@ -452,7 +442,7 @@ func TestUpdateCheckDraftsYankedHalted(t *testing.T) {
 		h := updRelease(t, a, "1.6.0", map[string]any{"rollout": 0}, false, updArt{body: updBytes(14, 1000)})
 		updAdmin(t, a, "halt", h, nil)
 		r := s.Admin("POST", updAdminPath, map[string]any{"app_id": a.ID, "action": "rollout", "id": h, "rollout": 10000})
-		admExpect(t, r, 409, "ROLLOUT_HALTED")
+		r.JSONFail(t, 409, "ROLLOUT_HALTED")
 		for i := range 10 {
 			updExpectOffered(t, a, updReq("v", "1.0.0", "hwid", fmt.Sprintf("pc-%d", i)), "1.5.0")
 		}
@@ -470,7 +460,7 @@ func TestUpdateCheckDraftsYankedHalted(t *testing.T) {
 func TestUpdateCheckPlatforms(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		win, mac := updBytes(20, 3000), updBytes(21, 3100)
 		updRelease(t, a, "1.1.0", nil, false, updArt{"windows", "x64", win}, updArt{"macos", "arm64", mac})
@@ -527,7 +517,7 @@ func TestUpdateCheckPlatforms(t *testing.T) {
 func TestUpdateCheckMinVersion(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		stone := updBytes(30, 1800)
 		updRelease(t, a, "1.5.0", nil, false, updArt{body: stone})
@@ -554,7 +544,7 @@ func TestUpdateCheckMinVersion(t *testing.T) {
 func TestUpdateCheckMinSupported(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		updRelease(t, a, "2.0.0", nil, false, updArt{body: updBytes(40, 1600)})
 		mandatory := func(inner map[string]any, want bool) {
@@ -594,7 +584,7 @@ func TestUpdateCheckMinSupported(t *testing.T) {
 func TestUpdateCheckRollout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: updBytes(50, 1400)})
 
@@ -695,7 +685,7 @@ func updHeader(t testing.TB, what string, resp *http.Response, name, want string
 func TestUpdateDownloadFull(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		bin := updBytes(60, 4096+37)
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: bin})
@@ -755,7 +745,7 @@ func TestUpdateDownloadFull(t *testing.T) {
 func TestUpdateDownloadRanges(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		bin := updBytes(70, 5000)
 		size := len(bin)
@@ -842,7 +832,7 @@ func TestUpdateDownloadRanges(t *testing.T) {
 func TestUpdateDownloadNotFound(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		pub := updBytes(80, 1500)
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: pub})
@@ -877,7 +867,7 @@ func TestUpdateDownloadNotFound(t *testing.T) {
 func TestUpdateDownloadAuth(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		bin := updBytes(90, 2000)
 		updRelease(t, a, "1.1.0", nil, false, updArt{body: bin})
@@ -911,7 +901,7 @@ func TestUpdateDownloadAuth(t *testing.T) {
 func TestUpdateDownloadPlatforms(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Upd")
 		win, mac := updBytes(100, 3000), updBytes(101, 3001)
 		updRelease(t, a, "1.1.0", nil, false, updArt{"windows", "x64", win}, updArt{"macos", "arm64", mac})

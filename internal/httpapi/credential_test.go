@@ -51,7 +51,7 @@ var tokenRefused = map[string][]string{
 func TestTokenRefusalCoversRouteTable(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
-	for _, rt := range routeTable(t) {
+	for _, rt := range kwtest.Routes(t) {
 		if !strings.HasPrefix(rt.Path, "/api/admin/") {
 			if len(rt.TokenRefused) > 0 {
 				t.Errorf("%s is not an admin route but declares token refusals %v", rt.Path, rt.TokenRefused)
@@ -90,7 +90,7 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Creds")
 		jwt := s.AdminToken()
-		pat := tkMint(t, s, jwt, "script")["token"].(string)
+		pat := s.MintToken(t, jwt, "script")["token"].(string)
 		q := "?app_id=" + app.ID
 
 		cases := map[string][]struct {
@@ -121,7 +121,7 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 			"/api/admin/resellers.php POST without action":       {{"/api/admin/resellers.php" + q, map[string]any{"name": "Shop"}}},
 			"/api/admin/resellers.php POST action=rotate_token":  {{"/api/admin/resellers.php" + q, map[string]any{"action": "rotate_token", "id": "x"}}},
 		}
-		secretBefore := admApp(t, s, app.ID)["secret"]
+		secretBefore := s.AppView(t, app.ID)["secret"]
 		auditBefore := azAuditCount(t, s, "")
 		for path, refusals := range tokenRefused {
 			for _, d := range refusals {
@@ -145,7 +145,7 @@ func TestTokenRefusedCredentialChanges(t *testing.T) {
 		if after := azAuditCount(t, s, ""); after != auditBefore {
 			t.Errorf("refused requests wrote %d audit entries", after-auditBefore)
 		}
-		if got := admApp(t, s, app.ID)["secret"]; got != secretBefore {
+		if got := s.AppView(t, app.ID)["secret"]; got != secretBefore {
 			t.Errorf("app secret changed through a token: %v → %v", secretBefore, got)
 		}
 		if r := s.Do("POST", "/api/admin/login.php", nil, []byte(`{"username":"mallory","password":"mallory's long password"}`)); r.Status == 200 {

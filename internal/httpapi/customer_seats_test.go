@@ -13,7 +13,7 @@ const cuFiles = "/api/customer/license-files.php"
 // seats_in_use and max_devices.
 func cuSeats(t *testing.T, v *kwtest.Reply, inUse, max int) map[string]map[string]any {
 	t.Helper()
-	clOK(t, v)
+	v.OK(t)
 	seats := v.Obj("seats")
 	if seats == nil || seats["seats_in_use"] != float64(inUse) || seats["max_devices"] != float64(max) {
 		t.Fatalf("seats %v, want %d of %d in use", v.Body["seats"], inUse, max)
@@ -65,16 +65,16 @@ func TestCustomerFloatingSeats(t *testing.T) {
 		for _, h := range []string{"m-1", "m-2"} {
 			m := ms[h]
 			if m == nil || m["borrowed"] != false || m["session_id"] == nil || m["file_id"] != nil || m["valid_until"] != nil ||
-				m["last_heartbeat_at"] == nil || !clTime(t, "since", m["since"]).Equal(s.Clock.Now()) {
+				m["last_heartbeat_at"] == nil || !kwtest.WireTime(t, "since", m["since"]).Equal(s.Clock.Now()) {
 				t.Fatalf("seat of %s: %v", h, m)
 			}
 		}
 		if m := ms["laptop"]; m == nil || m["borrowed"] != true || m["file_id"] != borrow || m["session_id"] != nil ||
-			m["last_heartbeat_at"] != nil || !clTime(t, "since", m["since"]).Equal(issuedAt) ||
-			!clTime(t, "valid_until", m["valid_until"]).Equal(issuedAt.Add(24*time.Hour)) {
+			m["last_heartbeat_at"] != nil || !kwtest.WireTime(t, "since", m["since"]).Equal(issuedAt) ||
+			!kwtest.WireTime(t, "valid_until", m["valid_until"]).Equal(issuedAt.Add(24*time.Hour)) {
 			t.Fatalf("borrowed seat: %v", m)
 		}
-		files := admList(t, v, "license_files")
+		files := v.List(t, "license_files")
 		if len(files) != 1 || files[0]["id"] != borrow || files[0]["hwid"] != "laptop" || files[0]["returned_at"] != nil ||
 			files[0]["revoked_at"] != nil || files[0]["floating"] != true {
 			t.Fatalf("license files %v", files)
@@ -101,7 +101,7 @@ func TestCustomerFloatingSeats(t *testing.T) {
 
 		// The customer returns the borrow: its seat frees at once.
 		r := cuDo(s, tok, "POST", cuFiles+"?action=return", map[string]any{"id": borrow})
-		clOK(t, r)
+		r.OK(t)
 		if f := r.Obj("file"); f["id"] != borrow || f["returned_at"] == nil {
 			t.Fatalf("return reply %s", r)
 		}
@@ -111,7 +111,7 @@ func TestCustomerFloatingSeats(t *testing.T) {
 			t.Fatalf("seats after the return: %v", ms)
 		}
 		// Returning again is fine.
-		clOK(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}))
+		cuDo(s, tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}).OK(t)
 		var returned bool
 		for _, e := range s.MustAdmin("GET", "/api/admin/audit.php?app_id="+app.ID+"&limit=500", nil).Body["entries"].([]any) {
 			e := e.(map[string]any)
@@ -131,8 +131,8 @@ func TestCustomerFloatingSeats(t *testing.T) {
 		fixed := app.GenerateKeys(1, "lifetime", 0, 2)[0]
 		mustFile(t, app, fixed, "pc")
 		v = cuDo(s, cuToken(t, s, app.ID, fixed), "GET", cuKey, nil)
-		clOK(t, v)
-		if _, ok := v.Body["seats"]; ok || v.Obj("key")["floating"] != false || len(admList(t, v, "license_files")) != 1 {
+		v.OK(t)
+		if _, ok := v.Body["seats"]; ok || v.Obj("key")["floating"] != false || len(v.List(t, "license_files")) != 1 {
 			t.Fatalf("fixed key view %s", v)
 		}
 		plain := app.GenerateKeys(1, "lifetime", 0, 1)[0]

@@ -23,14 +23,14 @@ const (
 // cuSignIn posts a customer sign-in (no app secret).
 func cuSignIn(s *kwtest.Server, body map[string]any) *kwtest.Reply {
 	s.T.Helper()
-	return s.Do("POST", cuLogin, http.Header{"Content-Type": {"application/json"}}, admJSON(s.T, body))
+	return s.Do("POST", cuLogin, http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(s.T, body))
 }
 
 // cuToken signs in with a key and returns the customer token.
 func cuToken(t testing.TB, s *kwtest.Server, appID, key string) string {
 	t.Helper()
 	r := cuSignIn(s, map[string]any{"app_id": appID, "license_key": key})
-	clOK(t, r)
+	r.OK(t)
 	if r.Str("token") == "" {
 		t.Fatalf("sign-in without token: %s", r)
 	}
@@ -46,7 +46,7 @@ func cuDo(s *kwtest.Server, token, method, path string, body any) *kwtest.Reply 
 	}
 	var raw []byte
 	if body != nil {
-		raw = admJSON(s.T, body)
+		raw = kwtest.JSON(s.T, body)
 	}
 	return s.Do(method, path, h, raw)
 }
@@ -54,8 +54,8 @@ func cuDo(s *kwtest.Server, token, method, path string, body any) *kwtest.Reply 
 // cuList returns the list field name of a successful reply.
 func cuList(t testing.TB, r *kwtest.Reply, name string) []map[string]any {
 	t.Helper()
-	clOK(t, r)
-	return admList(t, r, name)
+	r.OK(t)
+	return r.List(t, name)
 }
 
 // A key signs in: a one-hour token whose key view shows the key; a missing
@@ -63,12 +63,12 @@ func cuList(t testing.TB, r *kwtest.Reply, name string) []map[string]any {
 func TestCustomerLoginWithKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Portal")
 		key := a.GenerateKeys(1, "days", 30, 2)[0]
 		r := cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": " " + key + " "})
-		clOK(t, r)
-		if got := clTime(t, "expires_at", r.Body["expires_at"]); !got.Equal(s.Clock.Now().Add(time.Hour)) {
+		r.OK(t)
+		if got := kwtest.WireTime(t, "expires_at", r.Body["expires_at"]); !got.Equal(s.Clock.Now().Add(time.Hour)) {
 			t.Fatalf("expires_at = %v, want an hour from now", got)
 		}
 		tok := r.Str("token")
@@ -76,10 +76,10 @@ func TestCustomerLoginWithKey(t *testing.T) {
 			t.Fatal("sign-in reply carries the app secret")
 		}
 		v := cuDo(s, tok, "GET", cuKey, nil)
-		clOK(t, v)
+		v.OK(t)
 		k := v.Obj("key")
 		if v.Str("kind") != "key" || k["license_key"] != key || k["status"] != "unused" || k["max_devices"] != float64(2) ||
-			k["key_type"] != "days" || len(admList(t, v, "devices")) != 0 || len(admList(t, v, "sessions")) != 0 {
+			k["key_type"] != "days" || len(v.List(t, "devices")) != 0 || len(v.List(t, "sessions")) != 0 {
 			t.Fatalf("key view: %s", v)
 		}
 		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"license_key": key}), 400, "MISSING_FIELDS")
@@ -87,12 +87,12 @@ func TestCustomerLoginWithKey(t *testing.T) {
 
 		// A banned key does not sign in, and its earlier token stops
 		// working; unbanned, both work again. An expired key signs in.
-		clAction(t, a, "ban", key, map[string]any{"reason": "chargeback"})
+		a.MustKeyAction(t, "ban", key, map[string]any{"reason": "chargeback"})
 		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "BANNED")
 		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 403, "BANNED")
 		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuOrd, nil), 403, "BANNED")
-		clAction(t, a, "unban", key, nil)
-		clOK(t, cuDo(s, tok, "GET", cuKey, nil))
+		a.MustKeyAction(t, "unban", key, nil)
+		cuDo(s, tok, "GET", cuKey, nil).OK(t)
 		short := a.GenerateKeys(1, "days", 1, 1)[0]
 		a.Login(short, "pc")
 		s.Clock.Advance(49 * time.Hour)
@@ -112,22 +112,22 @@ func TestCustomerLoginWithKey(t *testing.T) {
 func TestCustomerLoginWithAccount(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Accounts")
 		lkRegisterUser(t, a, "alice")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "Alice", "password": lkPassword})
-		clOK(t, r)
+		r.OK(t)
 		if r.Str("kind") != "account" {
 			t.Fatalf("sign-in: %s", r)
 		}
 		v := cuDo(s, r.Str("token"), "GET", cuKey, nil)
-		clOK(t, v)
+		v.OK(t)
 		acc := v.Obj("account")
 		if v.Str("kind") != "account" || acc["username"] != "alice" || acc["status"] != "active" || acc["days_remaining"] != float64(30) {
 			t.Fatalf("account view: %s", v)
 		}
-		if d, ss := admList(t, v, "devices"), admList(t, v, "sessions"); len(d) != 1 || d[0]["hwid"] != "pc-lockout" || len(ss) != 1 {
+		if d, ss := v.List(t, "devices"), v.List(t, "sessions"); len(d) != 1 || d[0]["hwid"] != "pc-lockout" || len(ss) != 1 {
 			t.Fatalf("account devices %v sessions %v", d, ss)
 		}
 		// Seats and license files are a key sign-in's; an account returns none.
@@ -139,13 +139,14 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 		}
 		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "POST", "/api/customer/license-files.php", map[string]any{"id": "f", "action": "return"}), 404, "NOT_FOUND")
 		// A password change ends the token.
-		clOK(t, a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
-			"new_password": "another password 2"}))
+		a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
+			"new_password": "another password 2"}).OK(t)
+
 		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 401, "UNAUTHORIZED")
 
 		// A banned account does not sign in, and its token stops working.
 		r = cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"})
-		clOK(t, r)
+		r.OK(t)
 		s.MustAdmin("POST", "/api/admin/accounts.php?action=ban&app_id="+a.ID, map[string]any{"username": "alice"})
 		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"}), 403, "BANNED")
 		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 403, "BANNED")
@@ -157,7 +158,7 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 func TestCustomerWrongCredentials(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Wrong")
 		b := s.CreateApp("Other")
 		lkRegisterUser(t, a, "bob")
@@ -187,7 +188,7 @@ func TestCustomerWrongCredentials(t *testing.T) {
 func TestCustomerLockout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 3; c.LockoutIPFailures = 6 })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutFailures = 3; c.LockoutIPFailures = 6 })
 		a := s.CreateApp("Locks")
 		keys := a.GenerateKeys(2, "days", 30, 1)
 		// A key string that does not exist locks like one that does.
@@ -211,12 +212,12 @@ func TestCustomerLockout(t *testing.T) {
 func TestCustomerTokenExpiry(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Expiry")
 		keys := a.GenerateKeys(2, "days", 30, 1)
 		tok := cuToken(t, s, a.ID, keys[0])
 		s.Clock.Advance(59 * time.Minute)
-		clOK(t, cuDo(s, tok, "GET", cuKey, nil))
+		cuDo(s, tok, "GET", cuKey, nil).OK(t)
 		s.Clock.Advance(time.Minute + time.Second)
 		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 401, "UNAUTHORIZED")
 		for what, bad := range map[string]string{"none": "", "garbage": "not.a.token", "admin": s.AdminToken(), "tampered": tok[:len(tok)-2] + "xx"} {
@@ -237,7 +238,7 @@ func TestCustomerTokenExpiry(t *testing.T) {
 func TestCustomerSessions(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Sessions")
 		keys := a.GenerateKeys(2, "days", 30, 2)
 		// Clients hold session tokens; customers see and name sessions by
@@ -249,16 +250,16 @@ func TestCustomerSessions(t *testing.T) {
 		otherID := cuSessionID(t, s, cuToken(t, s, a.ID, keys[1]), "pc-other")
 		id1, id2 := cuSessionID(t, s, tok, "pc-one"), cuSessionID(t, s, tok, "pc-two")
 		v := cuDo(s, tok, "GET", cuKey, nil)
-		clOK(t, v)
+		v.OK(t)
 		if v.Obj("key")["status"] != "active" || v.Obj("key")["days_remaining"] != float64(30) {
 			t.Fatalf("key: %v", v.Obj("key"))
 		}
-		devices, sessions := admList(t, v, "devices"), admList(t, v, "sessions")
+		devices, sessions := v.List(t, "devices"), v.List(t, "sessions")
 		if len(devices) != 2 || devices[0]["hwid"] != "pc-one" {
 			t.Fatalf("devices = %v", devices)
 		}
-		clTime(t, "first_seen_at", devices[0]["first_seen_at"])
-		clTime(t, "last_seen_at", devices[0]["last_seen_at"])
+		kwtest.WireTime(t, "first_seen_at", devices[0]["first_seen_at"])
+		kwtest.WireTime(t, "last_seen_at", devices[0]["last_seen_at"])
 		if len(sessions) != 2 {
 			t.Fatalf("sessions = %v", sessions)
 		}
@@ -266,24 +267,24 @@ func TestCustomerSessions(t *testing.T) {
 			if ss["session_id"] == otherID || ss["session_id"] == sid1 || ss["ip"] != "127.0.0.1" {
 				t.Fatalf("session %v", ss)
 			}
-			clTime(t, "started_at", ss["started_at"])
-			clTime(t, "last_heartbeat_at", ss["last_heartbeat_at"])
+			kwtest.WireTime(t, "started_at", ss["started_at"])
+			kwtest.WireTime(t, "last_heartbeat_at", ss["last_heartbeat_at"])
 		}
 
 		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": otherID}), 404, "NOT_FOUND")
-		clBeatOK(t, a, other, keys[1])
+		a.BeatOK(t, other, keys[1])
 		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{}), 400, "MISSING_FIELDS")
 
 		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": sid1}), 404, "NOT_FOUND") // a token is no ID
-		clOK(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": id1}))
-		clKill(t, a.Heartbeat(sid1, keys[0]), "SESSION_REVOKED")
-		clBeatOK(t, a, sid2, keys[0])
+		cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": id1}).OK(t)
+		a.Heartbeat(sid1, keys[0]).Kill(t, "SESSION_REVOKED")
+		a.BeatOK(t, sid2, keys[0])
 		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuSess, map[string]any{"session_id": id1}), 404, "NOT_FOUND")
-		clOK(t, cuDo(s, tok, "POST", cuSess+"?session_id="+id2, nil))
-		clKill(t, a.Heartbeat(sid2, keys[0]), "SESSION_REVOKED")
-		clBeatOK(t, a, other, keys[1])
+		cuDo(s, tok, "POST", cuSess+"?session_id="+id2, nil).OK(t)
+		a.Heartbeat(sid2, keys[0]).Kill(t, "SESSION_REVOKED")
+		a.BeatOK(t, other, keys[1])
 
-		entries := admAudit(t, s, "app_id="+a.ID+"&action=session.revoke")
+		entries := s.Audit(t, "app_id="+a.ID+"&action=session.revoke")
 		if len(entries) != 2 {
 			t.Fatalf("%d session.revoke entries, want 2", len(entries))
 		}
@@ -300,7 +301,7 @@ func TestCustomerSessions(t *testing.T) {
 func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
 		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
@@ -347,7 +348,7 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id4, "action": "cancel"}), 404, "NOT_FOUND")
 		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "pause"}), 400, "MISSING_FIELDS")
 		r := cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"})
-		clOK(t, r)
+		r.OK(t)
 		if r.Obj("subscription")["status"] != "cancelled" {
 			t.Fatalf("cancel: %s", r)
 		}
@@ -358,7 +359,7 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 		if n := len(s.EventsOf(a.ID, "subscription.cancelled")); n != 1 {
 			t.Fatalf("%d subscription.cancelled events, want 1", n)
 		}
-		entries := admAudit(t, s, "app_id="+a.ID+"&action=subscription.cancel")
+		entries := s.Audit(t, "app_id="+a.ID+"&action=subscription.cancel")
 		actor, _ := entries[0]["actor"].(map[string]any)
 		if len(entries) != 1 || actor["kind"] != "customer" || actor["name"] != "…"+k3[len(k3)-5:] {
 			t.Fatalf("audit: %v", entries)
@@ -389,15 +390,15 @@ func t3Refresh(t testing.TB, s *kwtest.Server, appID, key string) string {
 func TestCustomerAccountOrders(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
-		clSettings(t, a, map[string]any{"accounts_enabled": true})
+		a.SetSettings(t, map[string]any{"accounts_enabled": true})
 		o1, o2 := orOrder(t, s, a, plan), orOrder(t, s, a, plan)
 		k1 := orFulfil(s, o1, secret).Str("license_key")
-		clOK(t, orFulfil(s, o2, secret))
-		uaSignUp(t, a, "carol", lkPassword, k1)
+		orFulfil(s, o2, secret).OK(t)
+		a.SignUp(t, "carol", lkPassword, k1)
 		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "carol", "password": lkPassword})
-		clOK(t, r)
+		r.OK(t)
 		ords := cuList(t, cuDo(s, r.Str("token"), "GET", cuOrd, nil), "orders")
 		if len(ords) != 1 || ords[0]["order_id"] != o1 {
 			t.Fatalf("account orders: %v", ords)

@@ -14,7 +14,7 @@ import (
 func TestExpirySweeps(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Expiry")
 		days := a.GenerateKeys(1, "days", 10, 1)[0]
 		life := a.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -59,23 +59,23 @@ func TestExpirySweeps(t *testing.T) {
 		warn(1)
 
 		// A live session 30 s before expiry; the sweep a minute later kills it.
-		exp := clTime(t, "expires_at", clKey(t, a, days)["expires_at"])
+		exp := kwtest.WireTime(t, "expires_at", a.KeyView(t, days)["expires_at"])
 		s.Clock.Set(exp.Add(-30 * time.Second))
 		sid = a.Login(days, "pc-1")
-		clBeatOK(t, a, sid, days)
+		a.BeatOK(t, sid, days)
 		s.Clock.Advance(time.Minute)
 		expire(1)
 		expire(0)
-		if st := clKey(t, a, days)["status"]; st != "expired" {
+		if st := a.KeyView(t, days)["status"]; st != "expired" {
 			t.Fatalf("status after the sweep = %v", st)
 		}
-		if st := clKey(t, a, life)["status"]; st != "active" {
+		if st := a.KeyView(t, life)["status"]; st != "active" {
 			t.Fatalf("lifetime key status = %v", st)
 		}
 		ev := s.EventsOf(a.ID, "key_expired")
 		if len(ev) != 1 || ev[0]["license_key"] != days || ev[0]["expires_at"] == nil {
 			t.Fatalf("key_expired events %v", ev)
 		}
-		clKill(t, a.Heartbeat(sid, days), "EXPIRED")
+		a.Heartbeat(sid, days).Kill(t, "EXPIRED")
 	})
 }

@@ -35,7 +35,7 @@ func flWant(t testing.TB, what string, got, want map[string]any) {
 func TestFeatureFlagsInReplies(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Flags")
 		for _, f := range []map[string]any{
 			{"app_id": a.ID, "name": "pro", "type": "bool", "default": false, "description": "Pro tools"},
@@ -44,7 +44,7 @@ func TestFeatureFlagsInReplies(t *testing.T) {
 		} {
 			s.MustAdmin("PUT", flFlags, f)
 		}
-		list := admList(t, s.MustAdmin("GET", flFlags+"?app_id="+a.ID, nil), "feature_flags")
+		list := s.MustAdmin("GET", flFlags+"?app_id="+a.ID, nil).List(t, "feature_flags")
 		if len(list) != 3 || list[2]["name"] != "theme" || list[2]["default"] != "" {
 			t.Fatalf("feature_flags = %v", list)
 		}
@@ -54,16 +54,17 @@ func TestFeatureFlagsInReplies(t *testing.T) {
 		defaults := map[string]any{"pro": false, "max_projects": float64(3), "theme": ""}
 		withVIP := map[string]any{"pro": true, "max_projects": float64(3), "theme": "", "extra": "yes"}
 
-		flWant(t, "login, plain key", flFeatures(t, "login", clLoginReply(a, plain, "pc").Body), defaults)
-		flWant(t, "login, vip key", flFeatures(t, "login", clLoginReply(a, vip, "pc").Body), withVIP)
-		flWant(t, "check-key plain", flFeatures(t, "check-key", a.Plain(clCheckKey, map[string]any{"license_key": vip}).Body), withVIP)
-		flWant(t, "check-key sealed", flFeatures(t, "check-key", a.Env(clCheckKey, map[string]any{"license_key": plain}).Body), defaults)
+		flWant(t, "login, plain key", flFeatures(t, "login", a.LoginReply(plain, "pc").Body), defaults)
+		flWant(t, "login, vip key", flFeatures(t, "login", a.LoginReply(vip, "pc").Body), withVIP)
+		flWant(t, "check-key plain", flFeatures(t, "check-key", a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": vip}).Body), withVIP)
+		flWant(t, "check-key sealed", flFeatures(t, "check-key", a.Env(kwtest.PathCheckKey, map[string]any{"license_key": plain}).Body), defaults)
 
-		clSettings(t, a, map[string]any{"trial_enabled": true, "trial_features": map[string]any{"max_projects": 1}, "accounts_enabled": true,
+		a.SetSettings(t, map[string]any{"trial_enabled": true, "trial_features": map[string]any{"max_projects": 1}, "accounts_enabled": true,
 			"account_signup_days": 5})
+
 		flWant(t, "trial", flFeatures(t, "trial", a.Plain("/api/auth/trial.php", map[string]any{"hwid": "trial-pc"}).Body),
 			map[string]any{"pro": false, "max_projects": float64(1), "theme": ""})
-		uaSignUp(t, a, "fern", "password1", "")
+		a.SignUp(t, "fern", "password1", "")
 		flWant(t, "account without keys", flFeatures(t, "account-login", uaSignIn(a, "fern", "password1", "pc").Body), defaults)
 		uaRedeemOK(t, a, "fern", "password1", uaKeys(t, a, 1, "days", 30, 1, map[string]any{"theme": "dark"})[0])
 		flWant(t, "account after a redeem", flFeatures(t, "account-login", uaSignIn(a, "fern", "password1", "pc").Body),
@@ -71,11 +72,11 @@ func TestFeatureFlagsInReplies(t *testing.T) {
 
 		// Redefining a default reaches every key without its own value.
 		s.MustAdmin("PUT", flFlags, map[string]any{"app_id": a.ID, "name": "max_projects", "type": "number", "default": 10})
-		flWant(t, "after the new default", flFeatures(t, "check-key", a.Plain(clCheckKey, map[string]any{"license_key": plain}).Body),
+		flWant(t, "after the new default", flFeatures(t, "check-key", a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": plain}).Body),
 			map[string]any{"pro": false, "max_projects": float64(10), "theme": ""})
 		// Deleting a flag removes its default; keys keep their own values.
 		s.MustAdmin("DELETE", flFlags, map[string]any{"app_id": a.ID, "name": "pro"})
-		flWant(t, "after deleting pro", flFeatures(t, "check-key", a.Plain(clCheckKey, map[string]any{"license_key": vip}).Body),
+		flWant(t, "after deleting pro", flFeatures(t, "check-key", a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": vip}).Body),
 			map[string]any{"pro": true, "max_projects": float64(10), "theme": "", "extra": "yes"})
 	})
 }
@@ -86,7 +87,7 @@ func TestFeatureFlagsInReplies(t *testing.T) {
 func TestFeatureFlagsValidation(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Typed")
 		s.MustAdmin("PUT", flFlags, map[string]any{"app_id": a.ID, "name": "pro", "type": "bool"})
 		for _, bad := range []map[string]any{
@@ -96,25 +97,31 @@ func TestFeatureFlagsValidation(t *testing.T) {
 			{"app_id": a.ID, "name": "bad name", "type": "bool"},
 			{"app_id": a.ID, "name": "x", "type": "string", "default": map[string]any{"a": 1}},
 		} {
-			admExpect(t, s.Admin("PUT", flFlags, bad), 400, "MISSING_FIELDS")
+			s.Admin("PUT", flFlags, bad).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		admExpect(t, s.Admin("PUT", flFlags, map[string]any{"name": "x", "type": "bool"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", flFlags, map[string]any{"app_id": "nope", "name": "x", "type": "bool"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", flFlags, map[string]any{"app_id": a.ID, "name": "nope"}), 404, "NOT_FOUND")
-		if n := len(admList(t, s.MustAdmin("GET", flFlags+"?app_id="+a.ID, nil), "feature_flags")); n != 1 {
+		s.Admin("PUT", flFlags, map[string]any{"name": "x", "type": "bool"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", flFlags, map[string]any{"app_id": "nope", "name": "x", "type": "bool"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", flFlags, map[string]any{"app_id": a.ID, "name": "nope"}).JSONFail(t, 404, "NOT_FOUND")
+		if n := len(s.MustAdmin("GET", flFlags+"?app_id="+a.ID, nil).List(t, "feature_flags")); n != 1 {
 			t.Fatalf("%d flags after refused edits, want 1", n)
 		}
 
-		admExpect(t, s.Admin("POST", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "count": 1, "key_type": "lifetime",
-			"features": map[string]any{"pro": "yes"}}), 400, "MISSING_FIELDS")
+		s.Admin("POST", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "count": 1, "key_type": "lifetime",
+			"features": map[string]any{"pro": "yes"}}).JSONFail(t,
+			400, "MISSING_FIELDS")
+
 		k := a.GenerateKeys(1, "lifetime", 0, 1)[0]
-		admExpect(t, s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k,
-			"features": map[string]any{"pro": 1}}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"settings": map[string]any{
-			"trial_features": map[string]any{"pro": "no"}}}), 400, "MISSING_FIELDS")
+		s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k,
+			"features": map[string]any{"pro": 1}}).JSONFail(t,
+			400, "MISSING_FIELDS")
+
+		s.Admin("PUT", "/api/admin/apps.php?app_id="+a.ID, map[string]any{"settings": map[string]any{
+			"trial_features": map[string]any{"pro": "no"}}}).JSONFail(t,
+			400, "MISSING_FIELDS")
+
 		// Undefined flags stay free-form.
 		s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": k, "features": map[string]any{"pro": true, "beta": 2}})
-		flWant(t, "edited key", flFeatures(t, "check-key", a.Plain(clCheckKey, map[string]any{"license_key": k}).Body),
+		flWant(t, "edited key", flFeatures(t, "check-key", a.Plain(kwtest.PathCheckKey, map[string]any{"license_key": k}).Body),
 			map[string]any{"pro": true, "beta": float64(2)})
 	})
 }

@@ -282,7 +282,7 @@ func TestFloatingKeyExportImport(t *testing.T) {
 		plain := src.GenerateKeys(1, "lifetime", 0, 2)[0]
 		src.Login(fk, "pc-1")
 		dst := s.CreateApp("Destination")
-		if r := importCSV(s, dst.ID, "&dry_run=false", exportCSV(t, s, src.ID)); r.Status != 200 {
+		if r := s.ImportCSV(dst.ID, "&dry_run=false", s.ExportCSV(t, src.ID)); r.Status != 200 {
 			t.Fatalf("import: %s", r)
 		}
 		if d := floatDetail(t, dst, fk); d["floating"] != true || d["max_devices"] != float64(4) || len(d["devices"].([]any)) != 0 {
@@ -297,7 +297,7 @@ func TestFloatingKeyExportImport(t *testing.T) {
 		}
 		expectSeatsFull(t, floatLogin(dst, fk, "m-5"), 4)
 
-		r := importCSV(s, dst.ID, "&merge=true&dry_run=false", []byte("key,floating\n"+plain+",yes\n"+fk+",false\n"))
+		r := s.ImportCSV(dst.ID, "&merge=true&dry_run=false", []byte("key,floating\n"+plain+",yes\n"+fk+",false\n"))
 		if r.Status != 200 {
 			t.Fatalf("merge: %s", r)
 		}

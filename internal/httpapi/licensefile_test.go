@@ -444,7 +444,7 @@ func TestLicenseFileUpstream(t *testing.T) {
 	up := kwtest.Start(t, kwtest.Options{Clock: clock})
 	hosted := up.CreateApp("Product")
 	key := hosted.GenerateKeys(1, "lifetime", 0, 1)[0]
-	token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+	token := up.MintToken(t, up.AdminToken(), "migration")["token"].(string)
 	a := kwtest.Start(t, kwtest.Options{Clock: clock, Configure: func(c *config.Config) { c.WebhookAllowNetworks = "127.0.0.0/8" }})
 	app := a.CreateApp("Product")
 	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"upstream_url": up.URL,

@@ -172,7 +172,7 @@ var lcKinds = []lcKind{
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
 			return func() (lcAttempt, lcAttempt) {
 				r := lkSignIn(a, "alice", lkPassword, "")
-				clOK(t, r)
+				r.OK(t)
 				body := func(k string) map[string]any {
 					return map[string]any{"session_id": r.Str("session_id"), "license_key": k}
 				}
@@ -214,7 +214,7 @@ func TestLockoutConcurrentAttempts(t *testing.T) {
 	for _, k := range lcKinds {
 		t.Run(k.name, func(t *testing.T) {
 			kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-				s := clStart(t, engine, nil)
+				s := kwtest.Boot(t, engine, nil)
 				attempts := k.setup(t, s)
 
 				wrong, right := attempts()

@@ -34,14 +34,14 @@ const (
 func lkApp(t testing.TB, s *kwtest.Server, name string) *kwtest.App {
 	t.Helper()
 	a := s.CreateApp(name)
-	clSettings(t, a, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
+	a.SetSettings(t, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
 	return a
 }
 
 // lkRegisterUser signs username up with lkPassword.
 func lkRegisterUser(t testing.TB, a *kwtest.App, username string) {
 	t.Helper()
-	clOK(t, a.Plain(lkRegister, map[string]any{"username": username, "password": lkPassword}))
+	a.Plain(lkRegister, map[string]any{"username": username, "password": lkPassword}).OK(t)
 }
 
 // lkPost POSTs a plain client call, through a trusted proxy that appended
@@ -52,7 +52,7 @@ func lkPost(a *kwtest.App, path string, body map[string]any, xff string) *kwtest
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
 	}
-	return a.S.Do("POST", path, h, admJSON(a.S.T, body))
+	return a.S.Do("POST", path, h, kwtest.JSON(a.S.T, body))
 }
 
 // lkSignIn sends account-login (from xff when not empty).
@@ -68,7 +68,7 @@ func lkAdmin(s *kwtest.Server, username, password, xff string) *kwtest.Reply {
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
 	}
-	return s.Do("POST", lkAdminLogin, h, admJSON(s.T, map[string]any{"username": username, "password": password}))
+	return s.Do("POST", lkAdminLogin, h, kwtest.JSON(s.T, map[string]any{"username": username, "password": password}))
 }
 
 // lkBadCredentials fails unless r is the 401 INVALID_CREDENTIALS refusal.
@@ -90,7 +90,7 @@ func lkLocked(t testing.TB, what string, r *kwtest.Reply, want int) int {
 	if m := r.Str("message"); !strings.HasPrefix(m, "Too many failed attempts. Try again in ") {
 		t.Fatalf("%s: message %q", what, m)
 	}
-	retry := int(clInt(t, what+": retry_after", clNumbers(t, r.Raw)["retry_after"]))
+	retry := int(kwtest.Int(t, what+": retry_after", kwtest.Numbers(t, r.Raw)["retry_after"]))
 	if retry < 1 || retry > int(lkLock/time.Second) {
 		t.Fatalf("%s: retry_after = %d, want 1..%d", what, retry, int(lkLock/time.Second))
 	}
@@ -118,7 +118,7 @@ func lkFail(t testing.TB, a *kwtest.App, username string, n int, xff string) {
 func TestLockoutAccountLogin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Lockout")
 		lkRegisterUser(t, a, "alice")
 		lkRegisterUser(t, a, "carol")
@@ -128,7 +128,7 @@ func TestLockoutAccountLogin(t *testing.T) {
 		lkLocked(t, "wrong password while locked", lkSignIn(a, "alice", lkWrong, ""), 900)
 		lkLocked(t, "another spelling of the username", lkSignIn(a, "ALICE", lkPassword, ""), 900)
 		// Another username of the app (and the IP) are not locked.
-		clOK(t, lkSignIn(a, "carol", lkPassword, ""))
+		lkSignIn(a, "carol", lkPassword, "").OK(t)
 
 		s.Clock.Advance(5 * time.Minute)
 		lkLocked(t, "5 minutes into the lock", lkSignIn(a, "alice", lkPassword, ""), 600)
@@ -142,7 +142,7 @@ func TestLockoutAccountLogin(t *testing.T) {
 		}
 
 		s.Clock.Advance(time.Second)
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 		// The lock does not renew on the first failure after it: the count
 		// restarted when it was set.
 		lkFail(t, a, "alice", 9, "")
@@ -156,14 +156,14 @@ func TestLockoutAccountLogin(t *testing.T) {
 func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Clears")
 		lkRegisterUser(t, a, "alice")
 
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 		lkFail(t, a, "alice", 9, "")
 		lkFail(t, a, "alice", 1, "")
 		lkLocked(t, "tenth failure since the last success", lkSignIn(a, "alice", lkPassword, ""), 900)
@@ -175,14 +175,14 @@ func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
 func TestLockoutAccountWindow(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Window")
 		lkRegisterUser(t, a, "alice")
 
 		lkFail(t, a, "alice", 9, "")
 		s.Clock.Advance(15 * time.Minute)
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 	})
 }
 
@@ -191,7 +191,7 @@ func TestLockoutAccountWindow(t *testing.T) {
 func TestLockoutAccountUnknownUsername(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "NoLeak")
 		lkRegisterUser(t, a, "alice")
 		lkRegisterUser(t, a, "carol")
@@ -214,7 +214,7 @@ func TestLockoutAccountUnknownUsername(t *testing.T) {
 				known.Raw, known.Header.Get("Retry-After"), unknown.Raw, unknown.Header.Get("Retry-After"))
 		}
 		// 20 failures from this IP are under its limit of 50.
-		clOK(t, lkSignIn(a, "carol", lkPassword, ""))
+		lkSignIn(a, "carol", lkPassword, "").OK(t)
 	})
 }
 
@@ -225,7 +225,7 @@ func TestLockoutAccountUnknownUsername(t *testing.T) {
 func TestLockoutAccountPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) {
+		s := kwtest.Boot(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
 			c.LockoutIPFailures = 5
 			c.LockoutFailures = 100
@@ -246,16 +246,16 @@ func TestLockoutAccountPerIP(t *testing.T) {
 		// Earlier X-Forwarded-For entries are the client's: only the proxy's counts.
 		lkLocked(t, "spoofed chain ending in the locked IP", lkSignIn(a, "alice", lkPassword, good+", "+bad), 900)
 
-		clOK(t, lkSignIn(a, "alice", lkPassword, good))
-		clOK(t, lkSignIn(a, "bob", lkPassword, ""))              // the proxy itself, 127.0.0.1
-		clOK(t, lkSignIn(a, "carol", lkPassword, bad+", "+good)) // the last entry decides
-		clOK(t, lkSignIn(other, "alice", lkPassword, bad))       // per app
+		lkSignIn(a, "alice", lkPassword, good).OK(t)
+		lkSignIn(a, "bob", lkPassword, "").OK(t)              // the proxy itself, 127.0.0.1
+		lkSignIn(a, "carol", lkPassword, bad+", "+good).OK(t) // the last entry decides
+		lkSignIn(other, "alice", lkPassword, bad).OK(t)       // per app
 		lkBadCredentials(t, "other app", lkSignIn(other, "ghost-1", lkWrong, bad))
 
 		s.Clock.Advance(5 * time.Minute)
 		lkLocked(t, "5 minutes later", lkSignIn(a, "alice", lkPassword, bad), 600)
 		s.Clock.Advance(10 * time.Minute)
-		clOK(t, lkSignIn(a, "alice", lkPassword, bad))
+		lkSignIn(a, "alice", lkPassword, bad).OK(t)
 	})
 }
 
@@ -265,7 +265,7 @@ func TestLockoutAccountPerIP(t *testing.T) {
 func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "Counted")
 		lkRegisterUser(t, a, "alice")
 		key := a.GenerateKeys(1, "days", 30, 1)[0]
@@ -289,10 +289,11 @@ func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 
 		s.Clock.Advance(lkLock)
 		// Nothing happened while locked: the password is unchanged and the key unused.
-		clOK(t, lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword, "license_key": key}, ""))
-		clOK(t, lkPost(a, lkChange, map[string]any{"username": "alice", "current_password": lkPassword,
-			"new_password": "brand-new-pass-1"}, ""))
-		clOK(t, lkSignIn(a, "alice", "brand-new-pass-1", ""))
+		lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword, "license_key": key}, "").OK(t)
+		lkPost(a, lkChange, map[string]any{"username": "alice", "current_password": lkPassword,
+			"new_password": "brand-new-pass-1"}, "").OK(t)
+
+		lkSignIn(a, "alice", "brand-new-pass-1", "").OK(t)
 	})
 }
 
@@ -301,16 +302,17 @@ func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "KeyGuessSession")
 		lkRegisterUser(t, a, "alice")
 		r := lkSignIn(a, "alice", lkPassword, "")
-		clOK(t, r)
+		r.OK(t)
 		sid := r.Str("session_id")
 
 		for range 10 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, ""),
+			lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, "").PlainFail(t,
 				400, "INVALID_KEY")
+
 		}
 		lkLocked(t, "account-login after 10 unknown keys", lkSignIn(a, "alice", lkPassword, ""), 900)
 		// The session cannot keep guessing while its account is locked.
@@ -324,20 +326,23 @@ func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
 func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutIPFailures = 5; c.LockoutFailures = 100 })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutIPFailures = 5; c.LockoutFailures = 100 })
 		a := lkApp(t, s, "KeyGuessIP")
 		lkRegisterUser(t, a, "alice")
 		r := lkSignIn(a, "alice", lkPassword, "")
-		clOK(t, r)
+		r.OK(t)
 		sid := r.Str("session_id")
 
 		for range 3 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword,
-				"license_key": lkUnknown}, ""), 400, "INVALID_KEY")
+			lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword,
+				"license_key": lkUnknown}, "").PlainFail(t,
+				400, "INVALID_KEY")
+
 		}
 		for range 2 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, ""),
+			lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, "").PlainFail(t,
 				400, "INVALID_KEY")
+
 		}
 		lkLocked(t, "redeem by password", lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword,
 			"license_key": lkUnknown}, ""), 900)
@@ -358,7 +363,7 @@ func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
 func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := lkApp(t, s, "KeyGuessPassword")
 		lkRegisterUser(t, a, "alice")
 
@@ -367,7 +372,7 @@ func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 			if r.Status == http.StatusTooManyRequests {
 				t.Fatalf("redeem #%d locked already: %s", i+1, r)
 			}
-			clPlainFail(t, r, 400, "INVALID_KEY")
+			r.PlainFail(t, 400, "INVALID_KEY")
 		}
 		lkLocked(t, "account-login after 10 unknown keys redeemed with the right password",
 			lkSignIn(a, "alice", lkPassword, ""), 900)
@@ -381,7 +386,7 @@ func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 func TestLockoutAdminLogin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		token := s.AdminToken()
 
 		for i := range 10 {
@@ -402,7 +407,7 @@ func TestLockoutAdminLogin(t *testing.T) {
 		}
 		lkLocked(t, "ADMIN (any case)", lkAdmin(s, "ADMIN", kwtest.AdminPassword, ""), 900)
 
-		if r := s.Do("GET", "/api/admin/apps.php", admBearer(token), nil); r.Status != 200 {
+		if r := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(token), nil); r.Status != 200 {
 			t.Fatalf("token issued before the lock: %s", r)
 		}
 
@@ -421,7 +426,7 @@ func TestLockoutAdminLogin(t *testing.T) {
 func TestLockoutAdminLoginPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) {
+		s := kwtest.Boot(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
 			c.LockoutIPFailures = 5
 			c.LockoutFailures = 100
@@ -440,7 +445,7 @@ func TestLockoutAdminLoginPerIP(t *testing.T) {
 		// Account sign-ins are counted apart from admin sign-ins.
 		a := lkApp(t, s, "Apart")
 		lkRegisterUser(t, a, "alice")
-		clOK(t, lkSignIn(a, "alice", lkPassword, bad))
+		lkSignIn(a, "alice", lkPassword, bad).OK(t)
 
 		s.Clock.Advance(lkLock)
 		if r := lkAdmin(s, "admin", kwtest.AdminPassword, bad); r.Status != 200 {
@@ -454,7 +459,7 @@ func TestLockoutAdminLoginPerIP(t *testing.T) {
 func TestLockoutPerUsernameDisabled(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 0 })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutFailures = 0 })
 		a := lkApp(t, s, "NoUserLock")
 		lkRegisterUser(t, a, "alice")
 
@@ -465,7 +470,7 @@ func TestLockoutPerUsernameDisabled(t *testing.T) {
 			t.Fatalf("admin login after 20 failures with the per-username lock off: %s", r)
 		}
 		lkFail(t, a, "alice", 20, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		lkSignIn(a, "alice", lkPassword, "").OK(t)
 
 		// The per-IP limit (50) still holds.
 		lkFail(t, a, "alice", 30, "")

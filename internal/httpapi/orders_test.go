@@ -24,8 +24,8 @@ func orSetup(t *testing.T, s *kwtest.Server) (*kwtest.App, any, string) {
 
 func orOrder(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
 	t.Helper()
-	r := s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "buyer@example.com"}))
-	clOK(t, r)
+	r := s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "buyer@example.com"}))
+	r.OK(t)
 	if r.Str("status") != "pending" || r.Body["amount_cents"] != float64(499) || r.Str("currency") != "USD" {
 		t.Fatalf("new order: %s", r)
 	}
@@ -33,7 +33,7 @@ func orOrder(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
 }
 
 func orFulfil(s *kwtest.Server, id, secret string) *kwtest.Reply {
-	return s.Do("POST", "/api/app/fulfill.php", nil, admJSON(s.T, map[string]any{"order_id": id, "secret": secret, "payment_ref": "pay_123"}))
+	return s.Do("POST", "/api/app/fulfill.php", nil, kwtest.JSON(s.T, map[string]any{"order_id": id, "secret": secret, "payment_ref": "pay_123"}))
 }
 
 func orEvents(t *testing.T, s *kwtest.Server, typ string) int {
@@ -56,7 +56,7 @@ func orEvents(t *testing.T, s *kwtest.Server, typ string) int {
 func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
 		id := orOrder(t, s, a, plan)
 		if orEvents(t, s, "new_order") != 1 {
@@ -64,7 +64,7 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 		}
 		kwtest.ExpectCode(t, orFulfil(s, id, "wrong"), 401, "INVALID_CREDENTIALS")
 		kwtest.ExpectCode(t, orFulfil(s, "ORD-NOPE0-NOPE0-NOPE0", secret), 401, "INVALID_CREDENTIALS")
-		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")); n != 0 {
+		if n := len(s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil).List(t, "keys")); n != 0 {
 			t.Fatalf("%d keys after refused callbacks", n)
 		}
 
@@ -87,7 +87,7 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 				t.Fatalf("caller %d got key %q, caller 0 %q", i, k, keys[0])
 			}
 		}
-		list := admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")
+		list := s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil).List(t, "keys")
 		if len(list) != 1 || list[0]["license_key"] != keys[0] || list[0]["max_devices"] != float64(2) || list[0]["duration"] != float64(30) {
 			t.Fatalf("keys after fulfilment: %v", list)
 		}
@@ -95,17 +95,17 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 			t.Fatalf("order.approved recorded %d times", n)
 		}
 		again := orFulfil(s, id, secret)
-		clOK(t, again)
+		again.OK(t)
 		if again.Str("license_key") != keys[0] || again.Str("payment_ref") != "pay_123" {
 			t.Fatalf("repeat fulfilment: %s", again)
 		}
 		// The key works and carries the plan's features.
-		lr := clLoginReply(a, keys[0], "pc")
-		clOK(t, lr)
+		lr := a.LoginReply(keys[0], "pc")
+		lr.OK(t)
 		if f := lr.Obj("features"); f["pro"] != true {
 			t.Fatalf("features = %v", f)
 		}
-		o := admList(t, s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil), "orders")
+		o := s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil).List(t, "orders")
 		if len(o) != 1 || o[0]["status"] != "fulfilled" || o[0]["email"] != "buyer@example.com" {
 			t.Fatalf("orders = %v", o)
 		}
@@ -118,30 +118,30 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 func TestOrderRefundApproveAndSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a, plan, secret := orSetup(t, s)
 		id := orOrder(t, s, a, plan)
-		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}), 409, "CONFLICT")
+		s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}).JSONFail(t, 409, "CONFLICT")
 		key := orFulfil(s, id, secret).Str("license_key")
 		sid := a.Login(key, "pc")
 		s.MustAdmin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id, "reason": "chargeback"})
-		clKill(t, a.Heartbeat(sid, key), "BANNED")
+		a.Heartbeat(sid, key).Kill(t, "BANNED")
 		kwtest.ExpectCode(t, orFulfil(s, id, secret), 409, "CONFLICT")
-		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}), 409, "CONFLICT")
+		s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}).JSONFail(t, 409, "CONFLICT")
 
 		id2 := orOrder(t, s, a, plan)
 		other := s.CreateApp("Other")
-		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": other.ID, "order_id": id2}), 404, "NOT_FOUND")
+		s.Admin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": other.ID, "order_id": id2}).JSONFail(t, 404, "NOT_FOUND")
 		ap := s.MustAdmin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": a.ID, "order_id": id2, "payment_ref": "bank"}).Obj("order")
 		if ap["status"] != "fulfilled" || len(ap["license_keys"].([]any)) != 1 {
 			t.Fatalf("approved order: %v", ap)
 		}
-		admExpect(t, s.Admin("POST", "/api/admin/orders.php?action=ship", map[string]any{"app_id": a.ID, "order_id": id2}), 400, "MISSING_FIELDS")
+		s.Admin("POST", "/api/admin/orders.php?action=ship", map[string]any{"app_id": a.ID, "order_id": id2}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		fresh := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
 		id3 := orOrder(t, s, a, plan)
 		kwtest.ExpectCode(t, orFulfil(s, id3, secret), 401, "INVALID_CREDENTIALS")
-		clOK(t, orFulfil(s, id3, fresh))
+		orFulfil(s, id3, fresh).OK(t)
 	})
 }
 
@@ -149,11 +149,11 @@ func TestOrderRefundApproveAndSecret(t *testing.T) {
 func TestOrderCreateRefusals(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a, plan, _ := orSetup(t, s)
 		other := s.CreateApp("Other")
 		post := func(body map[string]any) *kwtest.Reply {
-			return s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, body))
+			return s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, body))
 		}
 		kwtest.ExpectCode(t, post(map[string]any{"plan_id": plan, "email": "a@b.c"}), 400, "MISSING_FIELDS")
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "email": "a@b.c"}), 400, "MISSING_FIELDS")
@@ -163,7 +163,7 @@ func TestOrderCreateRefusals(t *testing.T) {
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": "nope", "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
 		s.MustAdmin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": plan, "active": false})
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
-		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil), "orders")); n != 0 {
+		if n := len(s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil).List(t, "orders")); n != 0 {
 			t.Fatalf("%d orders after refusals", n)
 		}
 		kwtest.ExpectCode(t, s.Do("POST", "/api/app/fulfill.php", nil, []byte(`{"order_id":"x"}`)), 400, "MISSING_FIELDS")

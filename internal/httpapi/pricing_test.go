@@ -13,7 +13,7 @@ const prAdmin = "/api/admin/pricing.php"
 func TestPricingPublicList(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Shop")
 		pro := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 9.99,
 			"currency": "usd", "interval": "month", "max_devices": 2, "features": map[string]any{"pro": true}, "order": 2}).Obj("plan")
@@ -28,8 +28,8 @@ func TestPricingPublicList(t *testing.T) {
 			t.Fatalf("level defaults: %v", pro)
 		}
 		r := s.Do("GET", "/api/app/pricing.php?app_id="+a.ID, nil, nil)
-		clOK(t, r)
-		levels, plans := admList(t, r, "levels"), admList(t, r, "plans")
+		r.OK(t)
+		levels, plans := r.List(t, "levels"), r.List(t, "plans")
 		if len(levels) != 2 || levels[0]["name"] != "Team" || levels[1]["name"] != "Pro" {
 			t.Fatalf("levels = %v", levels)
 		}
@@ -43,7 +43,7 @@ func TestPricingPublicList(t *testing.T) {
 			t.Fatalf("features = %v", f)
 		}
 		only := s.Do("GET", "/api/app/pricing.php?app_id="+a.ID+"&type=plans", nil, nil)
-		if _, has := only.Body["levels"]; has || len(admList(t, only, "plans")) != 1 {
+		if _, has := only.Body["levels"]; has || len(only.List(t, "plans")) != 1 {
 			t.Fatalf("type=plans: %s", only)
 		}
 		kwtest.ExpectCode(t, s.Do("GET", "/api/app/pricing.php?app_id="+a.ID+"&type=all", nil, nil), 400, "MISSING_FIELDS")
@@ -60,7 +60,7 @@ func TestPricingPublicList(t *testing.T) {
 func TestPricingAdmin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Shop")
 		other := s.CreateApp("Other")
 		base := map[string]any{"app_id": a.ID, "type": "plan", "name": "Basic", "price": 5, "currency": "USD", "key_type": "days", "duration": 30}
@@ -83,9 +83,9 @@ func TestPricingAdmin(t *testing.T) {
 			{"app_id": a.ID, "type": "level", "name": "L", "price": 1, "currency": "USD", "interval": "week"},
 			{"app_id": a.ID, "type": "level", "name": "L", "price": 1, "currency": "USD", "interval": "month", "key_type": "lifetime"},
 		} {
-			admExpect(t, s.Admin("POST", prAdmin, bad), 400, "MISSING_FIELDS")
+			s.Admin("POST", prAdmin, bad).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		if n := len(admList(t, s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil), "plans")); n != 0 {
+		if n := len(s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil).List(t, "plans")); n != 0 {
 			t.Fatalf("%d plans after refusals", n)
 		}
 		p := s.MustAdmin("POST", prAdmin, base).Obj("plan")
@@ -94,23 +94,23 @@ func TestPricingAdmin(t *testing.T) {
 		if up["price_cents"] != float64(750) || up["active"] != false || up["name"] != "Basic" || up["duration"] != float64(30) {
 			t.Fatalf("after PUT: %v", up)
 		}
-		admExpect(t, s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "name": "", "price": 8}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "price": "x"}), 400, "MISSING_FIELDS")
-		got := admList(t, s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil), "plans")[0]
+		s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "name": "", "price": 8}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "price": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
+		got := s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil).List(t, "plans")[0]
 		if got["price_cents"] != float64(750) || got["name"] != "Basic" {
 			t.Fatalf("a refused PUT changed the plan: %v", got)
 		}
-		admExpect(t, s.Admin("PUT", prAdmin, map[string]any{"app_id": other.ID, "id": id, "price": 1}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", prAdmin, map[string]any{"app_id": other.ID, "id": id}), 404, "NOT_FOUND")
+		s.Admin("PUT", prAdmin, map[string]any{"app_id": other.ID, "id": id, "price": 1}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", prAdmin, map[string]any{"app_id": other.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
 		s.MustAdmin("DELETE", prAdmin, map[string]any{"app_id": a.ID, "id": id})
-		admExpect(t, s.Admin("DELETE", prAdmin, map[string]any{"app_id": a.ID, "id": id}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", prAdmin, nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", prAdmin+"?app_id=nope", nil), 404, "NOT_FOUND")
+		s.Admin("DELETE", prAdmin, map[string]any{"app_id": a.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", prAdmin, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", prAdmin+"?app_id=nope", nil).JSONFail(t, 404, "NOT_FOUND")
 		if r := s.Do("GET", prAdmin+"?app_id="+a.ID, nil, nil); r.Status != 401 {
 			t.Fatalf("no token: %s", r)
 		}
 		var actions []string
-		for _, e := range admAudit(t, s, "app_id="+a.ID) {
+		for _, e := range s.Audit(t, "app_id="+a.ID) {
 			if act, _ := e["action"].(string); len(act) > 8 && act[:8] == "pricing." {
 				actions = append(actions, act)
 			}

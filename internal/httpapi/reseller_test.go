@@ -75,7 +75,7 @@ func rsOK(t *testing.T, r *kwtest.Reply) *kwtest.Reply {
 func rsKeys(t *testing.T, r *kwtest.Reply) []string {
 	t.Helper()
 	var out []string
-	for _, k := range admList(t, r, "keys") {
+	for _, k := range r.List(t, "keys") {
 		out = append(out, k["license_key"].(string))
 	}
 	return out
@@ -112,7 +112,7 @@ func TestResellerLifecycle(t *testing.T) {
 		if len(mine) != 3 || r.Body["charged"] != 12.0 || r.Body["balance"] != 8.0 {
 			t.Fatalf("generate: %s", r)
 		}
-		if k := admKey(t, app, mine[0]); k["key_type"] != "days" || k["duration"] != 30.0 || k["max_devices"] != 2.0 || k["status"] != "unused" {
+		if k := app.KeyView(t, mine[0]); k["key_type"] != "days" || k["duration"] != 30.0 || k["max_devices"] != 2.0 || k["status"] != "unused" {
 			t.Errorf("generated key: %v", k)
 		}
 		session := app.Login(mine[0], "pc-1")
@@ -160,14 +160,14 @@ func TestResellerLifecycle(t *testing.T) {
 		for _, lk := range []string{theirs[0], owners[0], "NOPE-NOPE"} {
 			kwtest.ExpectCode(t, rsCall(s, aTok, "POST", "/api/reseller/keys.php?action=ban", map[string]any{"license_key": lk}), 404, "NOT_FOUND")
 		}
-		if k := admKey(t, app, theirs[0]); k["status"] != "unused" {
+		if k := app.KeyView(t, theirs[0]); k["status"] != "unused" {
 			t.Errorf("another reseller's key was touched: %v", k)
 		}
 		r = rsOK(t, rsCall(s, aTok, "POST", "/api/reseller/keys.php", map[string]any{"action": "ban", "license_key": mine[0], "reason": "chargeback"}))
 		if r.Obj("key")["status"] != "banned" {
 			t.Errorf("ban: %s", r)
 		}
-		clKill(t, app.Heartbeat(session, mine[0]), "BANNED")
+		app.Heartbeat(session, mine[0]).Kill(t, "BANNED")
 		if evs := s.EventsOf(app.ID, "key.banned"); len(evs) != 1 || evs[0]["license_key"] != mine[0] || evs[0]["reason"] != "chargeback" {
 			t.Errorf("key.banned events: %v", evs)
 		}
@@ -188,7 +188,7 @@ func TestResellerLifecycle(t *testing.T) {
 
 		// The owner sees the balances and every change; so does the reseller.
 		r = rsOK(t, rsOwner(app, "GET", "", nil))
-		list := admList(t, r, "resellers")
+		list := r.List(t, "resellers")
 		balances := map[any]any{}
 		for _, v := range list {
 			balances[v["id"]] = v["balance"]
@@ -197,7 +197,7 @@ func TestResellerLifecycle(t *testing.T) {
 			t.Errorf("list: %s", r)
 		}
 		r = rsOK(t, rsOwner(app, "GET", "&id="+aID, nil))
-		act := admList(t, r, "activity")
+		act := r.List(t, "activity")
 		var reasons []string
 		var sum float64
 		for _, e := range act {
@@ -209,16 +209,16 @@ func TestResellerLifecycle(t *testing.T) {
 			t.Errorf("activity: %s", r)
 		}
 		r = rsOK(t, rsOwner(app, "GET", "&action=activity", nil))
-		if got := len(admList(t, r, "activity")); got != 5 {
+		if got := len(r.List(t, "activity")); got != 5 {
 			t.Errorf("app activity has %d entries, want 5: %s", got, r)
 		}
 		r = rsOK(t, rsCall(s, aTok, "GET", "/api/reseller/ledger.php", nil))
-		if got := admList(t, r, "entries"); len(got) != 3 || r.Body["balance"] != 5.0 || got[1]["actor"] != "reseller:Alpha" {
+		if got := r.List(t, "entries"); len(got) != 3 || r.Body["balance"] != 5.0 || got[1]["actor"] != "reseller:Alpha" {
 			t.Errorf("ledger.php: %s", r)
 		}
 		r = rsOK(t, rsCall(s, aTok, "GET", "/api/reseller/ledger.php?limit=1", nil))
 		r = rsOK(t, rsCall(s, aTok, "GET", "/api/reseller/ledger.php?limit=2&cursor="+r.Str("next_cursor"), nil))
-		if got := admList(t, r, "entries"); len(got) != 2 || got[0]["reason"] != "generate" || got[1]["reason"] != "topup" {
+		if got := r.List(t, "entries"); len(got) != 2 || got[0]["reason"] != "generate" || got[1]["reason"] != "topup" {
 			t.Errorf("ledger.php second page: %s", r)
 		}
 
@@ -280,14 +280,14 @@ func TestResellerLifecycle(t *testing.T) {
 		// Deleting a reseller: its keys stay, its token is gone.
 		rsOK(t, rsOwner(app, "DELETE", "", map[string]any{"id": bID}))
 		kwtest.ExpectCode(t, rsCall(s, bTok, "GET", "/api/reseller/me.php", nil), 401, "UNAUTHORIZED")
-		if k := admKey(t, app, theirs[0]); k["license_key"] != theirs[0] {
+		if k := app.KeyView(t, theirs[0]); k["license_key"] != theirs[0] {
 			t.Errorf("the deleted reseller's key: %v", k)
 		}
 
 		// Every owner and reseller action is in the audit log, resellers'
 		// under their own name.
 		seen := map[string]map[string]any{}
-		for _, e := range admAudit(t, s, "limit=1000&app_id="+app.ID) {
+		for _, e := range s.Audit(t, "limit=1000&app_id="+app.ID) {
 			if a := e["action"].(string); strings.HasPrefix(a, "reseller.") {
 				if seen[a] == nil {
 					seen[a] = e
@@ -316,7 +316,7 @@ func TestResellerLifecycle(t *testing.T) {
 		if e := seen["reseller.ban"]; e != nil && e["target"] != mine[0] {
 			t.Errorf("reseller.ban target = %v", e["target"])
 		}
-		if got := admAudit(t, s, "actor_id="+aID+"&app_id="+app.ID); len(got) != 3 { // two generates, one ban
+		if got := s.Audit(t, "actor_id="+aID+"&app_id="+app.ID); len(got) != 3 { // two generates, one ban
 			t.Errorf("%d audit entries by the reseller, want 3", len(got))
 		}
 	})
@@ -446,7 +446,7 @@ func TestResellerConcurrentGenerate(t *testing.T) {
 		// The ledger accounts for every change.
 		r := rsOK(t, rsCall(s, tok, "GET", "/api/reseller/ledger.php?limit=1000", nil))
 		var sum float64
-		entries := admList(t, r, "entries")
+		entries := r.List(t, "entries")
 		for _, e := range entries {
 			sum += e["delta"].(float64)
 		}

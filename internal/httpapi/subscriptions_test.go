@@ -15,7 +15,7 @@ import (
 func TestSubscriptionLifecycle(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Subs")
 		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
@@ -28,7 +28,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		}
 		check := func() map[string]any {
 			r := s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&license_key="+key, nil, nil)
-			clOK(t, r)
+			r.OK(t)
 			return r.Body
 		}
 		c := check()
@@ -36,8 +36,8 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		if c["active"] != true || sub == nil || sub["level"] != "Pro" || sub["status"] != "active" {
 			t.Fatalf("check: %v", c)
 		}
-		clTime(t, "renews_at", sub["renews_at"])
-		if got := clTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(30 * 24 * time.Hour)) {
+		kwtest.WireTime(t, "renews_at", sub["renews_at"])
+		if got := kwtest.WireTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(30 * 24 * time.Hour)) {
 			t.Fatalf("renews_at = %v, want %v", got, t0.Add(30*24*time.Hour))
 		}
 		queue := func() int {
@@ -57,24 +57,24 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		if n := queue(); n != 0 {
 			t.Fatalf("a second renewal order for the same period: %d", n)
 		}
-		subs := admList(t, s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil), "subscriptions")
+		subs := s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil).List(t, "subscriptions")
 		renewal, _ := subs[0]["renewal_order_id"].(string)
 		if len(subs) != 1 || renewal == "" || orEvents(t, s, "subscription.renewal_order_created") != 1 {
 			t.Fatalf("subscriptions = %v", subs)
 		}
 		r := orFulfil(s, renewal, secret)
-		clOK(t, r)
+		r.OK(t)
 		if r.Str("license_key") != key {
 			t.Fatalf("renewal delivered %q, want the subscription's key %q", r.Str("license_key"), key)
 		}
-		if d := clKey(t, a, key)["duration"]; d != float64(60) {
+		if d := a.KeyView(t, key)["duration"]; d != float64(60) {
 			t.Fatalf("key duration after one renewal = %v, want 60 (unused key: its time grows)", d)
 		}
-		if n := len(admList(t, s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil), "keys")); n != 1 {
+		if n := len(s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil).List(t, "keys")); n != 1 {
 			t.Fatalf("%d keys after a renewal, want 1", n)
 		}
 		sub = check()["subscription"].(map[string]any)
-		if got := clTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(60*24*time.Hour)) || sub["renewal_order_id"] != nil {
+		if got := kwtest.WireTime(t, "renews_at", sub["renews_at"]); !got.Equal(t0.Add(60*24*time.Hour)) || sub["renewal_order_id"] != nil {
 			t.Fatalf("after renewal: %v", sub)
 		}
 		if orEvents(t, s, "subscription.renewed") != 1 {
@@ -82,8 +82,8 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		}
 		subID := subs[0]["id"]
 		s.MustAdmin("POST", "/api/admin/subscriptions.php?action=cancel", map[string]any{"app_id": a.ID, "id": subID})
-		admExpect(t, s.Admin("POST", "/api/admin/subscriptions.php?action=cancel", map[string]any{"app_id": a.ID, "id": subID}), 409, "CONFLICT")
-		admExpect(t, s.Admin("POST", "/api/admin/subscriptions.php?action=pause", map[string]any{"app_id": a.ID, "id": subID}), 400, "MISSING_FIELDS")
+		s.Admin("POST", "/api/admin/subscriptions.php?action=cancel", map[string]any{"app_id": a.ID, "id": subID}).JSONFail(t, 409, "CONFLICT")
+		s.Admin("POST", "/api/admin/subscriptions.php?action=pause", map[string]any{"app_id": a.ID, "id": subID}).JSONFail(t, 400, "MISSING_FIELDS")
 		if c := check(); c["active"] != false || c["subscription"].(map[string]any)["status"] != "cancelled" {
 			t.Fatalf("after cancel: %v", c)
 		}
@@ -106,8 +106,8 @@ func TestSubscriptionLifecycle(t *testing.T) {
 // orOrder2 orders a plan or level and returns the order id.
 func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
 	t.Helper()
-	r := s.Do("POST", "/api/app/pricing.php", nil, admJSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "sub@example.com"}))
-	clOK(t, r)
+	r := s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "sub@example.com"}))
+	r.OK(t)
 	return r.Str("order_id")
 }
 
@@ -117,14 +117,14 @@ func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string 
 func TestSubscriptionOfRedeemedKey(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := uaApp(t, s, "SubAcc", map[string]any{"account_signup_days": 0})
+		s := kwtest.Boot(t, engine, nil)
+		a := s.AccountsApp(t, "SubAcc", map[string]any{"account_signup_days": 0})
 		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
 		secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
 		key := orFulfil(s, orOrder2(t, s, a, level["id"]), secret).Str("license_key")
 		t0 := s.Clock.Now()
-		uaSignUp(t, a, "sam", "password1", key)
+		a.SignUp(t, "sam", "password1", key)
 		uaEqualTime(t, "after redeeming", uaAccount(t, a, "sam")["expires_at"], t0.Add(30*uaDay))
 
 		r := s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&username=SAM", nil, nil)
@@ -140,10 +140,10 @@ func TestSubscriptionOfRedeemedKey(t *testing.T) {
 		if _, err := s.Orders.QueueRenewals(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		renewal := admList(t, s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil), "subscriptions")[0]["renewal_order_id"].(string)
-		clOK(t, orFulfil(s, renewal, secret))
+		renewal := s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil).List(t, "subscriptions")[0]["renewal_order_id"].(string)
+		orFulfil(s, renewal, secret).OK(t)
 		uaEqualTime(t, "after the renewal", uaAccount(t, a, "sam")["expires_at"], t0.Add(60*uaDay))
-		clAction(t, a, "ban", key, nil)
+		a.MustKeyAction(t, "ban", key, nil)
 		uaEqualTime(t, "after banning the key", uaAccount(t, a, "sam")["expires_at"], t0)
 
 		r = s.Do("GET", "/api/app/pricing.php?action=check&app_id="+a.ID+"&username=nobody", nil, nil)

@@ -44,7 +44,7 @@ func FuzzUpdateRoutes(f *testing.F) {
 				t.Fatal(err)
 			}
 			req, _ := http.NewRequest("POST", s.URL+"/api/update/check.php", bytes.NewReader(env.Marshal()))
-			req.Header = clHeader(a.Secret)
+			req.Header = kwtest.AppHeader(a.Secret)
 			resp, err := kwtest.HTTP.Do(req)
 			if err != nil {
 				t.Fatal(err)

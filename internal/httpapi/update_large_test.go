@@ -42,7 +42,7 @@ func totalAlloc() uint64 {
 func TestUpdateLargeArtifactFlatMemory(t *testing.T) {
 	const size = 200 << 20
 	const budget = 8 << 20 // allocations allowed for the upload and, separately, the download
-	s := clStart(t, "sqlite", nil)
+	s := kwtest.Boot(t, "sqlite", nil)
 	a := s.CreateApp("Large")
 	id := a.CreateRelease("2.0.0", nil)
 

@@ -123,10 +123,10 @@ func TestUpstreamLazyMigration(t *testing.T) {
 		later := hosted.GenerateKeys(1, "days", 7, 2)[0]
 		hosted.Login(later, "dev-9")
 		spare := hosted.GenerateKeys(6, "lifetime", 0, 3)
-		token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+		token := up.MintToken(t, up.AdminToken(), "migration")["token"].(string)
 		proxy := newUpstreamProxy(t, up.URL)
 
-		var logs lockedBuffer
+		var logs kwtest.LogBuffer
 		a := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: clock, Log: slog.New(slog.NewTextHandler(&logs, nil)),
 			Configure: func(c *config.Config) {
 				c.WebhookAllowNetworks = "127.0.0.0/8" // the upstream proxy listens on loopback
@@ -145,7 +145,7 @@ func TestUpstreamLazyMigration(t *testing.T) {
 		if r.Status != 200 {
 			t.Fatalf("configure upstream: %s", r)
 		}
-		st := admSettings(t, a, app.ID)
+		st := a.AppSettings(t, app.ID)
 		if st["upstream_token_set"] != true || st["upstream_enabled"] != true || st["upstream_url"] != proxy.URL || st["upstream_app_id"] != hosted.ID {
 			t.Fatalf("settings after PUT: %v", st)
 		}
@@ -385,7 +385,7 @@ func TestUpstreamSettings(t *testing.T) {
 		// An admin (manage) may save other settings, sending the upstream
 		// ones back unchanged, but not change them.
 		adm := s.AddMember(app.ID, "ada", "ada's long password", "admin")
-		st := admSettings(t, s, app.ID)
+		st := s.AppSettings(t, app.ID)
 		st["login_message"] = "hello"
 		if r := s.AdminAs(adm, "PUT", q, map[string]any{"settings": st}); r.Status != 200 {
 			t.Errorf("admin saves the settings read back: %s", r)
@@ -475,7 +475,7 @@ func TestUpstreamImportAcrossProcesses(t *testing.T) {
 		up := kwtest.Start(t, kwtest.Options{Engine: engine, Clock: clock})
 		hosted := up.CreateApp("Product")
 		keys := hosted.GenerateKeys(3, "lifetime", 0, 4)
-		token := tkMint(t, up, up.AdminToken(), "migration")["token"].(string)
+		token := up.MintToken(t, up.AdminToken(), "migration")["token"].(string)
 		proxy := newUpstreamProxy(t, up.URL)
 		proxy.pair.Store(true)
 

@@ -41,7 +41,7 @@ func (w whSeen) String() string {
 func TestWebhookOrderRetries(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		rx.Default(whReply{Status: 500, Body: "down"})
 		a := s.CreateApp("Order")

@@ -48,7 +48,7 @@ func TestWebhookDocPythonVerifier(t *testing.T) {
 
 // pyVerifyDelivery is TestWebhookDocPythonVerifier on one engine.
 func pyVerifyDelivery(t *testing.T, python, code, engine string) {
-	s := clStart(t, engine, nil)
+	s := kwtest.Boot(t, engine, nil)
 	s.Clock.Set(time.Now()) // python checks the timestamp against its own clock
 	rx := whNewReceiver(t)
 	a := s.CreateApp("Python hooks")

@@ -231,7 +231,7 @@ func whEvent(t testing.TB, req whReq) (typ string, at time.Time, data map[string
 	if typ == "" || !ok {
 		t.Fatalf("delivery body without event or data object: %s", req.Body)
 	}
-	return typ, clTime(t, "body timestamp", m["timestamp"]), data
+	return typ, kwtest.WireTime(t, "body timestamp", m["timestamp"]), data
 }
 
 // ---- admin API
@@ -267,14 +267,14 @@ func whGet(t testing.TB, s *kwtest.Server, id int64) map[string]any {
 // whDeliveries returns the delivery log filtered by query, newest first.
 func whDeliveries(t testing.TB, s *kwtest.Server, query string) []map[string]any {
 	t.Helper()
-	return admList(t, s.MustAdmin("GET", whPath+"?action=deliveries&"+query, nil), "deliveries")
+	return s.MustAdmin("GET", whPath+"?action=deliveries&"+query, nil).List(t, "deliveries")
 }
 
 // whDelivery returns one delivery (with its body) and its attempts.
 func whDelivery(t testing.TB, s *kwtest.Server, id string) (map[string]any, []map[string]any, *kwtest.Reply) {
 	t.Helper()
 	r := s.MustAdmin("GET", whPath+"?action=delivery&delivery_id="+url.QueryEscape(id), nil)
-	return r.Obj("delivery"), admList(t, r, "attempts"), r
+	return r.Obj("delivery"), r.List(t, "attempts"), r
 }
 
 // whStatus fails unless the delivery has status and attempts.
@@ -315,7 +315,7 @@ func whStamp(ts time.Time) string { return ts.UTC().Format("2006-01-02T15:04:05Z
 // after now (to the second of the wire format).
 func whDue(t testing.TB, d map[string]any, now time.Time, wait time.Duration) {
 	t.Helper()
-	next := clTime(t, "next_attempt_at", d["next_attempt_at"])
+	next := kwtest.WireTime(t, "next_attempt_at", d["next_attempt_at"])
 	lo, hi := now.Add(wait-wait/10-time.Second), now.Add(wait+wait/10+time.Second)
 	if next.Before(lo) || next.After(hi) {
 		t.Fatalf("next_attempt_at %s is %s after now, want %s ±10 %%", whStamp(next), next.Sub(now), wait)
@@ -330,7 +330,7 @@ func whScaled(w time.Duration, pct int64) time.Duration {
 // whAudit returns the app's audit entries of action, newest first.
 func whAudit(t testing.TB, s *kwtest.Server, appID, action string) []map[string]any {
 	t.Helper()
-	return admAudit(t, s, "app_id="+url.QueryEscape(appID)+"&action="+url.QueryEscape(action)+"&limit=1000")
+	return s.Audit(t, "app_id="+url.QueryEscape(appID)+"&action="+url.QueryEscape(action)+"&limit=1000")
 }
 
 // whByPath groups requests by path.
@@ -347,7 +347,7 @@ func whByPath(reqs []whReq) map[string][]whReq {
 func TestWebhookDeliverySuccess(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Hooks")
 
@@ -408,7 +408,7 @@ func TestWebhookDeliverySuccess(t *testing.T) {
 				t.Errorf("delivery log %s = %#v, want %#v", k, d[k], want)
 			}
 		}
-		clTime(t, "created_at", d["created_at"])
+		kwtest.WireTime(t, "created_at", d["created_at"])
 		whStatus(t, s, did, "succeeded", 1)
 		det, attempts, raw := whDelivery(t, s, did)
 		if !bytes.Contains(raw.Raw, req.Body) {
@@ -439,7 +439,7 @@ func TestWebhookDeliverySuccess(t *testing.T) {
 func TestWebhookEventFilter(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Filtered")
 		b := s.CreateApp("Elsewhere")
@@ -468,7 +468,7 @@ func TestWebhookEventFilter(t *testing.T) {
 
 		aKeys := a.GenerateKeys(2, "lifetime", 0, 1)
 		b.GenerateKeys(1, "lifetime", 0, 1)
-		clAction(t, a, "ban", aKeys[0], map[string]any{"reason": "chargeback"})
+		a.MustKeyAction(t, "ban", aKeys[0], map[string]any{"reason": "chargeback"})
 		whRun(t, s)
 		// Re-enabling does not bring back what was raised while disabled.
 		s.MustAdmin("PUT", whPath, map[string]any{"id": ids["/disabled"], "enabled": true})
@@ -504,7 +504,7 @@ func TestWebhookEventFilter(t *testing.T) {
 
 		// Once enabled again it takes new events.
 		n := rx.Count()
-		clAction(t, a, "ban", aKeys[1], map[string]any{"reason": "abuse"})
+		a.MustKeyAction(t, "ban", aKeys[1], map[string]any{"reason": "abuse"})
 		whRun(t, s)
 		byPath := whByPath(rx.Since(n))
 		for _, path := range []string{"/banned-only", "/all", "/family", "/all-apps", "/disabled"} {
@@ -533,7 +533,7 @@ func TestWebhookEventFilter(t *testing.T) {
 func TestWebhookRetryThenSuccess(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		// A long answer, with a NUL and a UTF-8 character cut at 2 KB: the log
 		// keeps the first 2 KB made valid text (the NUL dropped, the cut
@@ -599,7 +599,7 @@ func TestWebhookRetryThenSuccess(t *testing.T) {
 func TestWebhookStatusClasses(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		target := whNewReceiver(t)
 		a := s.CreateApp("Statuses")
@@ -651,7 +651,7 @@ func TestWebhookStatusClasses(t *testing.T) {
 func TestWebhookRetryExhaustion(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		rx.Default(whReply{Status: 500, Body: "down"})
 		a := s.CreateApp("Exhaust")
@@ -713,7 +713,7 @@ func TestWebhookRetryExhaustion(t *testing.T) {
 func TestWebhookTimeout(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.WebhookTimeout = 200 * time.Millisecond })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookTimeout = 200 * time.Millisecond })
 		rx := whNewReceiver(t)
 		rx.Script(whReply{Status: 200, Body: "too late", Delay: time.Second})
 		a := s.CreateApp("Slow")
@@ -751,7 +751,7 @@ func TestWebhookTimeout(t *testing.T) {
 func TestWebhookPauseAfterFailures(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		rx.Default(whReply{Status: 500})
 		a := s.CreateApp("Pause")
@@ -832,7 +832,7 @@ func TestWebhookRedeliver(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		// Two attempts per delivery, so deliveries fail quickly.
-		s := clStart(t, engine, func(c *config.Config) { c.WebhookRetries = "1m" })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookRetries = "1m" })
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Redeliver")
 		_, okSecret := whCreate(t, s, map[string]any{"app_id": a.ID, "url": rx.URL + "/ok", "events": []string{"key.created"}})
@@ -857,8 +857,8 @@ func TestWebhookRedeliver(t *testing.T) {
 			t.Fatalf("redelivery id %s body %s, want %s and the same body", id, req2.Body, did)
 		}
 		whStatus(t, s, did, "succeeded", 2)
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "redeliver", "delivery_id": "whd_nope"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "redeliver"}), 400, "MISSING_FIELDS")
+		s.Admin("POST", whPath, map[string]any{"action": "redeliver", "delivery_id": "whd_nope"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", whPath, map[string]any{"action": "redeliver"}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// Failed deliveries: X before since on F, Y at since on F, Z after
 		// since on G.
@@ -926,18 +926,19 @@ func TestWebhookRedeliver(t *testing.T) {
 		if r.Body["count"] != float64(0) {
 			t.Fatalf("nothing is failed any more: %s", r)
 		}
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": fID}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "app_id": "00000000-0000-4000-8000-000000000000",
-			"since": before.Format(time.RFC3339)}), 404, "NOT_FOUND")
+		s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": fID}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "app_id": "00000000-0000-4000-8000-000000000000",
+			"since": before.Format(time.RFC3339)}).JSONFail(t,
+			404, "NOT_FOUND")
 
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": fID, "since": "yesterday"}), 400, "MISSING_FIELDS")
+		s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": fID, "since": "yesterday"}).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
 func TestWebhookTestEvent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Tested")
 		id1, secret1 := whCreate(t, s, map[string]any{"app_id": a.ID, "url": rx.URL + "/one", "events": []string{"key.banned"}})
@@ -965,15 +966,15 @@ func TestWebhookTestEvent(t *testing.T) {
 		if d["event"] != "test" || d["webhook_id"] != float64(id1) {
 			t.Fatalf("test delivery %v", d)
 		}
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "test", "id": 999999}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "test"}), 400, "MISSING_FIELDS")
+		s.Admin("POST", whPath, map[string]any{"action": "test", "id": 999999}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", whPath, map[string]any{"action": "test"}).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
 func TestWebhookRotateSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		rx.Script(whReply{Status: 500})
 		a := s.CreateApp("Rotate")
@@ -1022,7 +1023,7 @@ func TestWebhookRotateSecret(t *testing.T) {
 func TestWebhookSSRF(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "" })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "" })
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Guarded")
 		u, err := url.Parse(rx.URL)
@@ -1072,7 +1073,7 @@ func TestWebhookRegistrationRefusesPrivateLiterals(t *testing.T) {
 		"http://[2001:db8::1]/", "http://[2002:7f00:1::1]/", "http://198.51.100.7/", "http://255.255.255.255/",
 	}
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "" })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "" })
 		a := s.CreateApp("Literal")
 		for _, target := range refused {
 			r := s.Admin("POST", whPath, map[string]any{"app_id": a.ID, "url": target})
@@ -1082,7 +1083,7 @@ func TestWebhookRegistrationRefusesPrivateLiterals(t *testing.T) {
 				t.Errorf("POST url %s: %d %s; want 400 MISSING_FIELDS naming url and --webhook-allow-networks", target, r.Status, r.Raw)
 			}
 		}
-		if got := admList(t, s.MustAdmin("GET", whPath+"?app_id="+a.ID, nil), "webhooks"); len(got) != 0 {
+		if got := s.MustAdmin("GET", whPath+"?app_id="+a.ID, nil).List(t, "webhooks"); len(got) != 0 {
 			t.Errorf("refused registrations stored %d destinations", len(got))
 		}
 		// Public literals and host names are registered; changing one to a
@@ -1101,7 +1102,7 @@ func TestWebhookRegistrationRefusesPrivateLiterals(t *testing.T) {
 		}
 		s.MustAdmin("PUT", whPath, map[string]any{"app_id": a.ID, "id": pub, "description": "public literal"})
 
-		s = clStart(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "127.0.0.0/8, ::/96, fec0::/10" })
+		s = kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookAllowNetworks = "127.0.0.0/8, ::/96, fec0::/10" })
 		a = s.CreateApp("Allowed")
 		for _, target := range []string{"http://127.0.0.1:8080/hook", "http://[::127.0.0.1]/", "http://[fec0::1]/", "http://[::ffff:127.0.0.1]/"} {
 			whCreate(t, s, map[string]any{"app_id": a.ID, "url": target})
@@ -1116,7 +1117,7 @@ func TestWebhookRegistrationRefusesPrivateLiterals(t *testing.T) {
 func TestWebhookAdmin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Admin")
 		b := s.CreateApp("Other")
@@ -1147,8 +1148,8 @@ func TestWebhookAdmin(t *testing.T) {
 				t.Errorf("%s: %s, want 400 MISSING_FIELDS", name, r)
 			}
 		}
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"app_id": nope, "url": "https://example.com/"}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", whPath+"?app_id="+nope, nil), 404, "NOT_FOUND")
+		s.Admin("POST", whPath, map[string]any{"app_id": nope, "url": "https://example.com/"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", whPath+"?app_id="+nope, nil).JSONFail(t, 404, "NOT_FOUND")
 		if n := len(s.MustAdmin("GET", whPath, nil).Body["webhooks"].([]any)); n != 0 {
 			t.Fatalf("refusals created %d webhooks", n)
 		}
@@ -1169,7 +1170,7 @@ func TestWebhookAdmin(t *testing.T) {
 		listIDs := func(query string) []int64 {
 			t.Helper()
 			var out []int64
-			for _, w := range admList(t, s.MustAdmin("GET", whPath+query, nil), "webhooks") {
+			for _, w := range s.MustAdmin("GET", whPath+query, nil).List(t, "webhooks") {
 				if _, has := w["secret"]; has {
 					t.Fatalf("list %q shows a secret: %v", query, w)
 				}
@@ -1195,11 +1196,11 @@ func TestWebhookAdmin(t *testing.T) {
 		if _, has := r.Obj("webhook")["secret"]; has {
 			t.Fatalf("PUT reply shows the secret: %s", r)
 		}
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"id": id1}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"enabled": false}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"id": id1, "url": "ftp://example.org/"}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"id": id1, "events": []string{"Nope"}}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"id": id1, "enabled": "yes please"}), 400, "MISSING_FIELDS")
+		s.Admin("PUT", whPath, map[string]any{"id": id1}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", whPath, map[string]any{"enabled": false}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", whPath, map[string]any{"id": id1, "url": "ftp://example.org/"}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", whPath, map[string]any{"id": id1, "events": []string{"Nope"}}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", whPath, map[string]any{"id": id1, "enabled": "yes please"}).JSONFail(t, 400, "MISSING_FIELDS")
 		if w := whGet(t, s, id1); w["url"] != "https://example.org/new" || w["enabled"] != true {
 			t.Fatalf("refused PUTs changed the webhook: %v", w)
 		}
@@ -1212,17 +1213,17 @@ func TestWebhookAdmin(t *testing.T) {
 
 		// Unknown ids.
 		const missing = 999999
-		admExpect(t, s.Admin("GET", fmt.Sprintf("%s?id=%d", whPath, missing), nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("PUT", whPath, map[string]any{"id": missing, "enabled": false}), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", whPath, map[string]any{"id": missing}), 404, "NOT_FOUND")
+		s.Admin("GET", fmt.Sprintf("%s?id=%d", whPath, missing), nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("PUT", whPath, map[string]any{"id": missing, "enabled": false}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", whPath, map[string]any{"id": missing}).JSONFail(t, 404, "NOT_FOUND")
 		for _, action := range []string{"rotate_secret", "enable", "disable", "test"} {
-			admExpect(t, s.Admin("POST", whPath, map[string]any{"action": action, "id": missing}), 404, "NOT_FOUND")
+			s.Admin("POST", whPath, map[string]any{"action": action, "id": missing}).JSONFail(t, 404, "NOT_FOUND")
 		}
-		admExpect(t, s.Admin("POST", whPath, map[string]any{"action": "bogus", "id": id1}), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", whPath+"?action=bogus", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", whPath+"?action=deliveries&status=bogus", nil), 400, "MISSING_FIELDS")
-		admExpect(t, s.Admin("GET", whPath+"?action=delivery&delivery_id=whd_nope", nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("DELETE", whPath, map[string]any{}), 400, "MISSING_FIELDS")
+		s.Admin("POST", whPath, map[string]any{"action": "bogus", "id": id1}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", whPath+"?action=bogus", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", whPath+"?action=deliveries&status=bogus", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", whPath+"?action=delivery&delivery_id=whd_nope", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", whPath, map[string]any{}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		// DELETE takes the log with it.
 		id4, _ := whCreate(t, s, map[string]any{"app_id": a.ID, "url": rx.URL + "/doomed"})
@@ -1231,9 +1232,9 @@ func TestWebhookAdmin(t *testing.T) {
 		whStatus(t, s, did, "succeeded", 1)
 		s.MustAdmin("POST", whPath, map[string]any{"action": "redeliver", "delivery_id": did})
 		s.MustAdmin("DELETE", whPath, map[string]any{"id": id4})
-		admExpect(t, s.Admin("GET", fmt.Sprintf("%s?id=%d", whPath, id4), nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", whPath+"?action=delivery&delivery_id="+did, nil), 404, "NOT_FOUND")
-		admExpect(t, s.Admin("GET", fmt.Sprintf("%s?action=deliveries&id=%d", whPath, id4), nil), 404, "NOT_FOUND")
+		s.Admin("GET", fmt.Sprintf("%s?id=%d", whPath, id4), nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", whPath+"?action=delivery&delivery_id="+did, nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", fmt.Sprintf("%s?action=deliveries&id=%d", whPath, id4), nil).JSONFail(t, 404, "NOT_FOUND")
 		n := rx.Count()
 		whRun(t, s) // the redelivery queued before the delete does not go out
 		if rx.Count() != n {
@@ -1268,7 +1269,7 @@ func TestWebhookAdmin(t *testing.T) {
 func TestWebhookFanOutOnce(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Once")
 		_, appSecret := whCreate(t, s, map[string]any{"app_id": a.ID, "url": rx.URL + "/app"})
@@ -1338,7 +1339,7 @@ func TestWebhookFanOutOnce(t *testing.T) {
 func TestWebhookRedeliverFailedByID(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.WebhookRetries = "1m" })
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.WebhookRetries = "1m" })
 		rx := whNewReceiver(t)
 		rx.Default(whReply{Status: 500})
 		a := s.CreateApp("RequeueByID")
@@ -1359,7 +1360,7 @@ func TestWebhookRedeliverFailedByID(t *testing.T) {
 				"destination %d by id, want 1: webhook.Service.RedeliverFailed (internal/webhook/webhook.go) audits with the "+
 				"request's app_id, which is empty when only id is given, so the change is not attributed to the app "+
 				"(every other webhook change uses the destination's or delivery's app)\nall entries: %v",
-				a.ID, len(e), wid, admAudit(t, s, "action=webhook.redeliver_failed"))
+				a.ID, len(e), wid, s.Audit(t, "action=webhook.redeliver_failed"))
 		}
 		if r := s.Admin("POST", whPath, map[string]any{"action": "redeliver_failed", "id": 999999,
 			"since": since.Format(time.RFC3339)}); r.Status != 404 || r.Body["error_code"] != "NOT_FOUND" {
@@ -1375,7 +1376,7 @@ func TestWebhookRedeliverFailedByID(t *testing.T) {
 func TestWebhookAppRevoked(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		rx := whNewReceiver(t)
 		a := s.CreateApp("Doomed")
 		_, allSecret := whCreate(t, s, map[string]any{"url": rx.URL + "/all", "events": []string{"app.revoked"}})
