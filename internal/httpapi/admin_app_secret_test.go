@@ -133,7 +133,7 @@ func TestAdminCreateAppWithSecret(t *testing.T) {
 		}
 
 		// Regenerating the adopted secret works as for any app.
-		next := rlRegenOK(t, s, id)
+		next := s.RegenerateSecretOK(t, id)
 		asRefused(t, s, id, asMixed, key)
 		asServes(t, s, id, next, key, "pc-1")
 		asNoSecretIn(t, s, &logs, asMixed, next)
@@ -220,7 +220,7 @@ func TestAdminSetSecret(t *testing.T) {
 			t.Fatalf("set-secret with a body action: %s", r)
 		}
 		asRefused(t, s, app.ID, asMixed, key)
-		next := rlRegenOK(t, s, app.ID)
+		next := s.RegenerateSecretOK(t, app.ID)
 		asRefused(t, s, app.ID, asOther, key)
 		asServes(t, s, app.ID, next, key, "pc-1")
 		asNoSecretIn(t, s, &logs, asMixed, asOther, next)
@@ -240,11 +240,11 @@ func TestSetSecretSharesRegenLimit(t *testing.T) {
 	if r := asSetSecret(s, jwt, app.ID, map[string]any{"secret": asMixed}); r.Status != 200 {
 		t.Fatalf("set-secret: %s", r)
 	}
-	secret := rlRegenOK(t, s, app.ID)
-	rlLimited(t, asSetSecret(s, jwt, app.ID, map[string]any{"secret": asOther}))
-	rlLimited(t, rlRegen(s, app.ID))
-	rlSecretWorks(t, s, app.ID, secret, key)
-	rlSecretDead(t, s, app.ID, asOther, key)
+	secret := s.RegenerateSecretOK(t, app.ID)
+	asSetSecret(s, jwt, app.ID, map[string]any{"secret": asOther}).RateLimited(t)
+	s.RegenerateSecret(app.ID).RateLimited(t)
+	s.SecretWorks(t, app.ID, secret, key)
+	s.SecretDead(t, app.ID, asOther, key)
 }
 
 // A personal access token may create an app with a secret (a new app's

@@ -13,45 +13,13 @@ import (
 // once. Helpers start with rr so they do not collide with other test files.
 
 const (
-	rrResets   = "/api/admin/hwid-resets.php"
 	rrPassword = "reset-tests-pass-1"
 )
-
-// rrRequest queues a request through the client API and fails unless it is
-// accepted.
-func rrRequest(t testing.TB, a *kwtest.App, body map[string]any) {
-	t.Helper()
-	a.Plain(kwtest.PathRequestHWID, body).OK(t)
-}
-
-// rrList returns the app's requests in status ("" = all) as token sees them.
-func rrList(t testing.TB, s *kwtest.Server, token, appID, status string) []map[string]any {
-	t.Helper()
-	path := rrResets + "?app_id=" + appID
-	if status != "" {
-		path += "&status=" + status
-	}
-	r := s.AdminAs(token, "GET", path, nil)
-	if r.Status != 200 {
-		t.Fatalf("list reset requests: %s", r)
-	}
-	return r.List(t, "requests")
-}
-
-// rrOne fails unless the app has exactly one request in status and returns it.
-func rrOne(t testing.TB, s *kwtest.Server, appID, status string) map[string]any {
-	t.Helper()
-	l := rrList(t, s, s.AdminToken(), appID, status)
-	if len(l) != 1 {
-		t.Fatalf("%d %s requests, want 1: %v", len(l), status, l)
-	}
-	return l[0]
-}
 
 // rrDecide posts a decision with token.
 func rrDecide(s *kwtest.Server, token, appID string, id any, action string) *kwtest.Reply {
 	s.T.Helper()
-	return s.AdminAs(token, "POST", rrResets, map[string]any{"app_id": appID, "id": id, "action": action})
+	return s.AdminAs(token, "POST", kwtest.PathAdminResets, map[string]any{"app_id": appID, "id": id, "action": action})
 }
 
 // A queued request is listed as pending with what the client sent;
@@ -69,8 +37,8 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 		otherSID := a.Login(other, "pc-9")
 
 		asked := license.Timestamp(s.Clock.Now())
-		rrRequest(t, a, map[string]any{"license_key": key, "hwid": "pc-2", "reason": "new pc"})
-		req := rrOne(t, s, a.ID, "pending")
+		a.RequestHWIDReset(t, map[string]any{"license_key": key, "hwid": "pc-2", "reason": "new pc"})
+		req := s.OneResetRequest(t, a.ID, "pending")
 		if req["license_key"] != key || req["username"] != "" || req["hwid"] != "pc-2" || req["reason"] != "new pc" ||
 			req["status"] != "pending" || req["created_at"] != asked || req["decided_at"] != nil || req["decided_by"] != "" {
 			t.Fatalf("pending request %v", req)
@@ -78,7 +46,7 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 		if _, ok := req["id"].(float64); !ok {
 			t.Fatalf("request id %#v, want a number", req["id"])
 		}
-		if l := rrList(t, s, s.AdminToken(), a.ID, "approved"); len(l) != 0 {
+		if l := s.ResetRequests(t, s.AdminToken(), a.ID, "approved"); len(l) != 0 {
 			t.Fatalf("approved requests before any decision: %v", l)
 		}
 		// Queuing changes nothing by itself.
@@ -105,13 +73,13 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 
 		rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve").JSONFail(t, 409, "CONFLICT")
 		rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny").JSONFail(t, 409, "CONFLICT")
-		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
+		if l := s.ResetRequests(t, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
 			t.Fatalf("pending requests after approval: %v", l)
 		}
-		if got := rrOne(t, s, a.ID, "approved"); got["decided_by"] != "admin" {
+		if got := s.OneResetRequest(t, a.ID, "approved"); got["decided_by"] != "admin" {
 			t.Fatalf("approved list %v", got)
 		}
-		if l := rrList(t, s, s.AdminToken(), a.ID, ""); len(l) != 1 {
+		if l := s.ResetRequests(t, s.AdminToken(), a.ID, ""); len(l) != 1 {
 			t.Fatalf("all requests: %v", l)
 		}
 		es := s.Audit(t, "action=hwid_reset.approve&app_id="+a.ID)
@@ -121,7 +89,7 @@ func TestAdminResetRequestsApprove(t *testing.T) {
 
 		rrDecide(s, s.AdminToken(), a.ID, 999999, "approve").JSONFail(t, 404, "NOT_FOUND")
 		rrDecide(s, s.AdminToken(), a.ID, req["id"], "maybe").JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("GET", rrResets+"?app_id="+a.ID+"&status=open", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", kwtest.PathAdminResets+"?app_id="+a.ID+"&status=open", nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -134,8 +102,8 @@ func TestAdminResetRequestsDeny(t *testing.T) {
 		a := s.CreateApp("Denials")
 		key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		sid := a.Login(key, "pc-1")
-		rrRequest(t, a, map[string]any{"license_key": key, "reason": "please"})
-		req := rrOne(t, s, a.ID, "pending")
+		a.RequestHWIDReset(t, map[string]any{"license_key": key, "reason": "please"})
+		req := s.OneResetRequest(t, a.ID, "pending")
 
 		s.Clock.Advance(time.Minute)
 		r := rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny")
@@ -150,8 +118,8 @@ func TestAdminResetRequestsDeny(t *testing.T) {
 		rrDecide(s, s.AdminToken(), a.ID, req["id"], "deny").JSONFail(t, 409, "CONFLICT")
 		rrDecide(s, s.AdminToken(), a.ID, req["id"], "approve").JSONFail(t, 409, "CONFLICT")
 		a.BeatOK(t, sid, key)
-		rrOne(t, s, a.ID, "denied")
-		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
+		s.OneResetRequest(t, a.ID, "denied")
+		if l := s.ResetRequests(t, s.AdminToken(), a.ID, "pending"); len(l) != 0 {
 			t.Fatalf("pending after a denial: %v", l)
 		}
 	})
@@ -170,21 +138,21 @@ func TestAdminResetRequestsRoles(t *testing.T) {
 		viewer := s.AddMember(a.ID, "vic", rrPassword, "viewer")
 		support := s.AddMember(a.ID, "sue", rrPassword, "support")
 		outsider := s.AddMember(b.ID, "nora", rrPassword, "owner")
-		rrRequest(t, a, map[string]any{"license_key": keys[0]})
-		rrRequest(t, a, map[string]any{"license_key": keys[1]})
-		reqs := rrList(t, s, viewer, a.ID, "pending")
+		a.RequestHWIDReset(t, map[string]any{"license_key": keys[0]})
+		a.RequestHWIDReset(t, map[string]any{"license_key": keys[1]})
+		reqs := s.ResetRequests(t, viewer, a.ID, "pending")
 		if len(reqs) != 2 || reqs[0]["license_key"] != keys[1] {
 			t.Fatalf("requests as the viewer sees them (newest first): %v", reqs)
 		}
 
 		rrDecide(s, viewer, a.ID, reqs[0]["id"], "approve").JSONFail(t, 403, "FORBIDDEN")
 		rrDecide(s, viewer, a.ID, reqs[0]["id"], "deny").JSONFail(t, 403, "FORBIDDEN")
-		s.AdminAs(outsider, "GET", rrResets+"?app_id="+a.ID, nil).JSONFail(t, 403, "FORBIDDEN")
+		s.AdminAs(outsider, "GET", kwtest.PathAdminResets+"?app_id="+a.ID, nil).JSONFail(t, 403, "FORBIDDEN")
 		rrDecide(s, outsider, a.ID, reqs[0]["id"], "approve").JSONFail(t, 403, "FORBIDDEN")
 		// Through another app the request does not exist.
 		rrDecide(s, s.AdminToken(), b.ID, reqs[0]["id"], "approve").JSONFail(t, 404, "NOT_FOUND")
 		rrDecide(s, outsider, b.ID, reqs[0]["id"], "approve").JSONFail(t, 404, "NOT_FOUND")
-		if l := rrList(t, s, viewer, a.ID, "pending"); len(l) != 2 {
+		if l := s.ResetRequests(t, viewer, a.ID, "pending"); len(l) != 2 {
 			t.Fatalf("refused decisions decided something: %v", l)
 		}
 
@@ -223,13 +191,13 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 			t.Helper()
 			now := license.Timestamp(s.Clock.Now())
 			var got map[string]any
-			for _, r := range rrList(t, s, s.AdminToken(), a.ID, "approved") {
+			for _, r := range s.ResetRequests(t, s.AdminToken(), a.ID, "approved") {
 				if r["created_at"] == now {
 					got = r
 				}
 			}
 			if got == nil || got["decided_by"] != "auto" || got["decided_at"] != now {
-				t.Fatalf("%s: approved requests %v, want one approved by auto at %s", what, rrList(t, s, s.AdminToken(), a.ID, ""), now)
+				t.Fatalf("%s: approved requests %v, want one approved by auto at %s", what, s.ResetRequests(t, s.AdminToken(), a.ID, ""), now)
 			}
 			if d := a.Devices(t, key); len(d) != 0 {
 				t.Fatalf("%s: devices %v, want none", what, d)
@@ -238,7 +206,7 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 		}
 		pending := func(what string, sid string, n int) []map[string]any {
 			t.Helper()
-			l := rrList(t, s, s.AdminToken(), a.ID, "pending")
+			l := s.ResetRequests(t, s.AdminToken(), a.ID, "pending")
 			if len(l) != n || l[0]["created_at"] != license.Timestamp(s.Clock.Now()) {
 				t.Fatalf("%s: pending %v, want %d, the newest just now", what, l, n)
 			}
@@ -251,7 +219,7 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 
 		// Day 0: the first request is approved at once.
 		sid := a.Login(key, "pc-1")
-		rrRequest(t, a, map[string]any{"license_key": key, "hwid": "pc-2"})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key, "hwid": "pc-2"})
 		auto("first request", sid)
 		if evs := s.EventsOf(a.ID, "hwid_reset.requested"); len(evs) != 1 || evs[0]["status"] != "approved" {
 			t.Fatalf("hwid_reset.requested events %v, want one approved", evs)
@@ -260,26 +228,26 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 		// Day 1: within the window, it waits.
 		s.Clock.Advance(day)
 		sid = a.Login(key, "pc-2")
-		rrRequest(t, a, map[string]any{"license_key": key, "hwid": "pc-3"})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key, "hwid": "pc-3"})
 		pending("second request, day 1", sid, 1)
 
 		// Day 29: still within the window.
 		s.Clock.Advance(28 * day)
 		sid = a.Login(key, "pc-2")
-		rrRequest(t, a, map[string]any{"license_key": key})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key})
 		pending("third request, day 29", sid, 2)
 
 		// Day 30: the window has passed: approved at once again.
 		s.Clock.Advance(day)
 		sid = a.Login(key, "pc-2")
-		rrRequest(t, a, map[string]any{"license_key": key})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key})
 		auto("request on day 30", sid)
 
 		// Day 35: the team approves a waiting request by hand; that restarts
 		// the window as well.
 		s.Clock.Advance(5 * day)
 		sid = a.Login(key, "pc-3")
-		rrRequest(t, a, map[string]any{"license_key": key})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key})
 		waiting := pending("request on day 35", sid, 3)
 		if r := rrDecide(s, s.AdminToken(), a.ID, waiting[0]["id"], "approve"); r.Status != 200 {
 			t.Fatalf("approve by hand: %s", r)
@@ -287,18 +255,18 @@ func TestAdminResetRequestsAutoApprove(t *testing.T) {
 		// Day 62: 32 days after the automatic approval, 27 after the manual one.
 		s.Clock.Advance(27 * day)
 		sid = a.Login(key, "pc-4")
-		rrRequest(t, a, map[string]any{"license_key": key})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key})
 		pending("request 27 days after a manual approval", sid, 3)
 		// Day 65: 30 days after the manual one.
 		s.Clock.Advance(3 * day)
 		sid = a.Login(key, "pc-4")
-		rrRequest(t, a, map[string]any{"license_key": key})
+		a.RequestHWIDReset(t, map[string]any{"license_key": key})
 		auto("request 30 days after the manual approval", sid)
 
 		// Another key has its own window.
 		other := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 		osid := a.Login(other, "pc-x")
-		rrRequest(t, a, map[string]any{"license_key": other})
+		a.RequestHWIDReset(t, map[string]any{"license_key": other})
 		if d := a.Devices(t, other); len(d) != 0 {
 			t.Fatalf("another key's first request was not approved at once: devices %v", d)
 		}
@@ -335,9 +303,9 @@ func TestAdminResetRequestsAccount(t *testing.T) {
 			t.Fatalf("alice's devices after sign-in: %v", d)
 		}
 
-		rrRequest(t, a, map[string]any{"username": "alice", "hwid": "pc-2", "reason": "new laptop"})
-		rrRequest(t, a, map[string]any{"username": "nobody", "reason": "probe"}) // accepted, not queued
-		req := rrOne(t, s, a.ID, "pending")
+		a.RequestHWIDReset(t, map[string]any{"username": "alice", "hwid": "pc-2", "reason": "new laptop"})
+		a.RequestHWIDReset(t, map[string]any{"username": "nobody", "reason": "probe"}) // accepted, not queued
+		req := s.OneResetRequest(t, a.ID, "pending")
 		if req["username"] != "alice" || req["license_key"] != "" || req["hwid"] != "pc-2" || req["reason"] != "new laptop" {
 			t.Fatalf("account request %v", req)
 		}
@@ -356,15 +324,15 @@ func TestAdminResetRequestsAccount(t *testing.T) {
 		// Auto-approval by account.
 		a.SetSettings(t, map[string]any{"reset_auto_approve_days": 7})
 		bsid := session("bob", "pc-b")
-		rrRequest(t, a, map[string]any{"username": "bob"})
+		a.RequestHWIDReset(t, map[string]any{"username": "bob"})
 		if d := devices("bob"); len(d) != 0 {
 			t.Fatalf("bob's devices after an auto-approved request: %v", d)
 		}
 		a.Heartbeat(bsid, "").Kill(t, "HWID_RESET")
 		// alice was approved by hand just now: hers waits.
 		asid := session("alice", "pc-2")
-		rrRequest(t, a, map[string]any{"username": "alice"})
-		if l := rrList(t, s, s.AdminToken(), a.ID, "pending"); len(l) != 1 || l[0]["username"] != "alice" {
+		a.RequestHWIDReset(t, map[string]any{"username": "alice"})
+		if l := s.ResetRequests(t, s.AdminToken(), a.ID, "pending"); len(l) != 1 || l[0]["username"] != "alice" {
 			t.Fatalf("pending after alice's second request: %v", l)
 		}
 		a.BeatOK(t, asid, "")

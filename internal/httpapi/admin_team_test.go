@@ -113,7 +113,7 @@ func TestAdminTeamMembers(t *testing.T) {
 		other := s.CreateApp("Other")
 		s.MustAdmin("POST", tmMembers, map[string]any{"app_id": other.ID, "username": "sue", "password": "ignored-password", "role": "viewer"})
 		s.LoginAdmin("sue", tmPassword)
-		tfLoginReply(s, "sue", "ignored-password").JSONFail(t, 401, "INVALID_CREDENTIALS")
+		s.AdminLoginReply("sue", "ignored-password").JSONFail(t, 401, "INVALID_CREDENTIALS")
 
 		// PUT changes a role.
 		s.MustAdmin("PUT", tmMembers, map[string]any{"app_id": app.ID, "username": "sue", "role": "admin"})

@@ -307,7 +307,7 @@ func TestAdminTokensPasswordChangeEndsSignIns(t *testing.T) {
 		if r := s.AdminAs(other, "GET", tkProfile, nil); r.Status != 200 {
 			t.Errorf("another admin's JWT after pia's password change: %s", r)
 		}
-		tfLoginReply(s, "pia", tkPassword).JSONFail(t, 401, "INVALID_CREDENTIALS")
+		s.AdminLoginReply("pia", tkPassword).JSONFail(t, 401, "INVALID_CREDENTIALS")
 		s.LoginAdmin("pia", "a-brand-new-pass")
 		if es := s.Audit(t, "action=admin.password&target=pia"); len(es) != 1 {
 			t.Errorf("admin.password entries: %v", es)

@@ -29,7 +29,6 @@ import (
 // adu so they do not collide with other test files.
 
 const (
-	aduPath     = "/api/admin/updates.php"
 	aduCheck    = "/api/update/check.php"
 	aduDownload = "/api/update/download.php"
 )
@@ -51,7 +50,7 @@ func aduPut(t testing.TB, s *kwtest.Server, q url.Values, header http.Header, bo
 	for k, v := range q {
 		qq[k] = v
 	}
-	req, err := http.NewRequest("PUT", s.URL+aduPath+"?"+qq.Encode(), body)
+	req, err := http.NewRequest("PUT", s.URL+kwtest.PathAdminUpdates+"?"+qq.Encode(), body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func aduNoBlobs(t testing.TB, s *kwtest.Server, after string) {
 // aduPost POSTs body (app_id added) to updates.php.
 func aduPost(a *kwtest.App, body map[string]any) *kwtest.Reply {
 	a.S.T.Helper()
-	return a.S.Admin("POST", aduPath, adcBody(a.ID, body))
+	return a.S.Admin("POST", kwtest.PathAdminUpdates, adcBody(a.ID, body))
 }
 
 // aduAct applies a release action (publish, rollout, halt, …) to id.
@@ -153,7 +152,7 @@ func aduActOK(t testing.TB, a *kwtest.App, action string, id int64, extra map[st
 // aduGet returns one release as GET updates.php?app_id=&id= shows it.
 func aduGet(t testing.TB, a *kwtest.App, id int64) map[string]any {
 	t.Helper()
-	return a.S.MustAdmin("GET", aduPath+"?app_id="+url.QueryEscape(a.ID)+"&id="+fmt.Sprint(id), nil).Obj("release")
+	return a.S.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+url.QueryEscape(a.ID)+"&id="+fmt.Sprint(id), nil).Obj("release")
 }
 
 // aduArts returns a release's artifacts.
@@ -223,7 +222,7 @@ func aduPublished(t testing.TB, s *kwtest.Server, appID string) []map[string]any
 // aduStats returns GET updates.php?action=stats&days=… (days "" omits it).
 func aduStats(t testing.TB, a *kwtest.App, days string) *kwtest.Reply {
 	t.Helper()
-	p := aduPath + "?action=stats&app_id=" + url.QueryEscape(a.ID)
+	p := kwtest.PathAdminUpdates + "?action=stats&app_id=" + url.QueryEscape(a.ID)
 	if days != "" {
 		p += "&days=" + days
 	}
@@ -247,7 +246,7 @@ func aduVersions(t testing.TB, r *kwtest.Reply) map[string][2]int {
 // aduFloors returns the min_supported map of GET updates.php?app_id=.
 func aduFloors(t testing.TB, a *kwtest.App) map[string]any {
 	t.Helper()
-	r := a.S.MustAdmin("GET", aduPath+"?app_id="+url.QueryEscape(a.ID), nil)
+	r := a.S.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+url.QueryEscape(a.ID), nil)
 	m, ok := r.Body["min_supported"].(map[string]any)
 	if !ok {
 		t.Fatalf("list has no min_supported object: %s", r)
@@ -263,7 +262,7 @@ func TestAdminUpdatesCreate(t *testing.T) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Updates")
 
-		r := s.MustAdmin("POST", aduPath, map[string]any{"app_id": a.ID, "version": "1.0.0"})
+		r := s.MustAdmin("POST", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID, "version": "1.0.0"})
 		rel := r.Obj("release")
 		if m, _ := r.Body["message"].(string); m == "" {
 			t.Errorf("create reply has no message: %s", r)
@@ -339,24 +338,24 @@ func TestAdminUpdatesCreate(t *testing.T) {
 			t.Errorf("rollout null: %v, want the default 10000", rel)
 		}
 
-		s.Admin("POST", aduPath, map[string]any{"app_id": "nope-app", "version": "9.0.0"}).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("POST", aduPath, map[string]any{"version": "9.0.0"}).JSONFail(t, 400, "MISSING_FIELDS")
-		noBearer := s.Do("POST", aduPath, http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"}))
+		s.Admin("POST", kwtest.PathAdminUpdates, map[string]any{"app_id": "nope-app", "version": "9.0.0"}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("POST", kwtest.PathAdminUpdates, map[string]any{"version": "9.0.0"}).JSONFail(t, 400, "MISSING_FIELDS")
+		noBearer := s.Do("POST", kwtest.PathAdminUpdates, http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"}))
 		noBearer.JSONFail(t, 401, "UNAUTHORIZED")
-		if r := s.Do("POST", aduPath, kwtest.Bearer("not-a-token"), kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"})); r.Status != 401 {
+		if r := s.Do("POST", kwtest.PathAdminUpdates, kwtest.Bearer("not-a-token"), kwtest.JSON(t, map[string]any{"app_id": a.ID, "version": "9.0.0"})); r.Status != 401 {
 			t.Errorf("bad bearer: %s, want 401", r)
 		}
 		for _, m := range []string{"GET", "PUT", "DELETE"} {
-			if r := s.Do(m, aduPath+"?app_id="+a.ID, nil, nil); r.Status != 401 {
+			if r := s.Do(m, kwtest.PathAdminUpdates+"?app_id="+a.ID, nil, nil); r.Status != 401 {
 				t.Errorf("%s without bearer: %s, want 401", m, r)
 			}
 		}
-		if r := s.Admin("PATCH", aduPath, nil); r.Status != 405 {
+		if r := s.Admin("PATCH", kwtest.PathAdminUpdates, nil); r.Status != 405 {
 			t.Errorf("PATCH: %s, want 405", r)
 		}
 
 		// Nothing refused was stored or audited.
-		rels := s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil).List(t, "releases")
+		rels := s.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID, nil).List(t, "releases")
 		var versions []string
 		for _, rel := range rels {
 			versions = append(versions, rel["version"].(string))
@@ -433,7 +432,7 @@ func TestAdminUpdatesUpload(t *testing.T) {
 		aduPut(t, s, q("id", "999999"), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
 		aduPut(t, s, q("app_id", other.ID), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
 		aduPut(t, s, q("app_id", "nope-app"), nil, bytes.NewReader(payload)).JSONFail(t, 404, "NOT_FOUND")
-		noBearer, _ := http.NewRequest("PUT", s.URL+aduPath+"?"+q("action", "upload").Encode(), bytes.NewReader(payload))
+		noBearer, _ := http.NewRequest("PUT", s.URL+kwtest.PathAdminUpdates+"?"+q("action", "upload").Encode(), bytes.NewReader(payload))
 		noBearer.Header.Set("Content-Type", "application/octet-stream")
 		if resp, err := kwtest.HTTP.Do(noBearer); err != nil {
 			t.Fatal(err)
@@ -789,7 +788,9 @@ func TestAdminUpdatesEdit(t *testing.T) {
 		a := s.CreateApp("Edit")
 		id := a.Release("2.0.0", []byte("two"), map[string]any{"channel": "beta", "changelog": "Beta notes."})
 		pre := a.Release("2.1.0-beta.1", []byte("pre"), map[string]any{"channel": "beta"})
-		put := func(body map[string]any) *kwtest.Reply { return s.Admin("PUT", aduPath, adcBody(a.ID, body)) }
+		put := func(body map[string]any) *kwtest.Reply {
+			return s.Admin("PUT", kwtest.PathAdminUpdates, adcBody(a.ID, body))
+		}
 		stable := map[string]any{"v": "1.0.0", "hwid": "h"}
 
 		if v := aduOffered(t, a, stable); v != "" {
@@ -861,7 +862,7 @@ func TestAdminUpdatesEdit(t *testing.T) {
 		put(map[string]any{"id": id, "changelog": strings.Repeat("x", 100_001)}).JSONFail(t, 400, "MISSING_FIELDS")
 		put(map[string]any{"changelog": "no id"}).JSONFail(t, 400, "MISSING_FIELDS")
 		put(map[string]any{"id": 999999, "changelog": "x"}).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("PUT", aduPath, map[string]any{"app_id": "nope-app", "id": id}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("PUT", kwtest.PathAdminUpdates, map[string]any{"app_id": "nope-app", "id": id}).JSONFail(t, 404, "NOT_FOUND")
 		if after := aduGet(t, a, id); after["min_version"] != "" || after["changelog"] != "Stable notes." || after["is_mandatory"] != false {
 			t.Fatalf("refused edits changed the release: %v", after)
 		}
@@ -883,7 +884,7 @@ func TestAdminUpdatesDelete(t *testing.T) {
 		a := s.CreateApp("Delete")
 		other := s.CreateApp("Other")
 		del := func(app *kwtest.App, id any) *kwtest.Reply {
-			return s.Admin("DELETE", aduPath, map[string]any{"app_id": app.ID, "id": id})
+			return s.Admin("DELETE", kwtest.PathAdminUpdates, map[string]any{"app_id": app.ID, "id": id})
 		}
 
 		pub := a.Release("1.0.0", []byte("published bytes"), nil)
@@ -898,7 +899,7 @@ func TestAdminUpdatesDelete(t *testing.T) {
 		del(a, pub).JSONFail(t, 409, "NOT_DRAFT")
 		del(a, 999999).JSONFail(t, 404, "NOT_FOUND")
 		del(other, draft).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("DELETE", aduPath, map[string]any{"app_id": a.ID}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("DELETE", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID}).JSONFail(t, 400, "MISSING_FIELDS")
 		if files := aduBlobs(t, s); len(files) != 3 {
 			t.Fatalf("refused deletes removed blobs: %v", files)
 		}
@@ -907,18 +908,18 @@ func TestAdminUpdatesDelete(t *testing.T) {
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("delete draft: %s", r)
 		}
-		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id="+fmt.Sprint(draft), nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&id="+fmt.Sprint(draft), nil).JSONFail(t, 404, "NOT_FOUND")
 		if files := aduBlobs(t, s); !reflect.DeepEqual(files, pubBlobs) {
 			t.Fatalf("blob files after deleting the draft: %v, want only the published release's %v", files, pubBlobs)
 		}
 		del(a, draft).JSONFail(t, 404, "NOT_FOUND")
-		rels := s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil).List(t, "releases")
+		rels := s.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID, nil).List(t, "releases")
 		if len(rels) != 1 || adcID(t, rels[0]["id"]) != pub {
 			t.Fatalf("releases after delete: %v", rels)
 		}
 		// The version is free again; an id in the query works too.
 		again := a.CreateRelease("2.0.0", nil)
-		if r := s.Admin("DELETE", aduPath+"?app_id="+a.ID+"&id="+fmt.Sprint(again), nil); r.Status != 200 {
+		if r := s.Admin("DELETE", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&id="+fmt.Sprint(again), nil); r.Status != 200 {
 			t.Fatalf("delete by query id: %s", r)
 		}
 		// A published release stays, and its download keeps working.
@@ -936,7 +937,9 @@ func TestAdminUpdatesList(t *testing.T) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("List")
 		other := s.CreateApp("Other")
-		list := func(app *kwtest.App) *kwtest.Reply { return s.MustAdmin("GET", aduPath+"?app_id="+app.ID, nil) }
+		list := func(app *kwtest.App) *kwtest.Reply {
+			return s.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+app.ID, nil)
+		}
 
 		r := list(a)
 		if rels := r.List(t, "releases"); len(rels) != 0 {
@@ -998,12 +1001,12 @@ func TestAdminUpdatesList(t *testing.T) {
 		if rels := list(other).List(t, "releases"); len(rels) != 1 || rels[0]["version"] != "5.0.0" {
 			t.Fatalf("other app's releases %v", rels)
 		}
-		s.Admin("GET", aduPath+"?app_id="+other.ID+"&id="+fmt.Sprint(ids["2.0.0"]), nil).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=999999", nil).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("GET", aduPath+"?app_id="+a.ID+"&id=x", nil).JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("GET", aduPath+"?app_id="+a.ID+"&action=everything", nil).JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("GET", aduPath+"?app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("GET", aduPath, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id="+other.ID+"&id="+fmt.Sprint(ids["2.0.0"]), nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&id=999999", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&id=x", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&action=everything", nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates, nil).JSONFail(t, 400, "MISSING_FIELDS")
 	})
 }
 
@@ -1132,11 +1135,11 @@ func TestAdminUpdatesExplain(t *testing.T) {
 			}
 		}
 
-		base := aduPath + "?action=explain&app_id=" + url.QueryEscape(a.ID)
+		base := kwtest.PathAdminUpdates + "?action=explain&app_id=" + url.QueryEscape(a.ID)
 		verify("GET explain", s.Admin("GET", base+"&v=1.0.0&hwid=device-7", nil))
 		verify("GET explain with version=", s.Admin("GET", base+"&version=1.0.0&hwid=device-7", nil))
 		verify("POST explain", aduPost(a, map[string]any{"action": "explain", "v": "1.0.0", "hwid": "device-7"}))
-		verify("POST explain, action in the query", s.Admin("POST", aduPath+"?action=explain",
+		verify("POST explain, action in the query", s.Admin("POST", kwtest.PathAdminUpdates+"?action=explain",
 			map[string]any{"app_id": a.ID, "v": "1.0.0", "hwid": "device-7"}))
 
 		// Other callers get other answers.
@@ -1169,7 +1172,7 @@ func TestAdminUpdatesExplain(t *testing.T) {
 		s.Admin("GET", base+"&v=1.0", nil).JSONFail(t, 400, "MISSING_FIELDS")
 		s.Admin("GET", base+"&v=1.0.0&channel=nightly", nil).JSONFail(t, 400, "MISSING_FIELDS")
 		s.Admin("GET", base+"&v=1.0.0&os=beos", nil).JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("GET", aduPath+"?action=explain&app_id=nope-app&v=1.0.0", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?action=explain&app_id=nope-app&v=1.0.0", nil).JSONFail(t, 404, "NOT_FOUND")
 
 		// Explains are not recorded: only the one client check is counted.
 		st := aduStats(t, a, "")
@@ -1213,7 +1216,7 @@ func TestAdminUpdatesStats(t *testing.T) {
 			t.Fatalf("anonymous caller offered %q", v)
 		}
 		aduOffered(t, other, map[string]any{"v": "1.0.0", "hwid": "device-x"})
-		s.MustAdmin("GET", aduPath+"?action=explain&app_id="+a.ID+"&v=1.0.0&hwid=device-c", nil)
+		s.MustAdmin("GET", kwtest.PathAdminUpdates+"?action=explain&app_id="+a.ID+"&v=1.0.0&hwid=device-c", nil)
 		s.Clock.Advance(time.Hour)
 		if v := aduOffered(t, a, map[string]any{"v": "2.0.0", "hwid": "device-a"}); v != "" {
 			t.Fatalf("device-a on 2.0.0 offered %q", v)
@@ -1273,12 +1276,12 @@ func TestAdminUpdatesStats(t *testing.T) {
 		}
 
 		for _, d := range []string{"-1", "3651", "abc", "1.5"} {
-			s.Admin("GET", aduPath+"?action=stats&app_id="+a.ID+"&days="+d, nil).JSONFail(t, 400, "MISSING_FIELDS")
+			s.Admin("GET", kwtest.PathAdminUpdates+"?action=stats&app_id="+a.ID+"&days="+d, nil).JSONFail(t, 400, "MISSING_FIELDS")
 		}
 		if st := aduStats(t, a, "3650"); st.Body["devices"] != float64(3) {
 			t.Fatalf("days=3650: %s", st)
 		}
-		s.Admin("GET", aduPath+"?action=stats&app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminUpdates+"?action=stats&app_id=nope-app", nil).JSONFail(t, 404, "NOT_FOUND")
 	})
 }
 
@@ -1293,7 +1296,7 @@ func TestAdminUpdatesAudit(t *testing.T) {
 		id := a.CreateRelease("1.0.0", map[string]any{"channel": "beta"})
 		body := []byte("bytes of 1.0.0")
 		aduUploadOK(t, a, id, "windows", "x64", body)
-		if r := s.Admin("PUT", aduPath, map[string]any{"app_id": a.ID, "id": id, "channel": "stable"}); r.Status != 200 {
+		if r := s.Admin("PUT", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID, "id": id, "channel": "stable"}); r.Status != 200 {
 			t.Fatalf("edit: %s", r)
 		}
 		aduActOK(t, a, "publish", id, nil)
@@ -1302,21 +1305,21 @@ func TestAdminUpdatesAudit(t *testing.T) {
 		aduActOK(t, a, "resume", id, nil)
 		aduActOK(t, a, "yank", id, nil)
 		aduActOK(t, a, "unyank", id, nil)
-		s.MustAdmin("POST", aduPath, map[string]any{"app_id": a.ID, "action": "min_supported", "channel": "stable", "version": "1.0.0"})
+		s.MustAdmin("POST", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID, "action": "min_supported", "channel": "stable", "version": "1.0.0"})
 		draft := a.CreateRelease("0.9.0", nil)
-		s.MustAdmin("DELETE", aduPath, map[string]any{"app_id": a.ID, "id": draft})
+		s.MustAdmin("DELETE", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID, "id": draft})
 
 		// Reads and refusals write nothing.
-		s.MustAdmin("GET", aduPath+"?app_id="+a.ID, nil)
-		s.MustAdmin("GET", aduPath+"?app_id="+a.ID+"&id="+fmt.Sprint(id), nil)
-		s.MustAdmin("GET", aduPath+"?action=explain&app_id="+a.ID+"&v=0.1.0&hwid=h", nil)
+		s.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID, nil)
+		s.MustAdmin("GET", kwtest.PathAdminUpdates+"?app_id="+a.ID+"&id="+fmt.Sprint(id), nil)
+		s.MustAdmin("GET", kwtest.PathAdminUpdates+"?action=explain&app_id="+a.ID+"&v=0.1.0&hwid=h", nil)
 		aduPost(a, map[string]any{"action": "explain", "v": "0.1.0"})
 		aduStats(t, a, "")
 		aduAct(a, "publish", id, nil)
 		aduPost(a, map[string]any{"version": "1.0.0"})
 		aduUpload(t, a, id, "windows", "x64", []byte("x"), "")
 		aduUpload(t, a, id, "linux", "", []byte("x"), aduSum([]byte("y")))
-		s.Admin("DELETE", aduPath, map[string]any{"app_id": a.ID, "id": id})
+		s.Admin("DELETE", kwtest.PathAdminUpdates, map[string]any{"app_id": a.ID, "id": id})
 
 		wants := []struct {
 			action, target string
@@ -1385,7 +1388,7 @@ func TestAdminUpdatesStateRules(t *testing.T) {
 		for _, action := range []string{"halt", "resume", "yank", "unyank"} {
 			kwtest.ExpectCode(t, aduAct(a, action, id, nil), 409, "NOT_PUBLISHED")
 		}
-		kwtest.ExpectCode(t, s.Admin("PUT", aduPath, adcBody(a.ID, map[string]any{"id": id})), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.Admin("PUT", kwtest.PathAdminUpdates, adcBody(a.ID, map[string]any{"id": id})), 400, "MISSING_FIELDS")
 		r := aduPut(t, s, url.Values{"action": {""}, "app_id": {a.ID}, "id": {fmt.Sprint(id)}}, nil, bytes.NewReader([]byte("bytes")))
 		kwtest.ExpectCode(t, r, 400, "MISSING_FIELDS")
 		if rel := aduGet(t, a, id); rel["status"] != "draft" || len(aduArts(t, rel)) != 0 {

@@ -31,12 +31,12 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 		c.MaxArtifactSize = 1 // MiB
 	})
 	a := s.CreateApp("Limits")
-	_, resellerToken := rsCreate(t, a, "Bigbody")
+	_, resellerToken := a.CreateReseller(t, "Bigbody")
 	release := a.CreateRelease("1.0.0", nil)
 
 	// pad is a JSON object of n bytes or more.
 	pad := func(n int) []byte { return []byte(`{"pad":"` + strings.Repeat("a", n) + `"}`) }
-	overClient, overAdmin := pad(clBodyLimit), pad(1<<20) // clientBodyLimit, adminBodyLimit of fields.go
+	overClient, overAdmin := pad(kwtest.ClientBodyLimit), pad(1<<20) // clientBodyLimit, adminBodyLimit of fields.go
 	clientHdr := kwtest.AppHeader(a.Secret)
 	admin := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/json"}}
 	reseller := http.Header{"Authorization": {"Bearer " + resellerToken}, "Content-Type": {"application/json"}}
@@ -46,7 +46,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 		c.Set(signing.NonceHeader, strings.Repeat("ab", 32))
 		return c
 	}
-	uploadPath := aduPath + "?" + url.Values{"action": {"upload"}, "app_id": {a.ID}, "id": {fmt.Sprint(release)},
+	uploadPath := kwtest.PathAdminUpdates + "?" + url.Values{"action": {"upload"}, "app_id": {a.ID}, "id": {fmt.Sprint(release)},
 		"os": {"windows"}, "arch": {"x64"}}.Encode()
 
 	importPath := "/api/admin/keys-import.php?app_id=" + url.QueryEscape(a.ID)
@@ -97,7 +97,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 				if chunked {
 					what += " (chunked)"
 				}
-				clRefused(t, what, r, http.StatusBadRequest, "BODY_TOO_LARGE")
+				r.Refused(t, what, http.StatusBadRequest, "BODY_TOO_LARGE")
 				if r.Sealed {
 					t.Errorf("%s: the refusal is sealed: %s", what, r)
 				}

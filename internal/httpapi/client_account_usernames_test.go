@@ -60,9 +60,9 @@ func TestAccountUsernameAnyCase(t *testing.T) {
 			a.Plain(uaChange, map[string]any{"username": name, "current_password": password, "new_password": next}).OK(t)
 			password = next
 			// Portal sign-in.
-			p := cuSignIn(s, map[string]any{"app_id": a.ID, "username": name, "password": password})
+			p := s.CustomerSignIn(map[string]any{"app_id": a.ID, "username": name, "password": password})
 			p.OK(t)
-			v := cuDo(s, p.Str("token"), "GET", cuKey, nil)
+			v := s.CustomerDo(p.Str("token"), "GET", kwtest.PathCustomerKey, nil)
 			v.OK(t)
 			if got := v.Obj("account")["username"]; got != "Sam" {
 				t.Fatalf("portal as %q: account.username = %v, want Sam", name, got)
@@ -74,16 +74,16 @@ func TestAccountUsernameAnyCase(t *testing.T) {
 		}
 
 		// Reset request by any spelling queues one for the account, shown as stored.
-		rrRequest(t, a, map[string]any{"username": "\u017FAM", "reason": "new pc"})
-		if req := rrOne(t, s, a.ID, "pending"); req["username"] != "Sam" {
+		a.RequestHWIDReset(t, map[string]any{"username": "\u017FAM", "reason": "new pc"})
+		if req := s.OneResetRequest(t, a.ID, "pending"); req["username"] != "Sam" {
 			t.Fatalf("reset request %v, want username Sam", req)
 		}
 
 		// The lockout counts every spelling as one username.
-		lkBadCredentials(t, "wrong password as sam", uaSignIn(a, "sam", "wrong-pass", "pc"))
-		lkBadCredentials(t, "wrong password as SAM", uaSignIn(a, "SAM", "wrong-pass", "pc"))
-		lkBadCredentials(t, "wrong password as \u017Fam", uaSignIn(a, "\u017Fam", "wrong-pass", "pc"))
-		lkLocked(t, "right password as Sam after three spellings failed", uaSignIn(a, "Sam", password, "pc"), 900)
+		uaSignIn(a, "sam", "wrong-pass", "pc").BadCredentials(t, "wrong password as sam")
+		uaSignIn(a, "SAM", "wrong-pass", "pc").BadCredentials(t, "wrong password as SAM")
+		uaSignIn(a, "\u017Fam", "wrong-pass", "pc").BadCredentials(t, "wrong password as \u017Fam")
+		uaSignIn(a, "Sam", password, "pc").Locked(t, "right password as Sam after three spellings failed", 900)
 	})
 }
 

@@ -16,9 +16,6 @@ import (
 // failure carrying the expected error_code and a message free of internals,
 // and none of them changes anything.
 
-// clBodyLimit is clientBodyLimit of fields.go.
-const clBodyLimit = 64 << 10
-
 // clRoute describes one client route for the bad-input table.
 type clRoute struct {
 	path string
@@ -91,36 +88,6 @@ func clRoutes(unused, active, sid string) []clRoute {
 	}
 }
 
-// clNoInternals fails when a message shows Go, SQL or stack internals.
-func clNoInternals(t testing.TB, what string, r *kwtest.Reply) {
-	t.Helper()
-	msg := strings.ToLower(r.Str("message"))
-	for _, bad := range []string{"json:", "invalid character", "unexpected end", "sql", "panic", "goroutine", "runtime",
-		".go:", "internal/", "unmarshal", "http:", "pgx", "sqlite"} {
-		if strings.Contains(msg, bad) {
-			t.Fatalf("%s: message leaks internals (%q): %s", what, bad, r)
-		}
-	}
-}
-
-// clRefused fails unless r is a 4xx JSON failure with code.
-func clRefused(t testing.TB, what string, r *kwtest.Reply, status int, code string) {
-	t.Helper()
-	if r.Status >= 500 {
-		t.Fatalf("%s: server error %s", what, r)
-	}
-	if r.Body == nil {
-		t.Fatalf("%s: reply is not JSON: %s", what, r)
-	}
-	if r.Status != status || r.Body["success"] != false || r.Body["error_code"] != code {
-		t.Fatalf("%s: got %s (sealed=%v, body %v), want %d %s", what, r, r.Sealed, r.Body, status, code)
-	}
-	if m, _ := r.Body["message"].(string); m == "" {
-		t.Fatalf("%s: no message: %s", what, r)
-	}
-	clNoInternals(t, what, r)
-}
-
 func TestClientBadInput(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
@@ -139,7 +106,7 @@ func TestClientBadInput(t *testing.T) {
 				for _, m := range []string{"GET", "PUT", "DELETE", "PATCH", "OPTIONS"} {
 					for _, h := range []http.Header{kwtest.AppHeader(a.Secret), nil} {
 						r := s.Do(m, rt.path, h, []byte(`{"license_key":"`+active+`"}`))
-						clRefused(t, m, r, 405, "METHOD_NOT_ALLOWED")
+						r.Refused(t, m, 405, "METHOD_NOT_ALLOWED")
 						if r.Header.Get("Allow") != "POST" {
 							t.Fatalf("%s: Allow = %q", m, r.Header.Get("Allow"))
 						}
@@ -153,8 +120,9 @@ func TestClientBadInput(t *testing.T) {
 
 				// Missing secret: plain 401 INVALID_APP, whatever the body.
 				for _, body := range [][]byte{nil, []byte(`{}`), a.Seal(map[string]any{"license_key": active}).Marshal()} {
-					clRefused(t, "no secret", s.Do("POST", rt.path, http.Header{"Content-Type": {"application/json"}}, body),
+					s.Do("POST", rt.path, http.Header{"Content-Type": {"application/json"}}, body).Refused(t, "no secret",
 						401, "INVALID_APP")
+
 				}
 
 				// Not JSON, or JSON that is not an object.
@@ -162,9 +130,9 @@ func TestClientBadInput(t *testing.T) {
 					`"license_key"`, `null`, `42`, `true`, "\xff\xfe{}", `{"license_key":"x"} trailing`} {
 					r := s.Do("POST", rt.path, kwtest.AppHeader(a.Secret), []byte(body))
 					if rt.transport == "env" {
-						clRefused(t, body, r, 400, "CRYPTO_ERROR")
+						r.Refused(t, body, 400, "CRYPTO_ERROR")
 					} else {
-						clRefused(t, body, r, 400, "MISSING_FIELDS")
+						r.Refused(t, body, 400, "MISSING_FIELDS")
 					}
 					if envelope.IsEnvelope(r.Raw) {
 						t.Fatalf("%q: refusal enveloped", body)
@@ -184,24 +152,24 @@ func TestClientBadInput(t *testing.T) {
 							if !r.Sealed {
 								t.Fatalf("%s sealed: reply not sealed: %s", what, r)
 							}
-							clRefused(t, what+" sealed", r, 200, "MISSING_FIELDS")
+							r.Refused(t, what+" sealed", 200, "MISSING_FIELDS")
 						}
 						if rt.transport != "env" {
 							r := a.Plain(rt.path, inner)
 							if r.Sealed {
 								t.Fatalf("%s: plain request got a sealed reply", what)
 							}
-							clRefused(t, what, r, 400, "MISSING_FIELDS")
+							r.Refused(t, what, 400, "MISSING_FIELDS")
 						}
 					}
 				}
 
 				// Bodies over 64 KiB: BODY_TOO_LARGE, with or without a length.
-				big := []byte(`{"license_key":"` + active + `","pad":"` + strings.Repeat("a", clBodyLimit) + `"}`)
-				clRefused(t, "large", s.Do("POST", rt.path, kwtest.AppHeader(a.Secret), big), 400, "BODY_TOO_LARGE")
-				clRefused(t, "large chunked", clChunked(t, s, rt.path, a.Secret, big), 400, "BODY_TOO_LARGE")
+				big := []byte(`{"license_key":"` + active + `","pad":"` + strings.Repeat("a", kwtest.ClientBodyLimit) + `"}`)
+				s.Do("POST", rt.path, kwtest.AppHeader(a.Secret), big).Refused(t, "large", 400, "BODY_TOO_LARGE")
+				clChunked(t, s, rt.path, a.Secret, big).Refused(t, "large chunked", 400, "BODY_TOO_LARGE")
 				huge := bytes.Repeat([]byte(" "), 4<<20)
-				clRefused(t, "huge", clChunked(t, s, rt.path, a.Secret, huge), 400, "BODY_TOO_LARGE")
+				clChunked(t, s, rt.path, a.Secret, huge).Refused(t, "huge", 400, "BODY_TOO_LARGE")
 			})
 		}
 
@@ -258,17 +226,17 @@ func TestClientBodyLimitBoundary(t *testing.T) {
 			return []byte(head + strings.Repeat("a", n-len(head)-2) + `"}`)
 		}
 		for _, path := range []string{kwtest.PathCheckKey, kwtest.PathValidate} {
-			at := sized(clBodyLimit)
-			if len(at) != clBodyLimit {
+			at := sized(kwtest.ClientBodyLimit)
+			if len(at) != kwtest.ClientBodyLimit {
 				t.Fatalf("built %d bytes", len(at))
 			}
 			s.Do("POST", path, kwtest.AppHeader(a.Secret), at).OK(t)
-			clRefused(t, path, s.Do("POST", path, kwtest.AppHeader(a.Secret), sized(clBodyLimit+1)), 400, "BODY_TOO_LARGE")
+			s.Do("POST", path, kwtest.AppHeader(a.Secret), sized(kwtest.ClientBodyLimit+1)).Refused(t, path, 400, "BODY_TOO_LARGE")
 		}
 		// An envelope just under the limit is read and verified.
 		inner := map[string]any{"license_key": key, "hwid": "pc", "pad": strings.Repeat("p", 47<<10)}
 		env := a.Seal(inner).Marshal()
-		if len(env) > clBodyLimit || len(env) < clBodyLimit-2048 {
+		if len(env) > kwtest.ClientBodyLimit || len(env) < kwtest.ClientBodyLimit-2048 {
 			t.Fatalf("envelope of %d bytes", len(env))
 		}
 		a.PostEnvelope(kwtest.PathLogin, env).OK(t)

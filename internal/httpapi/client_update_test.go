@@ -188,7 +188,7 @@ func updDownloadFail(t testing.TB, s *kwtest.Server, secret, pathAndQuery string
 	if secret == "" {
 		r = s.Do("GET", pathAndQuery, nil, nil)
 	}
-	clRefused(t, "GET "+pathAndQuery, r, status, code)
+	r.Refused(t, "GET "+pathAndQuery, status, code)
 }
 
 // updVMessage matches a message naming the field v.
@@ -309,7 +309,7 @@ func TestUpdateCheckBadInput(t *testing.T) {
 			t.Helper()
 			r := a.UpdateCheck(t, inner)
 			r.SealedFail(t, "MISSING_FIELDS")
-			clNoInternals(t, fmt.Sprint(inner), r)
+			r.NoInternals(t, fmt.Sprint(inner))
 			if _, ok := r.Body["update"]; ok {
 				t.Fatalf("%v: refusal carries an update: %v", inner, r.Body)
 			}
@@ -821,7 +821,7 @@ func TestUpdateDownloadRanges(t *testing.T) {
 		// Other methods: 405 with Allow.
 		for _, m := range []string{"POST", "PUT", "DELETE"} {
 			r := s.Do(m, path, http.Header{"X-App-Secret": {a.Secret}}, nil)
-			clRefused(t, m, r, 405, "METHOD_NOT_ALLOWED")
+			r.Refused(t, m, 405, "METHOD_NOT_ALLOWED")
 			if r.Header.Get("Allow") != "GET, HEAD" {
 				t.Fatalf("%s: Allow = %q", m, r.Header.Get("Allow"))
 			}

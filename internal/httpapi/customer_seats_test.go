@@ -44,20 +44,20 @@ func TestCustomerFloatingSeats(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Team seats")
-		offlineOn(t, app, 24)
-		key := floatingKey(t, app, 3)
-		other := floatingKey(t, app, 3)
+		app.OfflineOn(t, 24)
+		key := app.FloatingKey(t, 3)
+		other := app.FloatingKey(t, 3)
 
-		_, fr := mustFile(t, app, key, "laptop")
+		_, fr := app.MustFile(t, key, "laptop")
 		borrow := fr.Str("session_id")
 		issuedAt := s.Clock.Now()
 		s.Clock.Advance(time.Minute)
 		app.Login(key, "m-1")
 		app.Login(key, "m-2")
-		expectSeatsFull(t, floatLogin(app, key, "m-3"), 3)
+		app.LoginReply(key, "m-3").SeatsFull(t, 3)
 
 		tok := cuToken(t, s, app.ID, key)
-		v := cuDo(s, tok, "GET", cuKey, nil)
+		v := s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil)
 		if k := v.Obj("key"); k["floating"] != true || k["max_devices"] != float64(3) {
 			t.Fatalf("key view %v", k)
 		}
@@ -80,38 +80,38 @@ func TestCustomerFloatingSeats(t *testing.T) {
 			t.Fatalf("license files %v", files)
 		}
 		// The seats the portal shows are the ones the admin detail counts.
-		if d := floatDetail(t, app, key); d["seats_in_use"] != float64(3) || d["borrowed_seats"] != float64(1) {
+		if d := app.KeyView(t, key); d["seats_in_use"] != float64(3) || d["borrowed_seats"] != float64(1) {
 			t.Fatalf("admin detail seats_in_use %v borrowed_seats %v", d["seats_in_use"], d["borrowed_seats"])
 		}
 
 		// Another key's borrowed file is not this customer's: 404, still held.
-		_, or := mustFile(t, app, other, "desk")
+		_, or := app.MustFile(t, other, "desk")
 		otherBorrow := or.Str("session_id")
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"id": otherBorrow, "action": "return"}), 404, "NOT_FOUND")
-		if of := keyFiles(t, app, other); len(of) != 1 || of[0]["returned_at"] != nil {
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuFiles, map[string]any{"id": otherBorrow, "action": "return"}), 404, "NOT_FOUND")
+		if of := app.KeyFiles(t, other); len(of) != 1 || of[0]["returned_at"] != nil {
 			t.Fatalf("other key's file after a refused return: %v", of)
 		}
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"id": "no-such-file", "action": "return"}), 404, "NOT_FOUND")
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "revoke"}), 400, "MISSING_FIELDS")
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"action": "return"}), 400, "MISSING_FIELDS")
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuFiles, map[string]any{"id": 7, "action": "return"}), 400, "MISSING_FIELDS")
-		kwtest.ExpectCode(t, cuDo(s, "", "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}), 401, "UNAUTHORIZED")
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuFiles, nil), 405, "METHOD_NOT_ALLOWED")
-		expectSeatsFull(t, floatLogin(app, key, "m-3"), 3)
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuFiles, map[string]any{"id": "no-such-file", "action": "return"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "revoke"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuFiles, map[string]any{"action": "return"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuFiles, map[string]any{"id": 7, "action": "return"}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.CustomerDo("", "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}), 401, "UNAUTHORIZED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", cuFiles, nil), 405, "METHOD_NOT_ALLOWED")
+		app.LoginReply(key, "m-3").SeatsFull(t, 3)
 
 		// The customer returns the borrow: its seat frees at once.
-		r := cuDo(s, tok, "POST", cuFiles+"?action=return", map[string]any{"id": borrow})
+		r := s.CustomerDo(tok, "POST", cuFiles+"?action=return", map[string]any{"id": borrow})
 		r.OK(t)
 		if f := r.Obj("file"); f["id"] != borrow || f["returned_at"] == nil {
 			t.Fatalf("return reply %s", r)
 		}
 		app.Login(key, "m-3")
-		ms = cuSeats(t, cuDo(s, tok, "GET", cuKey, nil), 3, 3)
+		ms = cuSeats(t, s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil), 3, 3)
 		if ms["laptop"] != nil || ms["m-3"] == nil {
 			t.Fatalf("seats after the return: %v", ms)
 		}
 		// Returning again is fine.
-		cuDo(s, tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}).OK(t)
+		s.CustomerDo(tok, "POST", cuFiles, map[string]any{"id": borrow, "action": "return"}).OK(t)
 		var returned bool
 		for _, e := range s.MustAdmin("GET", "/api/admin/audit.php?app_id="+app.ID+"&limit=500", nil).Body["entries"].([]any) {
 			e := e.(map[string]any)
@@ -129,14 +129,14 @@ func TestCustomerFloatingSeats(t *testing.T) {
 
 		// A key that is not floating: its files, no seats.
 		fixed := app.GenerateKeys(1, "lifetime", 0, 2)[0]
-		mustFile(t, app, fixed, "pc")
-		v = cuDo(s, cuToken(t, s, app.ID, fixed), "GET", cuKey, nil)
+		app.MustFile(t, fixed, "pc")
+		v = s.CustomerDo(cuToken(t, s, app.ID, fixed), "GET", kwtest.PathCustomerKey, nil)
 		v.OK(t)
 		if _, ok := v.Body["seats"]; ok || v.Obj("key")["floating"] != false || len(v.List(t, "license_files")) != 1 {
 			t.Fatalf("fixed key view %s", v)
 		}
 		plain := app.GenerateKeys(1, "lifetime", 0, 1)[0]
-		v = cuDo(s, cuToken(t, s, app.ID, plain), "GET", cuKey, nil)
+		v = s.CustomerDo(cuToken(t, s, app.ID, plain), "GET", kwtest.PathCustomerKey, nil)
 		if fs, ok := v.Body["license_files"].([]any); !ok || len(fs) != 0 {
 			t.Fatalf("a key without files: license_files = %v", v.Body["license_files"])
 		}

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,42 +12,20 @@ import (
 // Helpers of the customer self-service tests start with cu.
 
 const (
-	cuLogin = "/api/customer/login.php"
-	cuKey   = "/api/customer/key.php"
-	cuSess  = "/api/customer/sessions.php"
-	cuOrd   = "/api/customer/orders.php"
-	cuSubs  = "/api/customer/subscriptions.php"
+	cuSess = "/api/customer/sessions.php"
+	cuOrd  = "/api/customer/orders.php"
+	cuSubs = "/api/customer/subscriptions.php"
 )
-
-// cuSignIn posts a customer sign-in (no app secret).
-func cuSignIn(s *kwtest.Server, body map[string]any) *kwtest.Reply {
-	s.T.Helper()
-	return s.Do("POST", cuLogin, http.Header{"Content-Type": {"application/json"}}, kwtest.JSON(s.T, body))
-}
 
 // cuToken signs in with a key and returns the customer token.
 func cuToken(t testing.TB, s *kwtest.Server, appID, key string) string {
 	t.Helper()
-	r := cuSignIn(s, map[string]any{"app_id": appID, "license_key": key})
+	r := s.CustomerSignIn(map[string]any{"app_id": appID, "license_key": key})
 	r.OK(t)
 	if r.Str("token") == "" {
 		t.Fatalf("sign-in without token: %s", r)
 	}
 	return r.Str("token")
-}
-
-// cuDo calls a customer route with a bearer token.
-func cuDo(s *kwtest.Server, token, method, path string, body any) *kwtest.Reply {
-	s.T.Helper()
-	h := http.Header{"Content-Type": {"application/json"}}
-	if token != "" {
-		h.Set("Authorization", "Bearer "+token)
-	}
-	var raw []byte
-	if body != nil {
-		raw = kwtest.JSON(s.T, body)
-	}
-	return s.Do(method, path, h, raw)
 }
 
 // cuList returns the list field name of a successful reply.
@@ -66,7 +43,7 @@ func TestCustomerLoginWithKey(t *testing.T) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Portal")
 		key := a.GenerateKeys(1, "days", 30, 2)[0]
-		r := cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": " " + key + " "})
+		r := s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": " " + key + " "})
 		r.OK(t)
 		if got := kwtest.WireTime(t, "expires_at", r.Body["expires_at"]); !got.Equal(s.Clock.Now().Add(time.Hour)) {
 			t.Fatalf("expires_at = %v, want an hour from now", got)
@@ -75,35 +52,35 @@ func TestCustomerLoginWithKey(t *testing.T) {
 		if strings.Contains(r.String(), a.Secret) {
 			t.Fatal("sign-in reply carries the app secret")
 		}
-		v := cuDo(s, tok, "GET", cuKey, nil)
+		v := s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil)
 		v.OK(t)
 		k := v.Obj("key")
 		if v.Str("kind") != "key" || k["license_key"] != key || k["status"] != "unused" || k["max_devices"] != float64(2) ||
 			k["key_type"] != "days" || len(v.List(t, "devices")) != 0 || len(v.List(t, "sessions")) != 0 {
 			t.Fatalf("key view: %s", v)
 		}
-		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"license_key": key}), 400, "MISSING_FIELDS")
-		kwtest.ExpectCode(t, cuDo(s, tok, "PUT", cuKey, nil), 405, "METHOD_NOT_ALLOWED")
+		kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"license_key": key}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "PUT", kwtest.PathCustomerKey, nil), 405, "METHOD_NOT_ALLOWED")
 
 		// A banned key does not sign in, and its earlier token stops
 		// working; unbanned, both work again. An expired key signs in.
 		a.MustKeyAction(t, "ban", key, map[string]any{"reason": "chargeback"})
-		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "BANNED")
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 403, "BANNED")
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuOrd, nil), 403, "BANNED")
+		kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": key}), 403, "BANNED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil), 403, "BANNED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", cuOrd, nil), 403, "BANNED")
 		a.MustKeyAction(t, "unban", key, nil)
-		cuDo(s, tok, "GET", cuKey, nil).OK(t)
+		s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil).OK(t)
 		short := a.GenerateKeys(1, "days", 1, 1)[0]
 		a.Login(short, "pc")
 		s.Clock.Advance(49 * time.Hour)
-		if st := cuDo(s, cuToken(t, s, a.ID, short), "GET", cuKey, nil).Obj("key")["status"]; st != "expired" {
+		if st := s.CustomerDo(cuToken(t, s, a.ID, short), "GET", kwtest.PathCustomerKey, nil).Obj("key")["status"]; st != "expired" {
 			t.Fatalf("expired key's status in the portal = %v", st)
 		}
 		tok = cuToken(t, s, a.ID, key)
 
 		s.MustAdmin("POST", "/api/admin/apps.php?action=revoke&app_id="+a.ID, nil)
-		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": key}), 403, "APP_REVOKED")
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 403, "APP_REVOKED")
+		kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": key}), 403, "APP_REVOKED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil), 403, "APP_REVOKED")
 	})
 }
 
@@ -113,15 +90,15 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a := lkApp(t, s, "Accounts")
-		lkRegisterUser(t, a, "alice")
-		lkSignIn(a, "alice", lkPassword, "").OK(t)
-		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "Alice", "password": lkPassword})
+		a := s.LockoutApp(t, "Accounts")
+		a.RegisterUser(t, "alice")
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
+		r := s.CustomerSignIn(map[string]any{"app_id": a.ID, "username": "Alice", "password": kwtest.LockoutPassword})
 		r.OK(t)
 		if r.Str("kind") != "account" {
 			t.Fatalf("sign-in: %s", r)
 		}
-		v := cuDo(s, r.Str("token"), "GET", cuKey, nil)
+		v := s.CustomerDo(r.Str("token"), "GET", kwtest.PathCustomerKey, nil)
 		v.OK(t)
 		acc := v.Obj("account")
 		if v.Str("kind") != "account" || acc["username"] != "alice" || acc["status"] != "active" || acc["days_remaining"] != float64(30) {
@@ -137,19 +114,19 @@ func TestCustomerLoginWithAccount(t *testing.T) {
 		if _, ok := v.Body["license_files"]; ok {
 			t.Fatalf("account view has license_files: %s", v)
 		}
-		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "POST", "/api/customer/license-files.php", map[string]any{"id": "f", "action": "return"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, s.CustomerDo(r.Str("token"), "POST", "/api/customer/license-files.php", map[string]any{"id": "f", "action": "return"}), 404, "NOT_FOUND")
 		// A password change ends the token.
-		a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": lkPassword,
+		a.Plain("/api/auth/change-password.php", map[string]any{"username": "alice", "current_password": kwtest.LockoutPassword,
 			"new_password": "another password 2"}).OK(t)
 
-		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 401, "UNAUTHORIZED")
+		kwtest.ExpectCode(t, s.CustomerDo(r.Str("token"), "GET", kwtest.PathCustomerKey, nil), 401, "UNAUTHORIZED")
 
 		// A banned account does not sign in, and its token stops working.
-		r = cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"})
+		r = s.CustomerSignIn(map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"})
 		r.OK(t)
 		s.MustAdmin("POST", "/api/admin/accounts.php?action=ban&app_id="+a.ID, map[string]any{"username": "alice"})
-		kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"}), 403, "BANNED")
-		kwtest.ExpectCode(t, cuDo(s, r.Str("token"), "GET", cuKey, nil), 403, "BANNED")
+		kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"app_id": a.ID, "username": "alice", "password": "another password 2"}), 403, "BANNED")
+		kwtest.ExpectCode(t, s.CustomerDo(r.Str("token"), "GET", kwtest.PathCustomerKey, nil), 403, "BANNED")
 	})
 }
 
@@ -159,19 +136,19 @@ func TestCustomerWrongCredentials(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a := lkApp(t, s, "Wrong")
+		a := s.LockoutApp(t, "Wrong")
 		b := s.CreateApp("Other")
-		lkRegisterUser(t, a, "bob")
+		a.RegisterUser(t, "bob")
 		other := b.GenerateKeys(1, "days", 30, 1)[0]
 		var first string
 		for what, body := range map[string]map[string]any{
 			"unknown key":      {"app_id": a.ID, "license_key": "KEY-NOPE1-NOPE2-NOPE3"},
 			"other app's key":  {"app_id": a.ID, "license_key": other},
 			"unknown app":      {"app_id": "no-such-app", "license_key": other},
-			"unknown username": {"app_id": a.ID, "username": "nobody", "password": lkPassword},
-			"wrong password":   {"app_id": a.ID, "username": "bob", "password": lkWrong},
+			"unknown username": {"app_id": a.ID, "username": "nobody", "password": kwtest.LockoutPassword},
+			"wrong password":   {"app_id": a.ID, "username": "bob", "password": kwtest.WrongPassword},
 		} {
-			r := cuSignIn(s, body)
+			r := s.CustomerSignIn(body)
 			kwtest.ExpectCode(t, r, 401, "INVALID_CREDENTIALS")
 			if first == "" {
 				first = string(r.Raw)
@@ -193,16 +170,16 @@ func TestCustomerLockout(t *testing.T) {
 		keys := a.GenerateKeys(2, "days", 30, 1)
 		// A key string that does not exist locks like one that does.
 		for range 3 {
-			kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}), 401, "INVALID_CREDENTIALS")
+			kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}), 401, "INVALID_CREDENTIALS")
 		}
-		lkLocked(t, "guessed key", cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}), int(lkLock/time.Second))
+		s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": keys[0] + "X"}).Locked(t, "guessed key", int(kwtest.LockFor/time.Second))
 		cuToken(t, s, a.ID, keys[0]) // another key string is not locked
 		for range 3 {
-			kwtest.ExpectCode(t, cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[1] + "Y"}), 401, "INVALID_CREDENTIALS")
+			kwtest.ExpectCode(t, s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": keys[1] + "Y"}), 401, "INVALID_CREDENTIALS")
 		}
 		// Six failures from this address: every key is refused now.
-		lkLocked(t, "locked address", cuSignIn(s, map[string]any{"app_id": a.ID, "license_key": keys[1]}), 0)
-		s.Clock.Advance(lkLock + time.Second)
+		s.CustomerSignIn(map[string]any{"app_id": a.ID, "license_key": keys[1]}).Locked(t, "locked address", 0)
+		s.Clock.Advance(kwtest.LockFor + time.Second)
 		cuToken(t, s, a.ID, keys[1])
 	})
 }
@@ -217,17 +194,17 @@ func TestCustomerTokenExpiry(t *testing.T) {
 		keys := a.GenerateKeys(2, "days", 30, 1)
 		tok := cuToken(t, s, a.ID, keys[0])
 		s.Clock.Advance(59 * time.Minute)
-		cuDo(s, tok, "GET", cuKey, nil).OK(t)
+		s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil).OK(t)
 		s.Clock.Advance(time.Minute + time.Second)
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 401, "UNAUTHORIZED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil), 401, "UNAUTHORIZED")
 		for what, bad := range map[string]string{"none": "", "garbage": "not.a.token", "admin": s.AdminToken(), "tampered": tok[:len(tok)-2] + "xx"} {
-			if r := cuDo(s, bad, "GET", cuKey, nil); r.Status != 401 || r.Body["error_code"] != "UNAUTHORIZED" {
+			if r := s.CustomerDo(bad, "GET", kwtest.PathCustomerKey, nil); r.Status != 401 || r.Body["error_code"] != "UNAUTHORIZED" {
 				t.Fatalf("%s token: %s", what, r)
 			}
 		}
 		tok = cuToken(t, s, a.ID, keys[1])
 		s.MustAdmin("DELETE", "/api/admin/keys.php", map[string]any{"app_id": a.ID, "license_key": keys[1]})
-		kwtest.ExpectCode(t, cuDo(s, tok, "GET", cuKey, nil), 401, "UNAUTHORIZED")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil), 401, "UNAUTHORIZED")
 	})
 }
 
@@ -249,7 +226,7 @@ func TestCustomerSessions(t *testing.T) {
 		tok := cuToken(t, s, a.ID, keys[0])
 		otherID := cuSessionID(t, s, cuToken(t, s, a.ID, keys[1]), "pc-other")
 		id1, id2 := cuSessionID(t, s, tok, "pc-one"), cuSessionID(t, s, tok, "pc-two")
-		v := cuDo(s, tok, "GET", cuKey, nil)
+		v := s.CustomerDo(tok, "GET", kwtest.PathCustomerKey, nil)
 		v.OK(t)
 		if v.Obj("key")["status"] != "active" || v.Obj("key")["days_remaining"] != float64(30) {
 			t.Fatalf("key: %v", v.Obj("key"))
@@ -271,16 +248,16 @@ func TestCustomerSessions(t *testing.T) {
 			kwtest.WireTime(t, "last_heartbeat_at", ss["last_heartbeat_at"])
 		}
 
-		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": otherID}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "DELETE", cuSess, map[string]any{"session_id": otherID}), 404, "NOT_FOUND")
 		a.BeatOK(t, other, keys[1])
-		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{}), 400, "MISSING_FIELDS")
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "DELETE", cuSess, map[string]any{}), 400, "MISSING_FIELDS")
 
-		kwtest.ExpectCode(t, cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": sid1}), 404, "NOT_FOUND") // a token is no ID
-		cuDo(s, tok, "DELETE", cuSess, map[string]any{"session_id": id1}).OK(t)
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "DELETE", cuSess, map[string]any{"session_id": sid1}), 404, "NOT_FOUND") // a token is no ID
+		s.CustomerDo(tok, "DELETE", cuSess, map[string]any{"session_id": id1}).OK(t)
 		a.Heartbeat(sid1, keys[0]).Kill(t, "SESSION_REVOKED")
 		a.BeatOK(t, sid2, keys[0])
-		kwtest.ExpectCode(t, cuDo(s, tok, "POST", cuSess, map[string]any{"session_id": id1}), 404, "NOT_FOUND")
-		cuDo(s, tok, "POST", cuSess+"?session_id="+id2, nil).OK(t)
+		kwtest.ExpectCode(t, s.CustomerDo(tok, "POST", cuSess, map[string]any{"session_id": id1}), 404, "NOT_FOUND")
+		s.CustomerDo(tok, "POST", cuSess+"?session_id="+id2, nil).OK(t)
 		a.Heartbeat(sid2, keys[0]).Kill(t, "SESSION_REVOKED")
 		a.BeatOK(t, other, keys[1])
 
@@ -302,16 +279,16 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a, plan, secret := orSetup(t, s)
-		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+		a, plan, secret := s.StoreApp(t)
+		level := s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
-		o1, o2 := orOrder(t, s, a, plan), orOrder(t, s, a, plan)
-		k1, k2 := orFulfil(s, o1, secret).Str("license_key"), orFulfil(s, o2, secret).Str("license_key")
-		o3, o4 := orOrder2(t, s, a, level["id"]), orOrder2(t, s, a, level["id"])
-		k3, k4 := orFulfil(s, o3, secret).Str("license_key"), orFulfil(s, o4, secret).Str("license_key")
+		o1, o2 := s.Order(t, a, plan), s.Order(t, a, plan)
+		k1, k2 := s.Fulfil(o1, secret).Str("license_key"), s.Fulfil(o2, secret).Str("license_key")
+		o3, o4 := s.SubscriptionOrder(t, a, level["id"]), s.SubscriptionOrder(t, a, level["id"])
+		k3, k4 := s.Fulfil(o3, secret).Str("license_key"), s.Fulfil(o4, secret).Str("license_key")
 		t1, t2, t3, t4 := cuToken(t, s, a.ID, k1), cuToken(t, s, a.ID, k2), cuToken(t, s, a.ID, k3), cuToken(t, s, a.ID, k4)
 
-		ords := cuList(t, cuDo(s, t1, "GET", cuOrd, nil), "orders")
+		ords := cuList(t, s.CustomerDo(t1, "GET", cuOrd, nil), "orders")
 		if len(ords) != 1 || ords[0]["order_id"] != o1 || ords[0]["status"] != "fulfilled" || ords[0]["amount_cents"] != float64(499) {
 			t.Fatalf("orders of key 1: %v", ords)
 		}
@@ -321,14 +298,14 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 		if _, ok := ords[0]["email"]; ok {
 			t.Fatal("order view shows the buyer's e-mail")
 		}
-		if ords := cuList(t, cuDo(s, t2, "GET", cuOrd, nil), "orders"); len(ords) != 1 || ords[0]["order_id"] != o2 {
+		if ords := cuList(t, s.CustomerDo(t2, "GET", cuOrd, nil), "orders"); len(ords) != 1 || ords[0]["order_id"] != o2 {
 			t.Fatalf("orders of key 2: %v", ords)
 		}
-		if subs := cuList(t, cuDo(s, t1, "GET", cuSubs, nil), "subscriptions"); len(subs) != 0 {
+		if subs := cuList(t, s.CustomerDo(t1, "GET", cuSubs, nil), "subscriptions"); len(subs) != 0 {
 			t.Fatalf("key 1 has subscriptions %v", subs)
 		}
-		subs3 := cuList(t, cuDo(s, t3, "GET", cuSubs, nil), "subscriptions")
-		subs4 := cuList(t, cuDo(s, t4, "GET", cuSubs, nil), "subscriptions")
+		subs3 := cuList(t, s.CustomerDo(t3, "GET", cuSubs, nil), "subscriptions")
+		subs4 := cuList(t, s.CustomerDo(t4, "GET", cuSubs, nil), "subscriptions")
 		if len(subs3) != 1 || subs3[0]["license_key"] != k3 || subs3[0]["status"] != "active" || len(subs4) != 1 {
 			t.Fatalf("subscriptions: %v / %v", subs3, subs4)
 		}
@@ -339,21 +316,21 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 		if _, err := s.Orders.QueueRenewals(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		ords3 := cuList(t, cuDo(s, t3Refresh(t, s, a.ID, k3), "GET", cuOrd, nil), "orders")
+		ords3 := cuList(t, s.CustomerDo(t3Refresh(t, s, a.ID, k3), "GET", cuOrd, nil), "orders")
 		if len(ords3) != 2 || ords3[0]["status"] != "pending" || ords3[0]["subscription_id"] != id3 || ords3[1]["order_id"] != o3 {
 			t.Fatalf("orders of key 3 after a renewal order: %v", ords3)
 		}
 		t3, t4 = cuToken(t, s, a.ID, k3), cuToken(t, s, a.ID, k4)
 
-		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id4, "action": "cancel"}), 404, "NOT_FOUND")
-		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "pause"}), 400, "MISSING_FIELDS")
-		r := cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"})
+		kwtest.ExpectCode(t, s.CustomerDo(t3, "POST", cuSubs, map[string]any{"id": id4, "action": "cancel"}), 404, "NOT_FOUND")
+		kwtest.ExpectCode(t, s.CustomerDo(t3, "POST", cuSubs, map[string]any{"id": id3, "action": "pause"}), 400, "MISSING_FIELDS")
+		r := s.CustomerDo(t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"})
 		r.OK(t)
 		if r.Obj("subscription")["status"] != "cancelled" {
 			t.Fatalf("cancel: %s", r)
 		}
-		kwtest.ExpectCode(t, cuDo(s, t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"}), 409, "CONFLICT")
-		if subs4 := cuList(t, cuDo(s, t4, "GET", cuSubs, nil), "subscriptions"); subs4[0]["status"] != "active" {
+		kwtest.ExpectCode(t, s.CustomerDo(t3, "POST", cuSubs, map[string]any{"id": id3, "action": "cancel"}), 409, "CONFLICT")
+		if subs4 := cuList(t, s.CustomerDo(t4, "GET", cuSubs, nil), "subscriptions"); subs4[0]["status"] != "active" {
 			t.Fatalf("key 4's subscription: %v", subs4)
 		}
 		if n := len(s.EventsOf(a.ID, "subscription.cancelled")); n != 1 {
@@ -370,7 +347,7 @@ func TestCustomerOrdersAndSubscriptions(t *testing.T) {
 // cuSessionID is the public ID of the customer's live session on hwid.
 func cuSessionID(t testing.TB, s *kwtest.Server, token, hwid string) string {
 	t.Helper()
-	for _, ss := range cuList(t, cuDo(s, token, "GET", cuKey, nil), "sessions") {
+	for _, ss := range cuList(t, s.CustomerDo(token, "GET", kwtest.PathCustomerKey, nil), "sessions") {
 		if ss["hwid"] == hwid {
 			return ss["session_id"].(string)
 		}
@@ -391,19 +368,19 @@ func TestCustomerAccountOrders(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a, plan, secret := orSetup(t, s)
+		a, plan, secret := s.StoreApp(t)
 		a.SetSettings(t, map[string]any{"accounts_enabled": true})
-		o1, o2 := orOrder(t, s, a, plan), orOrder(t, s, a, plan)
-		k1 := orFulfil(s, o1, secret).Str("license_key")
-		orFulfil(s, o2, secret).OK(t)
-		a.SignUp(t, "carol", lkPassword, k1)
-		r := cuSignIn(s, map[string]any{"app_id": a.ID, "username": "carol", "password": lkPassword})
+		o1, o2 := s.Order(t, a, plan), s.Order(t, a, plan)
+		k1 := s.Fulfil(o1, secret).Str("license_key")
+		s.Fulfil(o2, secret).OK(t)
+		a.SignUp(t, "carol", kwtest.LockoutPassword, k1)
+		r := s.CustomerSignIn(map[string]any{"app_id": a.ID, "username": "carol", "password": kwtest.LockoutPassword})
 		r.OK(t)
-		ords := cuList(t, cuDo(s, r.Str("token"), "GET", cuOrd, nil), "orders")
+		ords := cuList(t, s.CustomerDo(r.Str("token"), "GET", cuOrd, nil), "orders")
 		if len(ords) != 1 || ords[0]["order_id"] != o1 {
 			t.Fatalf("account orders: %v", ords)
 		}
-		v := cuDo(s, r.Str("token"), "GET", cuKey, nil)
+		v := s.CustomerDo(r.Str("token"), "GET", kwtest.PathCustomerKey, nil)
 		if ks, _ := v.Obj("account")["redeemed_keys"].([]any); len(ks) != 1 || ks[0] != k1 {
 			t.Fatalf("account view: %s", v)
 		}

@@ -15,28 +15,10 @@ import (
 // Floating seats (issue 23, item 4): a floating key binds no device, and its
 // max_devices counts the live sessions on any machines.
 
-// floatingKey generates one floating lifetime key of app with seats seats.
-func floatingKey(t *testing.T, app *kwtest.App, seats int) string {
-	t.Helper()
-	r := app.S.MustAdmin("POST", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "count": 1, "key_type": "lifetime",
-		"max_devices": seats, "floating": true})
-	k := r.Body["keys"].([]any)[0].(map[string]any)
-	if k["floating"] != true {
-		t.Fatalf("generated key is not floating: %v", k)
-	}
-	return k["license_key"].(string)
-}
-
-// floatDetail is GET keys.php?license_key= of key.
-func floatDetail(t *testing.T, app *kwtest.App, key string) map[string]any {
-	t.Helper()
-	return app.S.MustAdmin("GET", "/api/admin/keys.php?app_id="+app.ID+"&license_key="+key, nil).Obj("key")
-}
-
 // seatHWIDs are the machines holding a seat of key, by the key detail.
 func seatHWIDs(t *testing.T, app *kwtest.App, key string) []string {
 	t.Helper()
-	d := floatDetail(t, app, key)
+	d := app.KeyView(t, key)
 	var out []string
 	for _, s := range d["seat_sessions"].([]any) {
 		out = append(out, s.(map[string]any)["hwid"].(string))
@@ -45,24 +27,6 @@ func seatHWIDs(t *testing.T, app *kwtest.App, key string) []string {
 		t.Fatalf("seats_in_use %d, but %d seats listed", n, len(out))
 	}
 	return out
-}
-
-func floatLogin(app *kwtest.App, key, hwid string) *kwtest.Reply {
-	return app.Env("/api/auth/login.php", map[string]any{"license_key": key, "hwid": hwid})
-}
-
-// expectSeatsFull fails unless r is the DEVICE_LIMIT refusal of a floating
-// key with seats seats, all held.
-func expectSeatsFull(t *testing.T, r *kwtest.Reply, seats int) {
-	t.Helper()
-	kwtest.ExpectCode(t, r, 200, "DEVICE_LIMIT")
-	want := fmt.Sprintf("All %d seats of this license are in use", seats)
-	if msg := r.Str("message"); !strings.Contains(msg, want) {
-		t.Fatalf("message %q does not say %q", msg, want)
-	}
-	if r.Body["devices_used"] != float64(seats) || r.Body["max_devices"] != float64(seats) {
-		t.Fatalf("devices_used/max_devices = %v/%v, want %d/%d", r.Body["devices_used"], r.Body["max_devices"], seats, seats)
-	}
 }
 
 // raceLogins logs n machines in at once, machine i through apps[i%len(apps)],
@@ -76,7 +40,7 @@ func raceLogins(apps []*kwtest.App, key string, n int) []*kwtest.Reply {
 		go func() {
 			defer wg.Done()
 			<-start
-			out[i] = floatLogin(apps[i%len(apps)], key, fmt.Sprintf("machine-%02d", i))
+			out[i] = apps[i%len(apps)].LoginReply(key, fmt.Sprintf("machine-%02d", i))
 		}()
 	}
 	close(start)
@@ -94,7 +58,7 @@ func countSeats(t *testing.T, replies []*kwtest.Reply, seats int) {
 			ok++
 			continue
 		}
-		expectSeatsFull(t, r, seats)
+		r.SeatsFull(t, seats)
 	}
 	if ok != seats {
 		t.Fatalf("%d of %d concurrent logins succeeded, want exactly %d", ok, len(replies), seats)
@@ -106,14 +70,14 @@ func TestFloatingSeatsConcurrentLogins(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Floating")
-		key := floatingKey(t, app, 3)
+		key := app.FloatingKey(t, 3)
 
 		countSeats(t, raceLogins([]*kwtest.App{app}, key, 12), 3)
 
 		if held := seatHWIDs(t, app, key); len(held) != 3 {
 			t.Fatalf("seats held %v, want 3", held)
 		}
-		d := floatDetail(t, app, key)
+		d := app.KeyView(t, key)
 		if devs := d["devices"].([]any); len(devs) != 0 {
 			t.Fatalf("a floating key bound devices: %v", devs)
 		}
@@ -144,10 +108,10 @@ func TestFloatingSeatsFree(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Seats")
-		key := floatingKey(t, app, 2)
+		key := app.FloatingKey(t, 2)
 		sidA := app.Login(key, "pc-a")
 		sidB := app.Login(key, "pc-b")
-		expectSeatsFull(t, floatLogin(app, key, "pc-c"), 2)
+		app.LoginReply(key, "pc-c").SeatsFull(t, 2)
 
 		t.Run("check-key takes no seat", func(t *testing.T) {
 			r := app.Env("/api/auth/check-key.php", map[string]any{"license_key": key})
@@ -182,12 +146,12 @@ func TestFloatingSeatsFree(t *testing.T) {
 				t.Fatalf("logout: %v", r)
 			}
 			sidB = app.Login(key, "pc-c")
-			expectSeatsFull(t, floatLogin(app, key, "pc-d"), 2)
+			app.LoginReply(key, "pc-d").SeatsFull(t, 2)
 		})
 
 		t.Run("revoking a session frees its seat", func(t *testing.T) {
 			var id string
-			for _, ss := range floatDetail(t, app, key)["seat_sessions"].([]any) {
+			for _, ss := range app.KeyView(t, key)["seat_sessions"].([]any) {
 				if m := ss.(map[string]any); m["hwid"] == "pc-c" {
 					id = m["id"].(string)
 				}
@@ -212,13 +176,13 @@ func TestFloatingSeatsFree(t *testing.T) {
 		})
 
 		t.Run("a crashed client's seat frees after the session timeout", func(t *testing.T) {
-			expectSeatsFull(t, floatLogin(app, key, "pc-g"), 2)
+			app.LoginReply(key, "pc-g").SeatsFull(t, 2)
 			s.Clock.Advance(100 * time.Second)
 			if r := app.Heartbeat(sidA, key); r.Body["success"] != true { // pc-e runs; pc-f crashed
 				t.Fatalf("heartbeat: %v", r)
 			}
 			s.Clock.Advance(79 * time.Second) // pc-f silent 179 s: still holds its seat
-			expectSeatsFull(t, floatLogin(app, key, "pc-g"), 2)
+			app.LoginReply(key, "pc-g").SeatsFull(t, 2)
 			s.Clock.Advance(2 * time.Second) // 181 s: stale, though not reaped yet
 			app.Login(key, "pc-g")
 			kwtest.ExpectCode(t, app.Heartbeat(sidB, key), 200, "SESSION_EXPIRED")
@@ -241,22 +205,22 @@ func TestFloatingKeyEdit(t *testing.T) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Edit")
 		key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
-		if d := floatDetail(t, app, key); d["floating"] != false {
+		if d := app.KeyView(t, key); d["floating"] != false {
 			t.Fatalf("new key floating = %v", d["floating"])
 		}
 		app.Login(key, "pc-a")
-		kwtest.ExpectCode(t, floatLogin(app, key, "pc-b"), 200, "HWID_MISMATCH")
+		kwtest.ExpectCode(t, app.LoginReply(key, "pc-b"), 200, "HWID_MISMATCH")
 
 		r := s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "floating": true, "max_devices": 2})
 		if k := r.Obj("key"); k["floating"] != true || k["max_devices"] != float64(2) {
 			t.Fatalf("after edit: %v", k)
 		}
 		app.Login(key, "pc-b") // no device binding any more: a second seat
-		expectSeatsFull(t, floatLogin(app, key, "pc-c"), 2)
+		app.LoginReply(key, "pc-c").SeatsFull(t, 2)
 
 		// A PUT without floating leaves it alone.
 		s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "note": "n"})
-		if d := floatDetail(t, app, key); d["floating"] != true {
+		if d := app.KeyView(t, key); d["floating"] != true {
 			t.Fatalf("floating lost by an edit without it")
 		}
 		bad := s.Admin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "floating": "yes"})
@@ -265,7 +229,7 @@ func TestFloatingKeyEdit(t *testing.T) {
 		kwtest.ExpectCode(t, bad, 400, "MISSING_FIELDS")
 
 		s.MustAdmin("PUT", "/api/admin/keys.php", map[string]any{"app_id": app.ID, "license_key": key, "floating": false})
-		if d := floatDetail(t, app, key); d["floating"] != false {
+		if d := app.KeyView(t, key); d["floating"] != false {
 			t.Fatalf("floating not switched off")
 		}
 	})
@@ -278,30 +242,30 @@ func TestFloatingKeyExportImport(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		src := s.CreateApp("Source")
-		fk := floatingKey(t, src, 4)
+		fk := src.FloatingKey(t, 4)
 		plain := src.GenerateKeys(1, "lifetime", 0, 2)[0]
 		src.Login(fk, "pc-1")
 		dst := s.CreateApp("Destination")
 		if r := s.ImportCSV(dst.ID, "&dry_run=false", s.ExportCSV(t, src.ID)); r.Status != 200 {
 			t.Fatalf("import: %s", r)
 		}
-		if d := floatDetail(t, dst, fk); d["floating"] != true || d["max_devices"] != float64(4) || len(d["devices"].([]any)) != 0 {
+		if d := dst.KeyView(t, fk); d["floating"] != true || d["max_devices"] != float64(4) || len(d["devices"].([]any)) != 0 {
 			t.Fatalf("imported floating key: %v", d)
 		}
-		if d := floatDetail(t, dst, plain); d["floating"] != false {
+		if d := dst.KeyView(t, plain); d["floating"] != false {
 			t.Fatalf("imported plain key: %v", d)
 		}
 		// It behaves as one: four machines, not one device.
 		for i := range 4 {
 			dst.Login(fk, fmt.Sprintf("m-%d", i))
 		}
-		expectSeatsFull(t, floatLogin(dst, fk, "m-5"), 4)
+		dst.LoginReply(fk, "m-5").SeatsFull(t, 4)
 
 		r := s.ImportCSV(dst.ID, "&merge=true&dry_run=false", []byte("key,floating\n"+plain+",yes\n"+fk+",false\n"))
 		if r.Status != 200 {
 			t.Fatalf("merge: %s", r)
 		}
-		if floatDetail(t, dst, plain)["floating"] != true || floatDetail(t, dst, fk)["floating"] != false {
+		if dst.KeyView(t, plain)["floating"] != true || dst.KeyView(t, fk)["floating"] != false {
 			t.Fatalf("merge did not switch floating")
 		}
 	})

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,81 +19,6 @@ import (
 // route auth/license-file.php, borrowed seats of floating keys, air-gapped
 // activation through the customer portal and the admin API, revocation.
 
-// offlineOn turns offline use on for app with a TTL of ttl hours.
-func offlineOn(t *testing.T, app *kwtest.App, ttl int) {
-	t.Helper()
-	app.S.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"offline_enabled": true, "offline_ttl_hours": ttl}})
-}
-
-// licensePins are the license-file keys the server publishes.
-func licensePins(t *testing.T, s *kwtest.Server) map[string]ed25519.PublicKey {
-	t.Helper()
-	pins := map[string]ed25519.PublicKey{}
-	for _, k := range getPublicKeys(t, s).Keys {
-		if k.Use != "license-file" {
-			continue
-		}
-		p, err := licensefile.ParsePublicKeys([]byte(k.PublicKey))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for kid, pub := range p {
-			pins[kid] = pub
-		}
-	}
-	return pins
-}
-
-func fileRequest(app *kwtest.App, key, hwid string) *kwtest.Reply {
-	return app.Env("/api/auth/license-file.php", map[string]any{"license_key": key, "hwid": hwid})
-}
-
-// mustFile asks for a file and checks it verifies, with the served keys,
-// for app and hwid at the server's time; it returns the parsed file and
-// the reply.
-func mustFile(t *testing.T, app *kwtest.App, key, hwid string) (*licensefile.File, *kwtest.Reply) {
-	t.Helper()
-	r := fileRequest(app, key, hwid)
-	if !r.Sealed || r.Body["success"] != true {
-		t.Fatalf("license-file %s/%s: %s", key, hwid, r)
-	}
-	return checkFile(t, app, r, hwid), r
-}
-
-func checkFile(t *testing.T, app *kwtest.App, r *kwtest.Reply, hwid string) *licensefile.File {
-	t.Helper()
-	f, err := licensefile.Parse(r.Str("license_file"))
-	if err != nil {
-		t.Fatalf("license_file does not parse: %v\n%s", err, r.Str("license_file"))
-	}
-	if err := f.Check(licensePins(t, app.S), licensefile.Expect{Now: app.S.Clock.Now(), AppID: app.ID, HWID: hwid}); err != nil {
-		t.Fatalf("license file does not verify for %s: %v", hwid, err)
-	}
-	if f.Claims.FileID != r.Str("file_id") || !f.Claims.ValidUntil.Equal(mustTime(t, r.Str("valid_until"))) {
-		t.Fatalf("reply file_id/valid_until %s/%s, file %s/%s", r.Str("file_id"), r.Str("valid_until"), f.Claims.FileID, f.Claims.ValidUntil)
-	}
-	return f
-}
-
-func mustTime(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatalf("time %q: %v", s, err)
-	}
-	return v
-}
-
-// keyFiles are the license files the key detail lists.
-func keyFiles(t *testing.T, app *kwtest.App, key string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, f := range floatDetail(t, app, key)["license_files"].([]any) {
-		out = append(out, f.(map[string]any))
-	}
-	return out
-}
-
 // TestLicenseFileOnline: auth/license-file.php answers OFFLINE_DISABLED
 // while the app has offline use off; then a file that verifies with the
 // served public key for that app and device, valid until now + the TTL
@@ -111,11 +35,11 @@ func TestLicenseFileOnline(t *testing.T) {
 		keys := app.GenerateKeys(3, "days", 30, 2)
 		key, short, banned := keys[0], keys[1], keys[2]
 
-		kwtest.ExpectCode(t, fileRequest(app, key, "hw-a"), 200, "OFFLINE_DISABLED")
-		offlineOn(t, app, 48)
+		kwtest.ExpectCode(t, app.FileRequest(key, "hw-a"), 200, "OFFLINE_DISABLED")
+		app.OfflineOn(t, 48)
 
 		now := s.Clock.Now()
-		f, r := mustFile(t, app, key, "hw-a")
+		f, r := app.MustFile(t, key, "hw-a")
 		c := f.Claims
 		if !c.ValidUntil.Equal(now.Add(48*time.Hour)) || !c.IssuedAt.Equal(now) || c.Status != "active" || c.KeyType != "days" ||
 			c.KeySHA256 != licensefile.KeySHA256(key) || c.Floating || c.ExpiresAt == nil || !c.ExpiresAt.Equal(now.Add(30*24*time.Hour)) {
@@ -127,30 +51,30 @@ func TestLicenseFileOnline(t *testing.T) {
 		if strings.Contains(r.Str("license_file"), key) {
 			t.Fatalf("the file carries the key string")
 		}
-		d := floatDetail(t, app, key)
+		d := app.KeyView(t, key)
 		if d["status"] != "active" || len(d["devices"].([]any)) != 1 {
 			t.Fatalf("key after the file: %v", d)
 		}
 		// Another device fills the second slot; a third is refused as a
 		// login is.
-		mustFile(t, app, key, "hw-b")
-		kwtest.ExpectCode(t, fileRequest(app, key, "hw-c"), 200, "DEVICE_LIMIT")
-		kwtest.ExpectCode(t, floatLogin(app, key, "hw-c"), 200, "DEVICE_LIMIT")
+		app.MustFile(t, key, "hw-b")
+		kwtest.ExpectCode(t, app.FileRequest(key, "hw-c"), 200, "DEVICE_LIMIT")
+		kwtest.ExpectCode(t, app.LoginReply(key, "hw-c"), 200, "DEVICE_LIMIT")
 		// The same device again: a fresh file.
-		mustFile(t, app, key, "hw-a")
+		app.MustFile(t, key, "hw-a")
 
 		// A license expiring before the TTL caps the file.
 		s.Clock.Advance(time.Minute)
 		app.KeyAction("extend", short, map[string]any{"days": 0})
 		short1 := app.GenerateKeys(1, "days", 1, 1)[0]
-		f1, _ := mustFile(t, app, short1, "hw-s")
+		f1, _ := app.MustFile(t, short1, "hw-s")
 		if f1.Claims.ExpiresAt == nil || !f1.Claims.ValidUntil.Equal(*f1.Claims.ExpiresAt) || !f1.Claims.ValidUntil.Equal(s.Clock.Now().Add(24*time.Hour)) {
 			t.Fatalf("file of a one-day key: valid_until %s, expires %v", f1.Claims.ValidUntil, f1.Claims.ExpiresAt)
 		}
 
 		app.KeyAction("ban", banned, nil)
-		kwtest.ExpectCode(t, fileRequest(app, banned, "hw-a"), 200, "BANNED")
-		kwtest.ExpectCode(t, fileRequest(app, "NOT-A-KEY", "hw-a"), 200, "INVALID_KEY")
+		kwtest.ExpectCode(t, app.FileRequest(banned, "hw-a"), 200, "BANNED")
+		kwtest.ExpectCode(t, app.FileRequest("NOT-A-KEY", "hw-a"), 200, "INVALID_KEY")
 		kwtest.ExpectCode(t, app.Env("/api/auth/license-file.php", map[string]any{"license_key": key}), 200, "MISSING_FIELDS")
 
 		if evs := s.EventsOf(app.ID, "license_file.issued"); len(evs) != 4 {
@@ -164,7 +88,7 @@ func TestLicenseFileOnline(t *testing.T) {
 			t.Fatalf("metrics lack keyward_license_files_issued_total{source=\"online\"} 4")
 		}
 
-		files := keyFiles(t, app, key)
+		files := app.KeyFiles(t, key)
 		if len(files) != 3 || files[2]["id"] != c.FileID || files[2]["hwid"] != "hw-a" || files[2]["source"] != "online" ||
 			files[2]["revoked_at"] != nil || files[2]["returned_at"] != nil || files[2]["kid"] != c.Kid {
 			t.Fatalf("key detail license_files %v", files)
@@ -175,9 +99,9 @@ func TestLicenseFileOnline(t *testing.T) {
 		if rv.Obj("file")["revoked_at"] == nil {
 			t.Fatalf("revoke reply %s", rv)
 		}
-		kwtest.ExpectCode(t, fileRequest(app, key, "hw-a"), 200, "LICENSE_FILE_REVOKED")
+		kwtest.ExpectCode(t, app.FileRequest(key, "hw-a"), 200, "LICENSE_FILE_REVOKED")
 		app.Login(key, "hw-a")
-		mustFile(t, app, key, "hw-b") // another device is not affected
+		app.MustFile(t, key, "hw-b") // another device is not affected
 		if r := s.Admin("POST", "/api/admin/keys.php?action=revoke-license-file&app_id="+app.ID, map[string]any{"id": "nope"}); r.Status != 404 {
 			t.Fatalf("revoking an unknown file: %s", r)
 		}
@@ -209,20 +133,20 @@ func TestLicenseFileBorrowedSeat(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Floating offline")
-		offlineOn(t, app, 1)
-		key := floatingKey(t, app, 3)
+		app.OfflineOn(t, 1)
+		key := app.FloatingKey(t, 3)
 
-		f, r := mustFile(t, app, key, "laptop")
+		f, r := app.MustFile(t, key, "laptop")
 		borrow := r.Str("session_id")
 		if r.Body["floating"] != true || borrow == "" || f.Claims.BorrowID != borrow || !f.Claims.Floating {
 			t.Fatalf("borrow reply %v, claims %+v", r.Body, f.Claims)
 		}
 		app.Login(key, "m-1")
 		app.Login(key, "m-2")
-		expectSeatsFull(t, floatLogin(app, key, "m-3"), 3)
+		app.LoginReply(key, "m-3").SeatsFull(t, 3)
 		seatsShown := func(inUse, borrowed int) {
 			t.Helper()
-			d := floatDetail(t, app, key)
+			d := app.KeyView(t, key)
 			if d["seats_in_use"] != float64(inUse) || d["borrowed_seats"] != float64(borrowed) {
 				t.Fatalf("key detail seats_in_use %v borrowed_seats %v, want %d and %d", d["seats_in_use"], d["borrowed_seats"], inUse, borrowed)
 			}
@@ -230,17 +154,17 @@ func TestLicenseFileBorrowedSeat(t *testing.T) {
 		seatsShown(3, 1)
 		app.Login(key, "laptop") // its own borrowed seat
 		seatsShown(3, 0)
-		expectSeatsFull(t, fileRequest(app, key, "m-3"), 3)
+		app.FileRequest(key, "m-3").SeatsFull(t, 3)
 
 		ret := app.Env("/api/auth/license-file.php", map[string]any{"session_id": borrow, "return": true})
 		if ret.Body["success"] != true {
 			t.Fatalf("return: %s", ret)
 		}
 		// laptop still has its live session: its seat is held by that.
-		expectSeatsFull(t, floatLogin(app, key, "m-3"), 3)
+		app.LoginReply(key, "m-3").SeatsFull(t, 3)
 		app.Env("/api/auth/logout.php", map[string]any{"session_id": app.Login(key, "laptop")})
 		app.Login(key, "m-3")
-		if files := keyFiles(t, app, key); len(files) != 1 || files[0]["returned_at"] == nil || files[0]["floating"] != true {
+		if files := app.KeyFiles(t, key); len(files) != 1 || files[0]["returned_at"] == nil || files[0]["floating"] != true {
 			t.Fatalf("key detail after return %v", files)
 		}
 		// Returning twice is fine; an unknown borrow is NOT_FOUND.
@@ -250,11 +174,11 @@ func TestLicenseFileBorrowedSeat(t *testing.T) {
 		kwtest.ExpectCode(t, app.Env("/api/auth/license-file.php", map[string]any{"session_id": "nope", "return": true}), 200, "NOT_FOUND")
 
 		// One seat, borrowed: held until valid_until (1 h), then free.
-		one := floatingKey(t, app, 1)
-		mustFile(t, app, one, "away")
-		kwtest.ExpectCode(t, floatLogin(app, one, "desk"), 200, "DEVICE_LIMIT")
+		one := app.FloatingKey(t, 1)
+		app.MustFile(t, one, "away")
+		kwtest.ExpectCode(t, app.LoginReply(one, "desk"), 200, "DEVICE_LIMIT")
 		s.Clock.Advance(time.Hour - time.Second)
-		kwtest.ExpectCode(t, floatLogin(app, one, "desk"), 200, "DEVICE_LIMIT")
+		kwtest.ExpectCode(t, app.LoginReply(one, "desk"), 200, "DEVICE_LIMIT")
 		s.Clock.Advance(time.Second)
 		app.Login(one, "desk")
 		if evs := s.EventsOf(app.ID, "seat.denied"); len(evs) != 5 {
@@ -317,17 +241,17 @@ func TestOfflineActivate(t *testing.T) {
 		if r := portalActivate(s, tok, text); r.Status != 403 || r.Str("error_code") != "OFFLINE_DISABLED" {
 			t.Fatalf("offline off: %s", r)
 		}
-		offlineOn(t, app, 24*365)
+		app.OfflineOn(t, 24*365)
 
 		r := portalActivate(s, tok, text)
 		if r.Status != 200 || r.Body["success"] != true {
 			t.Fatalf("portal offline-activate: %s", r)
 		}
-		f := checkFile(t, app, r, "press-01")
+		f := app.CheckFile(t, r, "press-01")
 		if f.Claims.Nonce != req.Nonce || f.Claims.Status != "active" {
 			t.Fatalf("claims %+v", f.Claims)
 		}
-		if d := floatDetail(t, app, key); d["status"] != "active" || len(d["devices"].([]any)) != 1 {
+		if d := app.KeyView(t, key); d["status"] != "active" || len(d["devices"].([]any)) != 1 {
 			t.Fatalf("key after offline activation %v", d)
 		}
 		// The same request again: the same file, nothing new.
@@ -342,7 +266,7 @@ func TestOfflineActivate(t *testing.T) {
 		if r := portalActivate(s, tok, text2); r.Status != 403 || r.Str("error_code") != "HWID_MISMATCH" {
 			t.Fatalf("second device: %s", r)
 		}
-		kwtest.ExpectCode(t, floatLogin(app, key, "press-02"), 200, "HWID_MISMATCH")
+		kwtest.ExpectCode(t, app.LoginReply(key, "press-02"), 200, "HWID_MISMATCH")
 		app.Login(key, "press-01")
 
 		// Edited on the way (not MACed with the app secret): refused.
@@ -380,7 +304,7 @@ func TestOfflineActivate(t *testing.T) {
 		}
 		// An admin activates any key of the app.
 		ra := s.MustAdmin("POST", "/api/admin/keys.php?action=offline-activate&app_id="+app.ID, map[string]any{"request": t2})
-		checkFile(t, app, ra, "lathe-01")
+		app.CheckFile(t, ra, "lathe-01")
 		// A stale request (older than 30 days) is refused.
 		old, err := licensefile.NewRequest(app.ID, key3, "mill-01", s.Clock.Now().Add(-31*24*time.Hour))
 		if err != nil {
@@ -412,10 +336,10 @@ func TestLicenseFilesPurged(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Purge")
-		offlineOn(t, app, 1)
+		app.OfflineOn(t, 1)
 		key := app.GenerateKeys(1, "lifetime", 0, 2)[0]
-		old, _ := mustFile(t, app, key, "old")
-		_, r := mustFile(t, app, key, "revoked")
+		old, _ := app.MustFile(t, key, "old")
+		_, r := app.MustFile(t, key, "revoked")
 		s.MustAdmin("POST", "/api/admin/keys.php?action=revoke-license-file&app_id="+app.ID, map[string]any{"id": r.Str("file_id")})
 		keyID := old.Claims.KeyID
 
@@ -430,8 +354,8 @@ func TestLicenseFilesPurged(t *testing.T) {
 		if len(files) != 1 || files[0].HWID != "revoked" || files[0].RevokedAt == nil {
 			t.Fatalf("files after the purge %+v", files)
 		}
-		kwtest.ExpectCode(t, fileRequest(app, key, "revoked"), 200, "LICENSE_FILE_REVOKED")
-		mustFile(t, app, key, "old")
+		kwtest.ExpectCode(t, app.FileRequest(key, "revoked"), 200, "LICENSE_FILE_REVOKED")
+		app.MustFile(t, key, "old")
 	})
 }
 
@@ -450,14 +374,14 @@ func TestLicenseFileUpstream(t *testing.T) {
 	a.MustAdmin("PUT", "/api/admin/apps.php?app_id="+app.ID, map[string]any{"settings": map[string]any{"upstream_url": up.URL,
 		"upstream_app_id": hosted.ID, "upstream_token": token, "upstream_enabled": true, "offline_enabled": true}})
 
-	f, _ := mustFile(t, app, key, "dev-1")
+	f, _ := app.MustFile(t, key, "dev-1")
 	if f.Claims.KeySHA256 != licensefile.KeySHA256(key) {
 		t.Fatalf("claims %+v", f.Claims)
 	}
-	if d := floatDetail(t, app, key); d["status"] != "active" {
+	if d := app.KeyView(t, key); d["status"] != "active" {
 		t.Fatalf("imported key %v", d)
 	}
-	kwtest.ExpectCode(t, fileRequest(app, "NOWHERE-KEY-1234", "dev-1"), 200, "INVALID_KEY")
+	kwtest.ExpectCode(t, app.FileRequest("NOWHERE-KEY-1234", "dev-1"), 200, "INVALID_KEY")
 }
 
 // TestLicenseFileBorrowRace: borrows and logins to a floating key with 3
@@ -470,8 +394,8 @@ func TestLicenseFileBorrowRace(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, ReapEvery: time.Hour})
 		app := s.CreateApp("Race")
-		offlineOn(t, app, 24)
-		key := floatingKey(t, app, 3)
+		app.OfflineOn(t, 24)
+		key := app.FloatingKey(t, 3)
 		out := make([]*kwtest.Reply, 12)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -482,16 +406,16 @@ func TestLicenseFileBorrowRace(t *testing.T) {
 				<-start
 				hwid := fmt.Sprintf("machine-%02d", i)
 				if i%2 == 0 {
-					out[i] = fileRequest(app, key, hwid)
+					out[i] = app.FileRequest(key, hwid)
 				} else {
-					out[i] = floatLogin(app, key, hwid)
+					out[i] = app.LoginReply(key, hwid)
 				}
 			}()
 		}
 		close(start)
 		wg.Wait()
 		countSeats(t, out, 3)
-		if d := floatDetail(t, app, key); d["seats_in_use"] != float64(3) {
+		if d := app.KeyView(t, key); d["seats_in_use"] != float64(3) {
 			t.Fatalf("seats_in_use %v after the race, want 3", d["seats_in_use"])
 		}
 	})

@@ -8,34 +8,6 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// orSetup makes an app selling a 30-day, 2-device plan with a feature and
-// returns the app, the plan id and the app's fulfilment secret.
-func orSetup(t *testing.T, s *kwtest.Server) (*kwtest.App, any, string) {
-	t.Helper()
-	a := s.CreateApp("Store")
-	p := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "plan", "name": "Month", "price": 4.99, "currency": "USD",
-		"key_type": "days", "duration": 30, "max_devices": 2, "features": map[string]any{"pro": true}}).Obj("plan")
-	secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
-	if len(secret) != 64 {
-		t.Fatalf("fulfillment_secret = %q", secret)
-	}
-	return a, p["id"], secret
-}
-
-func orOrder(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
-	t.Helper()
-	r := s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "buyer@example.com"}))
-	r.OK(t)
-	if r.Str("status") != "pending" || r.Body["amount_cents"] != float64(499) || r.Str("currency") != "USD" {
-		t.Fatalf("new order: %s", r)
-	}
-	return r.Str("order_id")
-}
-
-func orFulfil(s *kwtest.Server, id, secret string) *kwtest.Reply {
-	return s.Do("POST", "/api/app/fulfill.php", nil, kwtest.JSON(s.T, map[string]any{"order_id": id, "secret": secret, "payment_ref": "pay_123"}))
-}
-
 func orEvents(t *testing.T, s *kwtest.Server, typ string) int {
 	t.Helper()
 	evs, err := s.DB.Events(context.Background(), 0, 100000)
@@ -57,13 +29,13 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a, plan, secret := orSetup(t, s)
-		id := orOrder(t, s, a, plan)
+		a, plan, secret := s.StoreApp(t)
+		id := s.Order(t, a, plan)
 		if orEvents(t, s, "new_order") != 1 {
 			t.Fatal("new_order not recorded once")
 		}
-		kwtest.ExpectCode(t, orFulfil(s, id, "wrong"), 401, "INVALID_CREDENTIALS")
-		kwtest.ExpectCode(t, orFulfil(s, "ORD-NOPE0-NOPE0-NOPE0", secret), 401, "INVALID_CREDENTIALS")
+		kwtest.ExpectCode(t, s.Fulfil(id, "wrong"), 401, "INVALID_CREDENTIALS")
+		kwtest.ExpectCode(t, s.Fulfil("ORD-NOPE0-NOPE0-NOPE0", secret), 401, "INVALID_CREDENTIALS")
 		if n := len(s.MustAdmin("GET", "/api/admin/keys.php?app_id="+a.ID, nil).List(t, "keys")); n != 0 {
 			t.Fatalf("%d keys after refused callbacks", n)
 		}
@@ -75,7 +47,7 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := orFulfil(s, id, secret)
+				r := s.Fulfil(id, secret)
 				if r.Status == 200 && r.Str("status") == "fulfilled" {
 					keys[i] = r.Str("license_key")
 				}
@@ -94,7 +66,7 @@ func TestOrderFulfilmentIsIdempotent(t *testing.T) {
 		if n := orEvents(t, s, "order.approved"); n != 1 {
 			t.Fatalf("order.approved recorded %d times", n)
 		}
-		again := orFulfil(s, id, secret)
+		again := s.Fulfil(id, secret)
 		again.OK(t)
 		if again.Str("license_key") != keys[0] || again.Str("payment_ref") != "pay_123" {
 			t.Fatalf("repeat fulfilment: %s", again)
@@ -119,17 +91,17 @@ func TestOrderRefundApproveAndSecret(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a, plan, secret := orSetup(t, s)
-		id := orOrder(t, s, a, plan)
+		a, plan, secret := s.StoreApp(t)
+		id := s.Order(t, a, plan)
 		s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}).JSONFail(t, 409, "CONFLICT")
-		key := orFulfil(s, id, secret).Str("license_key")
+		key := s.Fulfil(id, secret).Str("license_key")
 		sid := a.Login(key, "pc")
 		s.MustAdmin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id, "reason": "chargeback"})
 		a.Heartbeat(sid, key).Kill(t, "BANNED")
-		kwtest.ExpectCode(t, orFulfil(s, id, secret), 409, "CONFLICT")
+		kwtest.ExpectCode(t, s.Fulfil(id, secret), 409, "CONFLICT")
 		s.Admin("POST", "/api/admin/orders.php?action=refund", map[string]any{"app_id": a.ID, "order_id": id}).JSONFail(t, 409, "CONFLICT")
 
-		id2 := orOrder(t, s, a, plan)
+		id2 := s.Order(t, a, plan)
 		other := s.CreateApp("Other")
 		s.Admin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": other.ID, "order_id": id2}).JSONFail(t, 404, "NOT_FOUND")
 		ap := s.MustAdmin("POST", "/api/admin/orders.php?action=approve", map[string]any{"app_id": a.ID, "order_id": id2, "payment_ref": "bank"}).Obj("order")
@@ -139,9 +111,9 @@ func TestOrderRefundApproveAndSecret(t *testing.T) {
 		s.Admin("POST", "/api/admin/orders.php?action=ship", map[string]any{"app_id": a.ID, "order_id": id2}).JSONFail(t, 400, "MISSING_FIELDS")
 
 		fresh := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
-		id3 := orOrder(t, s, a, plan)
-		kwtest.ExpectCode(t, orFulfil(s, id3, secret), 401, "INVALID_CREDENTIALS")
-		orFulfil(s, id3, fresh).OK(t)
+		id3 := s.Order(t, a, plan)
+		kwtest.ExpectCode(t, s.Fulfil(id3, secret), 401, "INVALID_CREDENTIALS")
+		s.Fulfil(id3, fresh).OK(t)
 	})
 }
 
@@ -150,7 +122,7 @@ func TestOrderCreateRefusals(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
-		a, plan, _ := orSetup(t, s)
+		a, plan, _ := s.StoreApp(t)
 		other := s.CreateApp("Other")
 		post := func(body map[string]any) *kwtest.Reply {
 			return s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, body))
@@ -161,7 +133,7 @@ func TestOrderCreateRefusals(t *testing.T) {
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": 9999, "email": "a@b.c"}), 404, "NOT_FOUND")
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": other.ID, "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": "nope", "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
-		s.MustAdmin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": plan, "active": false})
+		s.MustAdmin("PUT", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": plan, "active": false})
 		kwtest.ExpectCode(t, post(map[string]any{"app_id": a.ID, "plan_id": plan, "email": "a@b.c"}), 404, "NOT_FOUND")
 		if n := len(s.MustAdmin("GET", "/api/admin/orders.php?app_id="+a.ID, nil).List(t, "orders")); n != 0 {
 			t.Fatalf("%d orders after refusals", n)

@@ -6,8 +6,6 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-const prAdmin = "/api/admin/pricing.php"
-
 // The public price list shows the active levels and plans in the owner's
 // order, with exact prices, and no secret is needed.
 func TestPricingPublicList(t *testing.T) {
@@ -15,13 +13,13 @@ func TestPricingPublicList(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Shop")
-		pro := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 9.99,
+		pro := s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 9.99,
 			"currency": "usd", "interval": "month", "max_devices": 2, "features": map[string]any{"pro": true}, "order": 2}).Obj("plan")
-		s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Team", "price_cents": 9900,
+		s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "level", "name": "Team", "price_cents": 9900,
 			"currency": "EUR", "interval": "year", "order": 1})
-		life := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "plan", "name": "Lifetime", "price": 49,
+		life := s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "plan", "name": "Lifetime", "price": 49,
 			"currency": "USD", "key_type": "lifetime"}).Obj("plan")
-		s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "plan", "name": "Hidden", "price": 1, "currency": "USD",
+		s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "plan", "name": "Hidden", "price": 1, "currency": "USD",
 			"key_type": "days", "duration": 7, "active": false})
 
 		if pro["duration"] != float64(30) || pro["key_type"] != "days" || pro["currency"] != "USD" || pro["price_cents"] != float64(999) {
@@ -83,30 +81,30 @@ func TestPricingAdmin(t *testing.T) {
 			{"app_id": a.ID, "type": "level", "name": "L", "price": 1, "currency": "USD", "interval": "week"},
 			{"app_id": a.ID, "type": "level", "name": "L", "price": 1, "currency": "USD", "interval": "month", "key_type": "lifetime"},
 		} {
-			s.Admin("POST", prAdmin, bad).JSONFail(t, 400, "MISSING_FIELDS")
+			s.Admin("POST", kwtest.PathAdminPricing, bad).JSONFail(t, 400, "MISSING_FIELDS")
 		}
-		if n := len(s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil).List(t, "plans")); n != 0 {
+		if n := len(s.MustAdmin("GET", kwtest.PathAdminPricing+"?app_id="+a.ID, nil).List(t, "plans")); n != 0 {
 			t.Fatalf("%d plans after refusals", n)
 		}
-		p := s.MustAdmin("POST", prAdmin, base).Obj("plan")
+		p := s.MustAdmin("POST", kwtest.PathAdminPricing, base).Obj("plan")
 		id := p["id"]
-		up := s.MustAdmin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "price": 7.5, "active": false}).Obj("plan")
+		up := s.MustAdmin("PUT", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": id, "price": 7.5, "active": false}).Obj("plan")
 		if up["price_cents"] != float64(750) || up["active"] != false || up["name"] != "Basic" || up["duration"] != float64(30) {
 			t.Fatalf("after PUT: %v", up)
 		}
-		s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "name": "", "price": 8}).JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("PUT", prAdmin, map[string]any{"app_id": a.ID, "id": id, "price": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
-		got := s.MustAdmin("GET", prAdmin+"?app_id="+a.ID, nil).List(t, "plans")[0]
+		s.Admin("PUT", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": id, "name": "", "price": 8}).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("PUT", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": id, "price": "x"}).JSONFail(t, 400, "MISSING_FIELDS")
+		got := s.MustAdmin("GET", kwtest.PathAdminPricing+"?app_id="+a.ID, nil).List(t, "plans")[0]
 		if got["price_cents"] != float64(750) || got["name"] != "Basic" {
 			t.Fatalf("a refused PUT changed the plan: %v", got)
 		}
-		s.Admin("PUT", prAdmin, map[string]any{"app_id": other.ID, "id": id, "price": 1}).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("DELETE", prAdmin, map[string]any{"app_id": other.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
-		s.MustAdmin("DELETE", prAdmin, map[string]any{"app_id": a.ID, "id": id})
-		s.Admin("DELETE", prAdmin, map[string]any{"app_id": a.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
-		s.Admin("GET", prAdmin, nil).JSONFail(t, 400, "MISSING_FIELDS")
-		s.Admin("GET", prAdmin+"?app_id=nope", nil).JSONFail(t, 404, "NOT_FOUND")
-		if r := s.Do("GET", prAdmin+"?app_id="+a.ID, nil, nil); r.Status != 401 {
+		s.Admin("PUT", kwtest.PathAdminPricing, map[string]any{"app_id": other.ID, "id": id, "price": 1}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("DELETE", kwtest.PathAdminPricing, map[string]any{"app_id": other.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
+		s.MustAdmin("DELETE", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": id})
+		s.Admin("DELETE", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "id": id}).JSONFail(t, 404, "NOT_FOUND")
+		s.Admin("GET", kwtest.PathAdminPricing, nil).JSONFail(t, 400, "MISSING_FIELDS")
+		s.Admin("GET", kwtest.PathAdminPricing+"?app_id=nope", nil).JSONFail(t, 404, "NOT_FOUND")
+		if r := s.Do("GET", kwtest.PathAdminPricing+"?app_id="+a.ID, nil, nil); r.Status != 401 {
 			t.Fatalf("no token: %s", r)
 		}
 		var actions []string

@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -17,19 +16,6 @@ import (
 	"github.com/keyward/keyward/internal/signing"
 	"github.com/keyward/keyward/wire"
 )
-
-func getPublicKeys(t *testing.T, s *kwtest.Server) wire.PublicKeysReply {
-	t.Helper()
-	r := s.Do("GET", "/api/app/public-keys.php", nil, nil)
-	if r.Status != 200 {
-		t.Fatalf("public-keys.php: %d %s", r.Status, r.Raw)
-	}
-	var res wire.PublicKeysReply
-	if err := json.Unmarshal(r.Raw, &res); err != nil || !res.Success || res.Keys == nil {
-		t.Fatalf("reply %s: %v", r.Raw, err)
-	}
-	return res
-}
 
 func parsePEMKey(t *testing.T, s string) any {
 	t.Helper()
@@ -63,7 +49,7 @@ func TestPublicKeys(t *testing.T) {
 		if st, err := os.Stat(filepath.Join(dir, set.Active.ID+".pem")); err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("key file: %v %v", err, st)
 		}
-		res := getPublicKeys(t, s)
+		res := s.PublicKeys(t)
 		if len(res.Keys) != 1 {
 			t.Fatalf("keys %+v", res.Keys)
 		}
@@ -109,7 +95,7 @@ func TestPublicKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		s2 := kwtest.Start(t, kwtest.Options{Engine: engine, Configure: func(c *config.Config) { c.SigningDir = signDir }})
-		res = getPublicKeys(t, s2)
+		res = s2.PublicKeys(t)
 		if len(res.Keys) != 3 {
 			t.Fatalf("keys %+v", res.Keys)
 		}

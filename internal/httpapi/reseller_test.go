@@ -14,31 +14,6 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// rsProducts is what the test resellers may sell.
-var rsProducts = []map[string]any{
-	{"id": "month", "name": "One month", "key_type": "days", "duration_value": 30, "max_devices": 2, "price": 4},
-	{"id": "life", "name": "Lifetime", "key_type": "lifetime", "price": 10},
-}
-
-// rsCreate makes a reseller of app and returns its id and token.
-func rsCreate(t *testing.T, app *kwtest.App, name string) (string, string) {
-	t.Helper()
-	r := app.S.MustAdmin("POST", "/api/admin/resellers.php", map[string]any{"app_id": app.ID, "name": name,
-		"email": strings.ToLower(name) + "@example.com", "products": rsProducts})
-	tok := r.Str("token")
-	if !strings.HasPrefix(tok, "kwr_") || len(tok) != 4+43 {
-		t.Fatalf("token %q is not kwr_ and 43 characters", tok)
-	}
-	v := r.Obj("reseller")
-	if v["balance"] != 0.0 || v["status"] != "active" || v["token_hint"] != tok[:9] {
-		t.Fatalf("new reseller: %s", r)
-	}
-	if strings.Contains(string(r.Raw), "token_hash") {
-		t.Fatalf("the reply shows the token hash: %s", r)
-	}
-	return v["id"].(string), tok
-}
-
 // rsOwner calls resellers.php as the bootstrap admin (the apps' owner).
 func rsOwner(app *kwtest.App, method, query string, body map[string]any) *kwtest.Reply {
 	app.S.T.Helper()
@@ -87,9 +62,9 @@ func TestResellerLifecycle(t *testing.T) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Sold")
 		other := s.CreateApp("Elsewhere")
-		aID, aTok := rsCreate(t, app, "Alpha")
-		bID, bTok := rsCreate(t, app, "Beta")
-		cID, _ := rsCreate(t, other, "Gamma")
+		aID, aTok := app.CreateReseller(t, "Alpha")
+		bID, bTok := app.CreateReseller(t, "Beta")
+		cID, _ := other.CreateReseller(t, "Gamma")
 
 		me := rsOK(t, rsCall(s, aTok, "GET", "/api/reseller/me.php", nil))
 		if me.Obj("reseller")["id"] != aID || me.Obj("reseller")["balance"] != 0.0 || me.Obj("app")["id"] != app.ID ||
@@ -373,7 +348,7 @@ func TestResellerConcurrentGenerate(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Start(t, kwtest.Options{Engine: engine})
 		app := s.CreateApp("Busy")
-		id, tok := rsCreate(t, app, "Rush")
+		id, tok := app.CreateReseller(t, "Rush")
 		const price, initial, workers, tries = 4, 100, 16, 4
 		rsOK(t, rsOwner(app, "POST", "", map[string]any{"action": "topup", "id": id, "amount": initial}))
 

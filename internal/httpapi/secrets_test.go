@@ -152,9 +152,9 @@ func TestSecretsAtRest(t *testing.T) {
 			t.Fatalf("heartbeat: %s", r)
 		}
 
-		tok := tfUser(t, s, sec.admin)
-		sec.totp, _ = tfEnable(t, s, tok)
-		tfSignedIn(t, s, "TOTP sign-in", tfSecond(s, tfStep1(t, s, sec.admin), tfCode(t, sec.totp, s.Clock.Now())))
+		tok := s.TwoFactorUser(t, sec.admin)
+		sec.totp, _ = s.EnableTwoFactor(t, tok)
+		tfSignedIn(t, s, "TOTP sign-in", tfSecond(s, s.TwoFactorStep1(t, sec.admin), kwtest.TOTP(t, sec.totp, s.Clock.Now())))
 
 		rx := whNewReceiver(t)
 		sec.hookID, sec.hook = whCreate(t, s, map[string]any{"app_id": app.ID, "url": rx.URL, "events": []string{"key.created"}})
@@ -199,7 +199,7 @@ func TestSecretsAtRest(t *testing.T) {
 			t.Fatalf("a JWT signed before the migration is refused after it: %s", p)
 		}
 		s2.Clock.Advance(30 * time.Second)
-		tfSignedIn(t, s2, "TOTP sign-in after migration", tfSecond(s2, tfStep1(t, s2, sec.admin), tfCode(t, sec.totp, s2.Clock.Now())))
+		tfSignedIn(t, s2, "TOTP sign-in after migration", tfSecond(s2, s2.TwoFactorStep1(t, sec.admin), kwtest.TOTP(t, sec.totp, s2.Clock.Now())))
 		secWebhookSigned(t, s2, rx, sec.hookID, sec.hook)
 	})
 }

@@ -17,12 +17,12 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.CreateApp("Subs")
-		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+		level := s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
 		secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
-		id := orOrder2(t, s, a, level["id"])
+		id := s.SubscriptionOrder(t, a, level["id"])
 		t0 := s.Clock.Now()
-		key := orFulfil(s, id, secret).Str("license_key")
+		key := s.Fulfil(id, secret).Str("license_key")
 		if orEvents(t, s, "subscription.created") != 1 {
 			t.Fatal("subscription.created not recorded once")
 		}
@@ -62,7 +62,7 @@ func TestSubscriptionLifecycle(t *testing.T) {
 		if len(subs) != 1 || renewal == "" || orEvents(t, s, "subscription.renewal_order_created") != 1 {
 			t.Fatalf("subscriptions = %v", subs)
 		}
-		r := orFulfil(s, renewal, secret)
+		r := s.Fulfil(renewal, secret)
 		r.OK(t)
 		if r.Str("license_key") != key {
 			t.Fatalf("renewal delivered %q, want the subscription's key %q", r.Str("license_key"), key)
@@ -103,14 +103,6 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	})
 }
 
-// orOrder2 orders a plan or level and returns the order id.
-func orOrder2(t *testing.T, s *kwtest.Server, a *kwtest.App, planID any) string {
-	t.Helper()
-	r := s.Do("POST", "/api/app/pricing.php", nil, kwtest.JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "sub@example.com"}))
-	r.OK(t)
-	return r.Str("order_id")
-}
-
 // A subscription key redeemed onto an account renews the account: the
 // renewal's days land on the account (and are taken back with the key), and
 // the check finds the subscription by username.
@@ -119,10 +111,10 @@ func TestSubscriptionOfRedeemedKey(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		s := kwtest.Boot(t, engine, nil)
 		a := s.AccountsApp(t, "SubAcc", map[string]any{"account_signup_days": 0})
-		level := s.MustAdmin("POST", prAdmin, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
+		level := s.MustAdmin("POST", kwtest.PathAdminPricing, map[string]any{"app_id": a.ID, "type": "level", "name": "Pro", "price": 5,
 			"currency": "USD", "interval": "month"}).Obj("plan")
 		secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
-		key := orFulfil(s, orOrder2(t, s, a, level["id"]), secret).Str("license_key")
+		key := s.Fulfil(s.SubscriptionOrder(t, a, level["id"]), secret).Str("license_key")
 		t0 := s.Clock.Now()
 		a.SignUp(t, "sam", "password1", key)
 		uaEqualTime(t, "after redeeming", uaAccount(t, a, "sam")["expires_at"], t0.Add(30*uaDay))
@@ -141,7 +133,7 @@ func TestSubscriptionOfRedeemedKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		renewal := s.MustAdmin("GET", "/api/admin/subscriptions.php?app_id="+a.ID, nil).List(t, "subscriptions")[0]["renewal_order_id"].(string)
-		orFulfil(s, renewal, secret).OK(t)
+		s.Fulfil(renewal, secret).OK(t)
 		uaEqualTime(t, "after the renewal", uaAccount(t, a, "sam")["expires_at"], t0.Add(60*uaDay))
 		a.MustKeyAction(t, "ban", key, nil)
 		uaEqualTime(t, "after banning the key", uaAccount(t, a, "sam")["expires_at"], t0)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,101 @@ func (r *Reply) List(t testing.TB, name string) []map[string]any {
 	out := make([]map[string]any, len(raw))
 	for i, e := range raw {
 		out[i] = e.(map[string]any)
+	}
+	return out
+}
+
+// Refused fails unless r is a 4xx JSON failure with code.
+func (r *Reply) Refused(t testing.TB, what string, status int, code string) {
+	t.Helper()
+	if r.Status >= 500 {
+		t.Fatalf("%s: server error %s", what, r)
+	}
+	if r.Body == nil {
+		t.Fatalf("%s: reply is not JSON: %s", what, r)
+	}
+	if r.Status != status || r.Body["success"] != false || r.Body["error_code"] != code {
+		t.Fatalf("%s: got %s (sealed=%v, body %v), want %d %s", what, r, r.Sealed, r.Body, status, code)
+	}
+	if m, _ := r.Body["message"].(string); m == "" {
+		t.Fatalf("%s: no message: %s", what, r)
+	}
+	r.NoInternals(t, what)
+}
+
+// NoInternals fails when a message shows Go, SQL or stack internals.
+func (r *Reply) NoInternals(t testing.TB, what string) {
+	t.Helper()
+	msg := strings.ToLower(r.Str("message"))
+	for _, bad := range []string{"json:", "invalid character", "unexpected end", "sql", "panic", "goroutine", "runtime",
+		".go:", "internal/", "unmarshal", "http:", "pgx", "sqlite"} {
+		if strings.Contains(msg, bad) {
+			t.Fatalf("%s: message leaks internals (%q): %s", what, bad, r)
+		}
+	}
+}
+
+// RateLimited fails unless r is the limiter's plain 429: RATE_LIMITED with a
+// message, an integer retry_after of at least 1 and an equal Retry-After
+// header. It returns retry_after.
+func (r *Reply) RateLimited(t testing.TB) int {
+	t.Helper()
+	r.PlainFail(t, http.StatusTooManyRequests, "RATE_LIMITED")
+	ra := Int(t, "retry_after", Numbers(t, r.Raw)["retry_after"])
+	if ra < 1 {
+		t.Fatalf("retry_after %d, want at least 1: %s", ra, r)
+	}
+	h := r.Header.Get("Retry-After")
+	if h != strconv.FormatInt(ra, 10) {
+		t.Fatalf("Retry-After header %q, want %d (the body's retry_after): %s", h, ra, r)
+	}
+	return int(ra)
+}
+
+// BadCredentials fails unless r is the 401 INVALID_CREDENTIALS refusal.
+func (r *Reply) BadCredentials(t testing.TB, what string) {
+	t.Helper()
+	if r.Status != 401 || r.Body["success"] != false || r.Body["error_code"] != "INVALID_CREDENTIALS" {
+		t.Fatalf("%s: got %s, want 401 INVALID_CREDENTIALS", what, r)
+	}
+}
+
+// Locked fails unless r is 429 TOO_MANY_ATTEMPTS with an integer
+// retry_after equal to the Retry-After header and, when want > 0, to want.
+// It returns retry_after.
+func (r *Reply) Locked(t testing.TB, what string, want int) int {
+	t.Helper()
+	if r.Status != http.StatusTooManyRequests || r.Body["success"] != false || r.Body["error_code"] != "TOO_MANY_ATTEMPTS" {
+		t.Fatalf("%s: got %s, want 429 TOO_MANY_ATTEMPTS", what, r)
+	}
+	if m := r.Str("message"); !strings.HasPrefix(m, "Too many failed attempts. Try again in ") {
+		t.Fatalf("%s: message %q", what, m)
+	}
+	retry := int(Int(t, what+": retry_after", Numbers(t, r.Raw)["retry_after"]))
+	if retry < 1 || retry > int(LockFor/time.Second) {
+		t.Fatalf("%s: retry_after = %d, want 1..%d", what, retry, int(LockFor/time.Second))
+	}
+	if want > 0 && retry != want {
+		t.Fatalf("%s: retry_after = %d, want %d", what, retry, want)
+	}
+	if h := r.Header.Get("Retry-After"); h != strconv.Itoa(retry) {
+		t.Fatalf("%s: Retry-After header %q, want %q (the body's retry_after)", what, h, strconv.Itoa(retry))
+	}
+	return retry
+}
+
+// Strings returns a string array field of r.
+func (r *Reply) Strings(t testing.TB, name string) []string {
+	t.Helper()
+	raw, ok := r.Body[name].([]any)
+	if !ok {
+		t.Fatalf("reply has no %s array: %s", name, r)
+	}
+	out := make([]string, len(raw))
+	for i, v := range raw {
+		if out[i], ok = v.(string); !ok {
+			t.Fatalf("%s[%d] = %#v, want a string", name, i, v)
+		}
 	}
 	return out
 }

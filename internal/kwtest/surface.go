@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,4 +245,149 @@ func (a *App) UpdateCheck(t testing.TB, inner map[string]any) *Reply {
 		t.Fatalf("check %v: reply not enveloped: %s", inner, r)
 	}
 	return r
+}
+
+// More routes of the route table, for the helpers below and their callers.
+const (
+	PathAdminPricing = "/api/admin/pricing.php"
+	PathAdminResets  = "/api/admin/hwid-resets.php"
+	PathAdminUpdates = "/api/admin/updates.php"
+)
+
+// ClientBodyLimit is clientBodyLimit of edge/fields.go.
+const ClientBodyLimit = 64 << 10
+
+// StoreApp makes an app selling a 30-day, 2-device plan with a feature and
+// returns the app, the plan id and the app's fulfilment secret.
+func (s *Server) StoreApp(t *testing.T) (*App, any, string) {
+	t.Helper()
+	a := s.CreateApp("Store")
+	p := s.MustAdmin("POST", PathAdminPricing, map[string]any{"app_id": a.ID, "type": "plan", "name": "Month", "price": 4.99, "currency": "USD",
+		"key_type": "days", "duration": 30, "max_devices": 2, "features": map[string]any{"pro": true}}).Obj("plan")
+	secret := s.MustAdmin("POST", "/api/admin/orders.php?action=fulfillment-secret", map[string]any{"app_id": a.ID}).Str("fulfillment_secret")
+	if len(secret) != 64 {
+		t.Fatalf("fulfillment_secret = %q", secret)
+	}
+	return a, p["id"], secret
+}
+
+// Order orders StoreApp's plan for buyer@example.com and fails unless the
+// order is pending at 4.99 USD; it returns the order id.
+func (s *Server) Order(t *testing.T, a *App, planID any) string {
+	t.Helper()
+	r := s.Do("POST", "/api/app/pricing.php", nil, JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "buyer@example.com"}))
+	r.OK(t)
+	if r.Str("status") != "pending" || r.Body["amount_cents"] != float64(499) || r.Str("currency") != "USD" {
+		t.Fatalf("new order: %s", r)
+	}
+	return r.Str("order_id")
+}
+
+// SubscriptionOrder orders planID for sub@example.com and returns the order
+// id.
+func (s *Server) SubscriptionOrder(t *testing.T, a *App, planID any) string {
+	t.Helper()
+	r := s.Do("POST", "/api/app/pricing.php", nil, JSON(t, map[string]any{"app_id": a.ID, "plan_id": planID, "email": "sub@example.com"}))
+	r.OK(t)
+	return r.Str("order_id")
+}
+
+// Fulfil posts the payment callback of order id with the fulfilment secret.
+func (s *Server) Fulfil(id, secret string) *Reply {
+	return s.Do("POST", "/api/app/fulfill.php", nil, JSON(s.T, map[string]any{"order_id": id, "secret": secret, "payment_ref": "pay_123"}))
+}
+
+// RequestHWIDReset queues a request through the client API and fails unless
+// it is accepted.
+func (a *App) RequestHWIDReset(t testing.TB, body map[string]any) {
+	t.Helper()
+	a.Plain(PathRequestHWID, body).OK(t)
+}
+
+// ResetRequests returns the app's HWID reset requests in status ("" = all)
+// as token sees them.
+func (s *Server) ResetRequests(t testing.TB, token, appID, status string) []map[string]any {
+	t.Helper()
+	path := PathAdminResets + "?app_id=" + appID
+	if status != "" {
+		path += "&status=" + status
+	}
+	r := s.AdminAs(token, "GET", path, nil)
+	if r.Status != 200 {
+		t.Fatalf("list reset requests: %s", r)
+	}
+	return r.List(t, "requests")
+}
+
+// OneResetRequest fails unless the app has exactly one request in status and
+// returns it.
+func (s *Server) OneResetRequest(t testing.TB, appID, status string) map[string]any {
+	t.Helper()
+	l := s.ResetRequests(t, s.AdminToken(), appID, status)
+	if len(l) != 1 {
+		t.Fatalf("%d %s requests, want 1: %v", len(l), status, l)
+	}
+	return l[0]
+}
+
+// ResellerProducts is what the test resellers may sell.
+var ResellerProducts = []map[string]any{
+	{"id": "month", "name": "One month", "key_type": "days", "duration_value": 30, "max_devices": 2, "price": 4},
+	{"id": "life", "name": "Lifetime", "key_type": "lifetime", "price": 10},
+}
+
+// CreateReseller makes a reseller of the app selling ResellerProducts and
+// returns its id and token.
+func (a *App) CreateReseller(t *testing.T, name string) (string, string) {
+	t.Helper()
+	r := a.S.MustAdmin("POST", "/api/admin/resellers.php", map[string]any{"app_id": a.ID, "name": name,
+		"email": strings.ToLower(name) + "@example.com", "products": ResellerProducts})
+	tok := r.Str("token")
+	if !strings.HasPrefix(tok, "kwr_") || len(tok) != 4+43 {
+		t.Fatalf("token %q is not kwr_ and 43 characters", tok)
+	}
+	v := r.Obj("reseller")
+	if v["balance"] != 0.0 || v["status"] != "active" || v["token_hint"] != tok[:9] {
+		t.Fatalf("new reseller: %s", r)
+	}
+	if strings.Contains(string(r.Raw), "token_hash") {
+		t.Fatalf("the reply shows the token hash: %s", r)
+	}
+	return v["id"].(string), tok
+}
+
+// RegenerateSecret regenerates the app's secret through the admin API.
+func (s *Server) RegenerateSecret(id string) *Reply {
+	s.T.Helper()
+	return s.Admin("POST", "/api/admin/apps.php?app_id="+id+"&action=regenerate-secret", nil)
+}
+
+// RegenerateSecretOK regenerates and returns the new secret.
+func (s *Server) RegenerateSecretOK(t testing.TB, id string) string {
+	t.Helper()
+	r := s.RegenerateSecret(id)
+	if r.Status != 200 || r.Body["success"] != true {
+		t.Fatalf("regenerate secret of %s: %s", id, r)
+	}
+	secret, _ := r.Obj("app")["secret"].(string)
+	if len(secret) != 64 {
+		t.Fatalf("regenerated secret %q", secret)
+	}
+	return secret
+}
+
+// SecretWorks fails unless secret is the app's current secret.
+func (s *Server) SecretWorks(t testing.TB, id, secret, key string) {
+	t.Helper()
+	r := s.NewApp(id, secret).Plain(PathCheckKey, map[string]any{"license_key": key})
+	if r.Status != 200 || r.Body["valid"] != true {
+		t.Fatalf("secret %s… of app %s does not work: %s", secret[:8], id, r)
+	}
+}
+
+// SecretDead fails unless secret no longer works.
+func (s *Server) SecretDead(t testing.TB, id, secret, key string) {
+	t.Helper()
+	r := s.NewApp(id, secret).Plain(PathCheckKey, map[string]any{"license_key": key})
+	r.PlainFail(t, 401, "INVALID_APP")
 }
