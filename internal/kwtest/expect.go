@@ -29,24 +29,25 @@ func (r *Reply) OK(t testing.TB) {
 // non-empty message.
 func (r *Reply) Kill(t testing.TB, code string) {
 	t.Helper()
-	if !r.Sealed {
-		t.Fatalf("kill code %s must be enveloped, got plain %s", code, r)
-	}
-	ExpectCode(t, r, 200, code)
-	if m, _ := r.Body["message"].(string); m == "" {
-		t.Fatalf("kill code %s without a message: %v", code, r.Body)
-	}
+	r.sealedFail(t, code, "kill code %s must be enveloped, got plain %s", "kill code %s without a message: %v")
 }
 
 // SealedFail fails unless r is an enveloped business failure with code.
 func (r *Reply) SealedFail(t testing.TB, code string) {
 	t.Helper()
+	r.sealedFail(t, code, "want an enveloped %s, got plain %s", "%s without a message: %v")
+}
+
+// sealedFail fails unless r is enveloped (else plain, with code and r) and
+// answers code with a message (else noMessage, with code and the body).
+func (r *Reply) sealedFail(t testing.TB, code, plain, noMessage string) {
+	t.Helper()
 	if !r.Sealed {
-		t.Fatalf("want an enveloped %s, got plain %s", code, r)
+		t.Fatalf(plain, code, r)
 	}
 	ExpectCode(t, r, 200, code)
 	if m, _ := r.Body["message"].(string); m == "" {
-		t.Fatalf("%s without a message: %v", code, r.Body)
+		t.Fatalf(noMessage, code, r.Body)
 	}
 }
 
@@ -185,23 +186,6 @@ func (r *Reply) Strings(t testing.TB, name string) []string {
 		}
 	}
 	return out
-}
-
-// Inner returns the decrypted inner JSON of a sealed reply, byte for byte.
-func (a *App) Inner(t testing.TB, r *Reply) []byte {
-	t.Helper()
-	if !r.Sealed {
-		t.Fatalf("reply is not sealed: %s", r)
-	}
-	env, err := envelope.Parse(r.Raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, _, err := a.Keys.Verify(env, a.S.Clock.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plain
 }
 
 // Timestamp is the wire form of every timestamp: ISO 8601 UTC, T and Z.

@@ -63,8 +63,8 @@ func (s *Server) PublicKeys(t *testing.T) wire.PublicKeysReply {
 	return res
 }
 
-// LicensePins are the license-file keys the server publishes.
-func (s *Server) LicensePins(t *testing.T) map[string]ed25519.PublicKey {
+// licensePins are the license-file keys the server publishes.
+func (s *Server) licensePins(t *testing.T) map[string]ed25519.PublicKey {
 	t.Helper()
 	pins := map[string]ed25519.PublicKey{}
 	for _, k := range s.PublicKeys(t).Keys {
@@ -108,17 +108,17 @@ func (a *App) CheckFile(t *testing.T, r *Reply, hwid string) *licensefile.File {
 	if err != nil {
 		t.Fatalf("license_file does not parse: %v\n%s", err, r.Str("license_file"))
 	}
-	if err := f.Check(a.S.LicensePins(t), licensefile.Expect{Now: a.S.Clock.Now(), AppID: a.ID, HWID: hwid}); err != nil {
+	if err := f.Check(a.S.licensePins(t), licensefile.Expect{Now: a.S.Clock.Now(), AppID: a.ID, HWID: hwid}); err != nil {
 		t.Fatalf("license file does not verify for %s: %v", hwid, err)
 	}
-	if f.Claims.FileID != r.Str("file_id") || !f.Claims.ValidUntil.Equal(MustTime(t, r.Str("valid_until"))) {
+	if f.Claims.FileID != r.Str("file_id") || !f.Claims.ValidUntil.Equal(mustTime(t, r.Str("valid_until"))) {
 		t.Fatalf("reply file_id/valid_until %s/%s, file %s/%s", r.Str("file_id"), r.Str("valid_until"), f.Claims.FileID, f.Claims.ValidUntil)
 	}
 	return f
 }
 
-// MustTime parses an RFC 3339 time, failing the test if it cannot.
-func MustTime(t *testing.T, s string) time.Time {
+// mustTime parses an RFC 3339 time, failing the test if it cannot.
+func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
 	v, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -156,8 +156,9 @@ func (s *Server) CustomerSignIn(body map[string]any) *Reply {
 	return s.Do("POST", PathCustomerLogin, http.Header{"Content-Type": {"application/json"}}, JSON(s.T, body))
 }
 
-// CustomerDo calls a customer route with a bearer token.
-func (s *Server) CustomerDo(token, method, path string, body any) *Reply {
+// BearerDo calls a route of the customer or reseller API with a bearer
+// token (none when token is empty).
+func (s *Server) BearerDo(token, method, path string, body any) *Reply {
 	s.T.Helper()
 	h := http.Header{"Content-Type": {"application/json"}}
 	if token != "" {

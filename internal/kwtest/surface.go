@@ -58,21 +58,6 @@ func Routes(t *testing.T) []httpapi.Route {
 	return routes
 }
 
-// On returns a view of s whose helpers report to t, for subtests sharing
-// one server.
-func (s *Server) On(t testing.TB) *Server {
-	c := *s
-	c.T = t
-	return &c
-}
-
-// On returns a view of a whose helpers report to t.
-func (a *App) On(t testing.TB) *App {
-	c := *a
-	c.S = a.S.On(t)
-	return &c
-}
-
 // AppView returns the app as GET apps.php?app_id= shows it.
 func (s *Server) AppView(t testing.TB, id string) map[string]any {
 	t.Helper()
@@ -96,16 +81,7 @@ func (s *Server) Audit(t testing.TB, query string) []map[string]any {
 	if query != "" {
 		path += "?" + query
 	}
-	r := s.MustAdmin("GET", path, nil)
-	raw, ok := r.Body["entries"].([]any)
-	if !ok {
-		t.Fatalf("audit reply has no entries array: %s", r)
-	}
-	out := make([]map[string]any, len(raw))
-	for i, e := range raw {
-		out[i] = e.(map[string]any)
-	}
-	return out
+	return s.MustAdmin("GET", path, nil).List(t, "entries")
 }
 
 // MintToken mints a personal access token called name with the admin
@@ -330,18 +306,18 @@ func (s *Server) OneResetRequest(t testing.TB, appID, status string) map[string]
 	return l[0]
 }
 
-// ResellerProducts is what the test resellers may sell.
-var ResellerProducts = []map[string]any{
+// resellerProducts is what the test resellers may sell.
+var resellerProducts = []map[string]any{
 	{"id": "month", "name": "One month", "key_type": "days", "duration_value": 30, "max_devices": 2, "price": 4},
 	{"id": "life", "name": "Lifetime", "key_type": "lifetime", "price": 10},
 }
 
-// CreateReseller makes a reseller of the app selling ResellerProducts and
+// CreateReseller makes a reseller of the app selling resellerProducts and
 // returns its id and token.
 func (a *App) CreateReseller(t *testing.T, name string) (string, string) {
 	t.Helper()
 	r := a.S.MustAdmin("POST", "/api/admin/resellers.php", map[string]any{"app_id": a.ID, "name": name,
-		"email": strings.ToLower(name) + "@example.com", "products": ResellerProducts})
+		"email": strings.ToLower(name) + "@example.com", "products": resellerProducts})
 	tok := r.Str("token")
 	if !strings.HasPrefix(tok, "kwr_") || len(tok) != 4+43 {
 		t.Fatalf("token %q is not kwr_ and 43 characters", tok)
