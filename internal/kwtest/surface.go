@@ -17,7 +17,7 @@ import (
 // audit log, and the few admin and client actions tests of other surfaces
 // set their stage with.
 
-// Client routes of the route table.
+// Routes of the route table the helpers call, for their callers too.
 const (
 	PathLogin        = "/api/auth/login.php"
 	PathHeartbeat    = "/api/auth/heartbeat.php"
