@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/keyward/keyward/internal/config"
+	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/internal/license"
 	"github.com/keyward/keyward/internal/signing"
 )
@@ -25,18 +26,18 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 	if _, err := signing.Init(dir); err != nil {
 		t.Fatal(err)
 	}
-	s := clStart(t, "sqlite", func(c *config.Config) {
+	s := kwtest.Boot(t, "sqlite", func(c *config.Config) {
 		c.SigningDir = dir
 		c.MaxArtifactSize = 1 // MiB
 	})
 	a := s.CreateApp("Limits")
-	_, resellerToken := rsCreate(t, a, "Bigbody")
+	_, resellerToken := a.CreateReseller(t, "Bigbody")
 	release := a.CreateRelease("1.0.0", nil)
 
 	// pad is a JSON object of n bytes or more.
 	pad := func(n int) []byte { return []byte(`{"pad":"` + strings.Repeat("a", n) + `"}`) }
-	overClient, overAdmin := pad(clBodyLimit), pad(1<<20) // clientBodyLimit, adminBodyLimit of fields.go
-	clientHdr := clHeader(a.Secret)
+	overClient, overAdmin := pad(kwtest.ClientBodyLimit), pad(1<<20) // clientBodyLimit, adminBodyLimit of fields.go
+	clientHdr := kwtest.AppHeader(a.Secret)
 	admin := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/json"}}
 	reseller := http.Header{"Authorization": {"Bearer " + resellerToken}, "Content-Type": {"application/json"}}
 	upload := http.Header{"Authorization": {"Bearer " + s.AdminToken()}, "Content-Type": {"application/octet-stream"}}
@@ -45,7 +46,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 		c.Set(signing.NonceHeader, strings.Repeat("ab", 32))
 		return c
 	}
-	uploadPath := aduPath + "?" + url.Values{"action": {"upload"}, "app_id": {a.ID}, "id": {fmt.Sprint(release)},
+	uploadPath := kwtest.PathAdminUpdates + "?" + url.Values{"action": {"upload"}, "app_id": {a.ID}, "id": {fmt.Sprint(release)},
 		"os": {"windows"}, "arch": {"x64"}}.Encode()
 
 	importPath := "/api/admin/keys-import.php?app_id=" + url.QueryEscape(a.ID)
@@ -61,8 +62,8 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 		body               []byte
 		signed             bool
 	}{
-		{"client plain", "POST", clValidate, clientHdr, overClient, false},
-		{"client mirrored", "POST", clCheckKey, clientHdr, overClient, false},
+		{"client plain", "POST", kwtest.PathValidate, clientHdr, overClient, false},
+		{"client mirrored", "POST", kwtest.PathCheckKey, clientHdr, overClient, false},
 		{"client envelope", "POST", "/api/auth/login.php", clientHdr, overClient, false},
 		{"customer", "POST", "/api/customer/login.php", http.Header{"Content-Type": {"application/json"}}, overClient, false},
 		{"admin JSON", "PUT", "/api/admin/apps.php?app_id=" + a.ID, admin, overAdmin, false},
@@ -96,7 +97,7 @@ func TestOversizedBodiesGetOneAnswerOnEverySurface(t *testing.T) {
 				if chunked {
 					what += " (chunked)"
 				}
-				clRefused(t, what, r, http.StatusBadRequest, "BODY_TOO_LARGE")
+				r.Refused(t, what, http.StatusBadRequest, "BODY_TOO_LARGE")
 				if r.Sealed {
 					t.Errorf("%s: the refusal is sealed: %s", what, r)
 				}

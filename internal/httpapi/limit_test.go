@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func rlAppHeader(a *kwtest.App) http.Header {
 func rlCheck(t testing.TB, a *kwtest.App, ip, key string) *kwtest.Reply {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"license_key": key})
-	return rlDo(a.S, ip, "POST", clCheckKey, rlAppHeader(a), b)
+	return rlDo(a.S, ip, "POST", kwtest.PathCheckKey, rlAppHeader(a), b)
 }
 
 // rlEnv sends inner sealed from ip and opens an enveloped answer.
@@ -75,7 +74,7 @@ func rlEnv(t testing.TB, a *kwtest.App, ip, path string, inner any) *kwtest.Repl
 // rlLogin opens a session from ip and returns its session_id.
 func rlLogin(t testing.TB, a *kwtest.App, ip, key, hwid string) string {
 	t.Helper()
-	r := rlEnv(t, a, ip, clLogin, map[string]any{"license_key": key, "hwid": hwid})
+	r := rlEnv(t, a, ip, kwtest.PathLogin, map[string]any{"license_key": key, "hwid": hwid})
 	if !r.Sealed || r.Body["success"] != true {
 		t.Fatalf("login from %s: %s (body %v)", ip, r, r.Body)
 	}
@@ -85,7 +84,7 @@ func rlLogin(t testing.TB, a *kwtest.App, ip, key, hwid string) string {
 // rlBeat heartbeats a session from ip.
 func rlBeat(t testing.TB, a *kwtest.App, ip, sid, key string) *kwtest.Reply {
 	t.Helper()
-	return rlEnv(t, a, ip, clHeartbeat, map[string]any{"session_id": sid, "license_key": key})
+	return rlEnv(t, a, ip, kwtest.PathHeartbeat, map[string]any{"session_id": sid, "license_key": key})
 }
 
 // rlBeatOK fails unless the heartbeat from ip is an enveloped success.
@@ -95,24 +94,7 @@ func rlBeatOK(t testing.TB, a *kwtest.App, ip, sid, key string) {
 	if !r.Sealed {
 		t.Fatalf("heartbeat reply not enveloped: %s", r)
 	}
-	clOK(t, r)
-}
-
-// rlLimited fails unless r is the limiter's plain 429: RATE_LIMITED with a
-// message, an integer retry_after of at least 1 and an equal Retry-After
-// header. It returns retry_after.
-func rlLimited(t testing.TB, r *kwtest.Reply) int {
-	t.Helper()
-	clPlainFail(t, r, http.StatusTooManyRequests, "RATE_LIMITED")
-	ra := clInt(t, "retry_after", clNumbers(t, r.Raw)["retry_after"])
-	if ra < 1 {
-		t.Fatalf("retry_after %d, want at least 1: %s", ra, r)
-	}
-	h := r.Header.Get("Retry-After")
-	if h != strconv.FormatInt(ra, 10) {
-		t.Fatalf("Retry-After header %q, want %d (the body's retry_after): %s", h, ra, r)
-	}
-	return int(ra)
+	r.OK(t)
 }
 
 // rlNot429 fails if r is a rate-limit refusal of any kind.
@@ -128,7 +110,7 @@ func rlNot429(t testing.TB, what string, r *kwtest.Reply) {
 // IPs have their own buckets. 404s, 405s and bad secrets draw from it too.
 func TestRateLimitGeneral(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 3 }))
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 3 }))
 	app := s.CreateApp("Limited")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
 
@@ -139,16 +121,16 @@ func TestRateLimitGeneral(t *testing.T) {
 			t.Fatalf("check-key %d: %s", i+1, r)
 		}
 	}
-	if ra := rlLimited(t, rlCheck(t, app, ipA, key)); ra != 1 {
+	if ra := rlCheck(t, app, ipA, key).RateLimited(t); ra != 1 {
 		t.Fatalf("retry_after %d at 1/s with an empty bucket, want 1", ra)
 	}
 	// Refused requests take nothing and keep being refused.
-	rlLimited(t, rlCheck(t, app, ipA, key))
-	rlLimited(t, rlCheck(t, app, ipA, "KW-NOT-A-KEY"))
+	rlCheck(t, app, ipA, key).RateLimited(t)
+	rlCheck(t, app, ipA, "KW-NOT-A-KEY").RateLimited(t)
 
 	s.Clock.Advance(time.Second)
-	clOK(t, rlCheck(t, app, ipA, key))
-	rlLimited(t, rlCheck(t, app, ipA, key))
+	rlCheck(t, app, ipA, key).OK(t)
+	rlCheck(t, app, ipA, key).RateLimited(t)
 
 	// Another client IP is not limited by A's empty bucket.
 	const ipB = "198.51.100.11"
@@ -157,22 +139,22 @@ func TestRateLimitGeneral(t *testing.T) {
 			t.Fatalf("IP B check-key %d: %s", i+1, r)
 		}
 	}
-	rlLimited(t, rlCheck(t, app, ipB, key))
+	rlCheck(t, app, ipB, key).RateLimited(t)
 	// IPv6 clients too.
-	clOK(t, rlCheck(t, app, "2001:db8::7", key))
+	rlCheck(t, app, "2001:db8::7", key).OK(t)
 
 	// Unknown routes, wrong methods and bad secrets are not free.
 	const ipC = "198.51.100.12"
 	if r := rlDo(s, ipC, "GET", "/api/nope.php", nil, nil); r.Status != 404 {
 		t.Fatalf("unknown route: %s", r)
 	}
-	if r := rlDo(s, ipC, "GET", clCheckKey, rlAppHeader(app), nil); r.Status != 405 {
+	if r := rlDo(s, ipC, "GET", kwtest.PathCheckKey, rlAppHeader(app), nil); r.Status != 405 {
 		t.Fatalf("wrong method: %s", r)
 	}
-	if r := rlDo(s, ipC, "POST", clCheckKey, http.Header{"X-App-Secret": {strings.Repeat("0", 64)}}, []byte(`{"license_key":"x"}`)); r.Status != 401 {
+	if r := rlDo(s, ipC, "POST", kwtest.PathCheckKey, http.Header{"X-App-Secret": {strings.Repeat("0", 64)}}, []byte(`{"license_key":"x"}`)); r.Status != 401 {
 		t.Fatalf("bad secret: %s", r)
 	}
-	rlLimited(t, rlCheck(t, app, ipC, key))
+	rlCheck(t, app, ipC, key).RateLimited(t)
 
 	const ipD = "198.51.100.13"
 	for i := range 3 {
@@ -180,29 +162,29 @@ func TestRateLimitGeneral(t *testing.T) {
 			t.Fatalf("404 flood %d: %s", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s, ipD, "POST", "/flood/3", nil, nil))
-	rlLimited(t, rlDo(s, ipD, "DELETE", "/api/auth/login.php", nil, nil))
-	rlLimited(t, rlDo(s, ipD, "POST", "/api/admin/login.php", nil, []byte(`{"username":"admin","password":"x"}`)))
+	rlDo(s, ipD, "POST", "/flood/3", nil, nil).RateLimited(t)
+	rlDo(s, ipD, "DELETE", "/api/auth/login.php", nil, nil).RateLimited(t)
+	rlDo(s, ipD, "POST", "/api/admin/login.php", nil, []byte(`{"username":"admin","password":"x"}`)).RateLimited(t)
 
 	// Sealed requests are refused before verification: plain 429.
 	const ipE = "198.51.100.14"
 	for range 3 {
-		rlEnv(t, app, ipE, clCheckKey, map[string]any{"license_key": key})
+		rlEnv(t, app, ipE, kwtest.PathCheckKey, map[string]any{"license_key": key})
 	}
-	r := rlDo(s, ipE, "POST", clLogin, rlAppHeader(app), app.Seal(map[string]any{"license_key": key, "hwid": "pc"}).Marshal())
-	rlLimited(t, r)
+	r := rlDo(s, ipE, "POST", kwtest.PathLogin, rlAppHeader(app), app.Seal(map[string]any{"license_key": key, "hwid": "pc"}).Marshal())
+	r.RateLimited(t)
 }
 
 // Signed-in admins have their own, higher ceiling: a valid bearer token draws
 // from the admin bucket; a forged or expired one from the general bucket.
 func TestRateLimitAdminCeiling(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.AdminRateLimit, l.AdminRateBurst = 100, 50
 	}))
 	tok := s.AdminToken() // from 127.0.0.1: one of its two general tokens
-	valid := admBearer(tok)
+	valid := kwtest.Bearer(tok)
 
 	const ip = "192.0.2.10"
 	for i := range 20 {
@@ -232,15 +214,15 @@ func TestRateLimitAdminCeiling(t *testing.T) {
 	}
 	forged := parts[0] + "." + parts[1] + "." + string(sig)
 	for i := range 2 {
-		r := rlDo(s, ip, "GET", "/api/admin/apps.php", admBearer(forged), nil)
+		r := rlDo(s, ip, "GET", "/api/admin/apps.php", kwtest.Bearer(forged), nil)
 		if r.Status != 401 {
 			t.Fatalf("forged token %d: %s, want 401", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s, ip, "GET", "/api/admin/apps.php", admBearer(forged), nil))
-	rlLimited(t, rlDo(s, ip, "GET", "/api/admin/apps.php", admBearer("garbage"), nil))
-	rlLimited(t, rlDo(s, ip, "GET", "/api/admin/apps.php", nil, nil))
-	rlLimited(t, rlDo(s, ip, "POST", "/api/admin/keys.php", http.Header{"Authorization": {tok}}, nil)) // no "Bearer "
+	rlDo(s, ip, "GET", "/api/admin/apps.php", kwtest.Bearer(forged), nil).RateLimited(t)
+	rlDo(s, ip, "GET", "/api/admin/apps.php", kwtest.Bearer("garbage"), nil).RateLimited(t)
+	rlDo(s, ip, "GET", "/api/admin/apps.php", nil, nil).RateLimited(t)
+	rlDo(s, ip, "POST", "/api/admin/keys.php", http.Header{"Authorization": {tok}}, nil).RateLimited(t) // no "Bearer "
 	// The signed-in admin at that IP is not locked out by the flood.
 	if r := rlDo(s, ip, "GET", "/api/admin/apps.php", valid, nil); r.Status != 200 {
 		t.Fatalf("valid token after the forged flood: %s", r)
@@ -249,11 +231,11 @@ func TestRateLimitAdminCeiling(t *testing.T) {
 	// Garbage tokens from a fresh IP: 2 answered, then limited.
 	const ip2 = "192.0.2.11"
 	for i := range 2 {
-		if r := rlDo(s, ip2, "DELETE", "/api/admin/apps.php", admBearer(fmt.Sprintf("x.y.%d", i)), nil); r.Status != 401 {
+		if r := rlDo(s, ip2, "DELETE", "/api/admin/apps.php", kwtest.Bearer(fmt.Sprintf("x.y.%d", i)), nil); r.Status != 401 {
 			t.Fatalf("garbage token %d: %s", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s, ip2, "DELETE", "/api/admin/apps.php", admBearer("x.y.z"), nil))
+	rlDo(s, ip2, "DELETE", "/api/admin/apps.php", kwtest.Bearer("x.y.z"), nil).RateLimited(t)
 
 	// The admin bucket has a ceiling of its own: 50 at once from a fresh
 	// IP, then 429.
@@ -263,7 +245,7 @@ func TestRateLimitAdminCeiling(t *testing.T) {
 			t.Fatalf("admin request %d of the burst: %s", i+1, r)
 		}
 	}
-	if ra := rlLimited(t, rlDo(s, ip3, "GET", "/api/admin/apps.php", valid, nil)); ra != 1 {
+	if ra := rlDo(s, ip3, "GET", "/api/admin/apps.php", valid, nil).RateLimited(t); ra != 1 {
 		t.Fatalf("admin retry_after %d at 100/s, want 1", ra)
 	}
 	s.Clock.Advance(time.Second) // 100 more tokens, capped at the burst
@@ -272,18 +254,18 @@ func TestRateLimitAdminCeiling(t *testing.T) {
 			t.Fatalf("admin request %d after refill: %s", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s, ip3, "GET", "/api/admin/apps.php", valid, nil))
+	rlDo(s, ip3, "GET", "/api/admin/apps.php", valid, nil).RateLimited(t)
 }
 
 // An expired admin token is no longer "signed": it draws from the general
 // bucket.
 func TestRateLimitAdminExpiredToken(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.AdminRateLimit, l.AdminRateBurst = 100, 50
 	}))
-	// A server whose tokens live one hour (clStart sets ten years first).
+	// A server whose tokens live one hour (kwtest.Boot sets ten years first).
 	s2 := kwtest.Start(t, kwtest.Options{Clock: s.Clock, Configure: func(c *config.Config) {
 		c.TrustProxy = true
 		c.TokenTTL = time.Hour
@@ -293,34 +275,34 @@ func TestRateLimitAdminExpiredToken(t *testing.T) {
 	tok := s2.AdminToken()
 	const ip = "192.0.2.20"
 	for i := range 10 {
-		if r := rlDo(s2, ip, "GET", "/api/admin/apps.php", admBearer(tok), nil); r.Status != 200 {
+		if r := rlDo(s2, ip, "GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil); r.Status != 200 {
 			t.Fatalf("admin request %d: %s", i+1, r)
 		}
 	}
 	s2.Clock.Advance(2 * time.Hour)
 	for i := range 2 {
-		if r := rlDo(s2, ip, "GET", "/api/admin/apps.php", admBearer(tok), nil); r.Status != 401 {
+		if r := rlDo(s2, ip, "GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil); r.Status != 401 {
 			t.Fatalf("expired token %d: %s, want 401", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s2, ip, "GET", "/api/admin/apps.php", admBearer(tok), nil))
+	rlDo(s2, ip, "GET", "/api/admin/apps.php", kwtest.Bearer(tok), nil).RateLimited(t)
 
 	// A token signed by another server (a different key) is forged too.
 	other := s.AdminToken()
 	const ip2 = "192.0.2.21"
 	for i := range 2 {
-		if r := rlDo(s2, ip2, "GET", "/api/admin/apps.php", admBearer(other), nil); r.Status != 401 {
+		if r := rlDo(s2, ip2, "GET", "/api/admin/apps.php", kwtest.Bearer(other), nil); r.Status != 401 {
 			t.Fatalf("foreign token %d: %s, want 401", i+1, r)
 		}
 	}
-	rlLimited(t, rlDo(s2, ip2, "GET", "/api/admin/apps.php", admBearer(other), nil))
+	rlDo(s2, ip2, "GET", "/api/admin/apps.php", kwtest.Bearer(other), nil).RateLimited(t)
 }
 
 // AdminRateLimit 0: signed-in admins are not limited at all, while the
 // general bucket still limits everyone else at the same IP.
 func TestRateLimitAdminOff(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
 		l.AdminRateLimit, l.AdminRateBurst = 0, 0
 	}))
@@ -330,8 +312,8 @@ func TestRateLimitAdminOff(t *testing.T) {
 			t.Fatalf("admin request %d: %s", i+1, r)
 		}
 	}
-	rlLimited(t, s.Do("GET", "/api/admin/apps.php", admBearer("forged"), nil))
-	rlLimited(t, s.Do("GET", "/api/nope", nil, nil))
+	s.Do("GET", "/api/admin/apps.php", kwtest.Bearer("forged"), nil).RateLimited(t)
+	s.Do("GET", "/api/nope", nil, nil).RateLimited(t)
 }
 
 // A client heartbeating at its interval is never limited, even with the
@@ -339,7 +321,7 @@ func TestRateLimitAdminOff(t *testing.T) {
 func TestHeartbeatBudgetSteadyClient(t *testing.T) {
 	t.Parallel()
 	def := config.DefaultLimits()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
 		l.HeartbeatRateLimit, l.HeartbeatRateBurst = def.HeartbeatRateLimit, def.HeartbeatRateBurst
 	}))
@@ -348,22 +330,22 @@ func TestHeartbeatBudgetSteadyClient(t *testing.T) {
 
 	const ip = "198.51.100.30"
 	sid := rlLogin(t, app, ip, key, "pc-steady") // the general token
-	rlLimited(t, rlCheck(t, app, ip, key))
+	rlCheck(t, app, ip, key).RateLimited(t)
 	for i := range 50 {
 		s.Clock.Advance(30 * time.Second)
 		// Something else empties the general bucket first.
 		rlCheck(t, app, ip, key)
-		rlLimited(t, rlCheck(t, app, ip, key))
+		rlCheck(t, app, ip, key).RateLimited(t)
 		r := rlBeat(t, app, ip, sid, key)
 		rlNot429(t, fmt.Sprintf("beat %d", i+1), r)
 		if !r.Sealed {
 			t.Fatalf("beat %d not enveloped: %s", i+1, r)
 		}
-		clOK(t, r)
+		r.OK(t)
 		// …and the heartbeat took nothing from the general bucket.
-		rlLimited(t, rlCheck(t, app, ip, key))
+		rlCheck(t, app, ip, key).RateLimited(t)
 	}
-	if n := len(clSessions(t, app, key)); n != 1 {
+	if n := len(app.Sessions(t, key)); n != 1 {
 		t.Fatalf("%d live sessions after 50 beats, want 1", n)
 	}
 }
@@ -374,7 +356,7 @@ func TestHeartbeatBudgetSteadyClient(t *testing.T) {
 func TestHeartbeatBudgetSessionFlood(t *testing.T) {
 	t.Parallel()
 	def := config.DefaultLimits()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 1
 		l.HeartbeatRateLimit, l.HeartbeatRateBurst = def.HeartbeatRateLimit, def.HeartbeatRateBurst
 	}))
@@ -390,11 +372,11 @@ func TestHeartbeatBudgetSessionFlood(t *testing.T) {
 			if !r.Sealed {
 				t.Fatalf("beat %d not enveloped: %s", i+1, r)
 			}
-			clOK(t, r)
+			r.OK(t)
 			continue
 		}
-		clSealedFail(t, r, "RATE_LIMITED")
-		if ra := clNum(t, "retry_after", r.Body["retry_after"]); ra != 1 {
+		r.SealedFail(t, "RATE_LIMITED")
+		if ra := kwtest.Num(t, "retry_after", r.Body["retry_after"]); ra != 1 {
 			t.Fatalf("beat %d: retry_after %d, want 1", i+1, ra)
 		}
 	}
@@ -403,17 +385,17 @@ func TestHeartbeatBudgetSessionFlood(t *testing.T) {
 		rlBeatOK(t, app, ip, other, keys[1])
 	}
 	// The flooded session is still alive.
-	if n := len(clSessions(t, app, keys[0])); n != 1 {
+	if n := len(app.Sessions(t, keys[0])); n != 1 {
 		t.Fatalf("flooded key has %d live sessions, want 1", n)
 	}
 	s.Clock.Advance(time.Second)
 	rlBeatOK(t, app, ip, sid, keys[0])
-	clSealedFail(t, rlBeat(t, app, ip, sid, keys[0]), "RATE_LIMITED")
+	rlBeat(t, app, ip, sid, keys[0]).SealedFail(t, "RATE_LIMITED")
 	s.Clock.Advance(10 * time.Second)
 	for range 10 {
 		rlBeatOK(t, app, ip, sid, keys[0])
 	}
-	clSealedFail(t, rlBeat(t, app, ip, sid, keys[0]), "RATE_LIMITED")
+	rlBeat(t, app, ip, sid, keys[0]).SealedFail(t, "RATE_LIMITED")
 }
 
 // The per-IP heartbeat bucket: HeartbeatRateBurst heartbeats at once from
@@ -421,7 +403,7 @@ func TestHeartbeatBudgetSessionFlood(t *testing.T) {
 // bucket do not draw from each other.
 func TestHeartbeatBudgetPerIP(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) {
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) {
 		l.RateLimit, l.RateBurst = 1, 2
 		l.HeartbeatRateLimit, l.HeartbeatRateBurst = 1, 5
 	}))
@@ -437,35 +419,35 @@ func TestHeartbeatBudgetPerIP(t *testing.T) {
 			t.Fatalf("garbage session heartbeat succeeded: %v", r.Body)
 		}
 	}
-	rlNot429(t, "non-envelope beat", rlDo(s, ip, "POST", clHeartbeat, rlAppHeader(app), []byte(`{"session_id":"x"}`)))
-	rlNot429(t, "secretless beat", rlDo(s, ip, "POST", clHeartbeat, nil, []byte(`{}`)))
-	if ra := rlLimited(t, rlBeat(t, app, ip, "garbage-6", key)); ra != 1 {
+	rlNot429(t, "non-envelope beat", rlDo(s, ip, "POST", kwtest.PathHeartbeat, rlAppHeader(app), []byte(`{"session_id":"x"}`)))
+	rlNot429(t, "secretless beat", rlDo(s, ip, "POST", kwtest.PathHeartbeat, nil, []byte(`{}`)))
+	if ra := rlBeat(t, app, ip, "garbage-6", key).RateLimited(t); ra != 1 {
 		t.Fatalf("heartbeat retry_after %d at 1/s, want 1", ra)
 	}
-	rlLimited(t, rlDo(s, ip, "GET", clHeartbeat, nil, nil))
+	rlDo(s, ip, "GET", kwtest.PathHeartbeat, nil, nil).RateLimited(t)
 	// The general bucket of that IP is untouched: two requests, then 429.
-	clOK(t, rlCheck(t, app, ip, key))
-	clOK(t, rlCheck(t, app, ip, key))
-	rlLimited(t, rlCheck(t, app, ip, key))
-	rlLimited(t, rlBeat(t, app, ip, "garbage-7", key))
+	rlCheck(t, app, ip, key).OK(t)
+	rlCheck(t, app, ip, key).OK(t)
+	rlCheck(t, app, ip, key).RateLimited(t)
+	rlBeat(t, app, ip, "garbage-7", key).RateLimited(t)
 	s.Clock.Advance(time.Second)
 	rlBeat(t, app, ip, "garbage-8", key)
-	rlLimited(t, rlBeat(t, app, ip, "garbage-9", key))
+	rlBeat(t, app, ip, "garbage-9", key).RateLimited(t)
 
 	// Vice versa: with the general bucket empty, heartbeats still pass.
 	const ipB = "198.51.100.41"
 	sid := rlLogin(t, app, ipB, key, "pc-b")
-	clOK(t, rlCheck(t, app, ipB, key))
-	rlLimited(t, rlCheck(t, app, ipB, key))
+	rlCheck(t, app, ipB, key).OK(t)
+	rlCheck(t, app, ipB, key).RateLimited(t)
 	for range 5 {
 		rlBeatOK(t, app, ipB, sid, key)
 	}
-	rlLimited(t, rlBeat(t, app, ipB, sid, key))
-	rlLimited(t, rlCheck(t, app, ipB, key))
+	rlBeat(t, app, ipB, sid, key).RateLimited(t)
+	rlCheck(t, app, ipB, key).RateLimited(t)
 
 	// HeartbeatRateLimit 0 turns off the per-IP bucket and the session
 	// budget.
-	s2 := clStart(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 1 }))
+	s2 := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 1 }))
 	app2 := s2.CreateApp("NoBeatLimit")
 	key2 := app2.GenerateKeys(1, "lifetime", 0, 1)[0]
 	sid2 := rlLogin(t, app2, ip, key2, "pc")
@@ -474,48 +456,12 @@ func TestHeartbeatBudgetPerIP(t *testing.T) {
 	}
 }
 
-// rlRegen regenerates the app's secret through the admin API.
-func rlRegen(s *kwtest.Server, id string) *kwtest.Reply {
-	s.T.Helper()
-	return s.Admin("POST", "/api/admin/apps.php?app_id="+id+"&action=regenerate-secret", nil)
-}
-
-// rlRegenOK regenerates and returns the new secret.
-func rlRegenOK(t testing.TB, s *kwtest.Server, id string) string {
-	t.Helper()
-	r := rlRegen(s, id)
-	if r.Status != 200 || r.Body["success"] != true {
-		t.Fatalf("regenerate secret of %s: %s", id, r)
-	}
-	secret, _ := r.Obj("app")["secret"].(string)
-	if len(secret) != 64 {
-		t.Fatalf("regenerated secret %q", secret)
-	}
-	return secret
-}
-
-// rlSecretWorks fails unless secret is the app's current secret.
-func rlSecretWorks(t testing.TB, s *kwtest.Server, id, secret, key string) {
-	t.Helper()
-	r := s.NewApp(id, secret).Plain(clCheckKey, map[string]any{"license_key": key})
-	if r.Status != 200 || r.Body["valid"] != true {
-		t.Fatalf("secret %s… of app %s does not work: %s", secret[:8], id, r)
-	}
-}
-
-// rlSecretDead fails unless secret no longer works.
-func rlSecretDead(t testing.TB, s *kwtest.Server, id, secret, key string) {
-	t.Helper()
-	r := s.NewApp(id, secret).Plain(clCheckKey, map[string]any{"license_key": key})
-	clPlainFail(t, r, 401, "INVALID_APP")
-}
-
 // SecretRegenLimit regenerations per app per hour, then 429 RATE_LIMITED
 // with retry_after; the refused call changes nothing; other apps have their
 // own count; an hour later it works again.
 func TestSecretRegenLimit(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 3 })
+	s := kwtest.Boot(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 3 })
 	a := s.CreateApp("RegenA")
 	b := s.CreateApp("RegenB")
 	keyA := a.GenerateKeys(1, "lifetime", 0, 1)[0]
@@ -523,15 +469,15 @@ func TestSecretRegenLimit(t *testing.T) {
 
 	secret := a.Secret
 	for i := range 3 {
-		next := rlRegenOK(t, s, a.ID)
+		next := s.RegenerateSecretOK(t, a.ID)
 		if next == secret {
 			t.Fatalf("regeneration %d kept the secret", i+1)
 		}
-		rlSecretDead(t, s, a.ID, secret, keyA)
+		s.SecretDead(t, a.ID, secret, keyA)
 		secret = next
 	}
-	r := rlRegen(s, a.ID)
-	ra := rlLimited(t, r)
+	r := s.RegenerateSecret(a.ID)
+	ra := r.RateLimited(t)
 	if ra < 3000 || ra > 3600 {
 		t.Fatalf("retry_after %d, want about an hour", ra)
 	}
@@ -539,53 +485,53 @@ func TestSecretRegenLimit(t *testing.T) {
 		t.Logf("refusal message: %q", r.Str("message"))
 	}
 	// The refused call changed nothing: the last secret still works.
-	rlSecretWorks(t, s, a.ID, secret, keyA)
-	if n := len(admAudit(t, s, "app_id="+a.ID+"&action=app.regenerate_secret")); n != 3 {
+	s.SecretWorks(t, a.ID, secret, keyA)
+	if n := len(s.Audit(t, "app_id="+a.ID+"&action=app.regenerate_secret")); n != 3 {
 		t.Fatalf("%d app.regenerate_secret audit entries, want 3", n)
 	}
 
 	// Another app is unaffected.
-	secretB := rlRegenOK(t, s, b.ID)
-	rlSecretWorks(t, s, b.ID, secretB, keyB)
+	secretB := s.RegenerateSecretOK(t, b.ID)
+	s.SecretWorks(t, b.ID, secretB, keyB)
 
 	// Half an hour on: still refused, with about half the wait.
 	s.Clock.Advance(30 * time.Minute)
-	ra2 := rlLimited(t, rlRegen(s, a.ID))
+	ra2 := s.RegenerateSecret(a.ID).RateLimited(t)
 	if ra2 >= ra || ra2 < 1700 || ra2 > 1800 {
 		t.Fatalf("retry_after %d after 30 min (was %d), want about 1800", ra2, ra)
 	}
-	rlSecretWorks(t, s, a.ID, secret, keyA)
+	s.SecretWorks(t, a.ID, secret, keyA)
 
 	// An hour (and a minute) after the lock: regeneration works again.
 	s.Clock.Advance(31 * time.Minute)
-	next := rlRegenOK(t, s, a.ID)
-	rlSecretDead(t, s, a.ID, secret, keyA)
-	rlSecretWorks(t, s, a.ID, next, keyA)
+	next := s.RegenerateSecretOK(t, a.ID)
+	s.SecretDead(t, a.ID, secret, keyA)
+	s.SecretWorks(t, a.ID, next, keyA)
 }
 
 // SecretRegenLimit 0 is no limit.
 func TestSecretRegenUnlimited(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 0 })
+	s := kwtest.Boot(t, "sqlite", func(c *config.Config) { c.SecretRegenLimit = 0 })
 	a := s.CreateApp("Unlimited")
 	key := a.GenerateKeys(1, "lifetime", 0, 1)[0]
 	secret := a.Secret
 	for range 10 {
-		secret = rlRegenOK(t, s, a.ID)
+		secret = s.RegenerateSecretOK(t, a.ID)
 	}
-	rlSecretWorks(t, s, a.ID, secret, key)
+	s.SecretWorks(t, a.ID, secret, key)
 }
 
 // IPv6 clients are limited per /64 (one host commonly holds a whole /64):
 // addresses of one /64 share a bucket, another /64 has its own.
 func TestRateLimitIPv6Per64(t *testing.T) {
 	t.Parallel()
-	s := clStart(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 2 }))
+	s := kwtest.Boot(t, "sqlite", rlLimits(func(l *config.Limits) { l.RateLimit, l.RateBurst = 1, 2 }))
 	app := s.CreateApp("IPv6")
 	key := app.GenerateKeys(1, "lifetime", 0, 1)[0]
-	clOK(t, rlCheck(t, app, "2001:db8:1:2::1", key))
-	clOK(t, rlCheck(t, app, "2001:db8:1:2:ffff::9", key))
-	rlLimited(t, rlCheck(t, app, "2001:db8:1:2:abcd::77", key))
-	clOK(t, rlCheck(t, app, "2001:db8:1:3::1", key))
-	clOK(t, rlCheck(t, app, "198.51.100.200", key))
+	rlCheck(t, app, "2001:db8:1:2::1", key).OK(t)
+	rlCheck(t, app, "2001:db8:1:2:ffff::9", key).OK(t)
+	rlCheck(t, app, "2001:db8:1:2:abcd::77", key).RateLimited(t)
+	rlCheck(t, app, "2001:db8:1:3::1", key).OK(t)
+	rlCheck(t, app, "198.51.100.200", key).OK(t)
 }

@@ -118,61 +118,61 @@ var lcKinds = []lcKind{
 	{name: "admin sign-in", wrongOutcome: "401 INVALID_CREDENTIALS", forgets: true,
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
 			return func() (lcAttempt, lcAttempt) {
-				return lcAdmin("POST", lkAdminLogin, map[string]any{"username": "admin", "password": lkWrong}),
-					lcAdmin("POST", lkAdminLogin, map[string]any{"username": "admin", "password": kwtest.AdminPassword})
+				return lcAdmin("POST", kwtest.PathAdminLogin, map[string]any{"username": "admin", "password": kwtest.WrongPassword}),
+					lcAdmin("POST", kwtest.PathAdminLogin, map[string]any{"username": "admin", "password": kwtest.AdminPassword})
 			}
 		}},
 	{name: "TOTP step", wrongOutcome: "401 INVALID_CODE",
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			secret, _ := tfEnable(t, s, tfUser(t, s, "lou"))
+			secret, _ := s.EnableTwoFactor(t, s.TwoFactorUser(t, "lou"))
 			return func() (lcAttempt, lcAttempt) {
-				step1 := tfStep1(t, s, "lou")
-				return lcAdmin("POST", tfTOTP, map[string]any{"step1_token": step1, "code": tfWrong(t, s, secret)}),
-					lcAdmin("POST", tfTOTP, map[string]any{"step1_token": step1, "code": tfCode(t, secret, s.Clock.Now())})
+				step1 := s.TwoFactorStep1(t, "lou")
+				return lcAdmin("POST", kwtest.PathAdminTOTP, map[string]any{"step1_token": step1, "code": s.WrongTOTP(t, secret)}),
+					lcAdmin("POST", kwtest.PathAdminTOTP, map[string]any{"step1_token": step1, "code": kwtest.TOTP(t, secret, s.Clock.Now())})
 			}
 		}},
 	{name: "account login", wrongOutcome: "401 INVALID_CREDENTIALS", forgets: true,
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			a := lkApp(t, s, "Burst")
-			lkRegisterUser(t, a, "alice")
+			a := s.LockoutApp(t, "Burst")
+			a.RegisterUser(t, "alice")
 			return func() (lcAttempt, lcAttempt) {
 				body := func(pw string) map[string]any {
 					return map[string]any{"username": "alice", "password": pw, "hwid": "pc-burst"}
 				}
-				return lcPlain(a, lkLogin, body(lkWrong)), lcPlain(a, lkLogin, body(lkPassword))
+				return lcPlain(a, kwtest.PathAccountLogin, body(kwtest.WrongPassword)), lcPlain(a, kwtest.PathAccountLogin, body(kwtest.LockoutPassword))
 			}
 		}},
 	{name: "change-password", wrongOutcome: "401 INVALID_CREDENTIALS", forgets: true,
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			a := lkApp(t, s, "Burst")
-			lkRegisterUser(t, a, "alice")
+			a := s.LockoutApp(t, "Burst")
+			a.RegisterUser(t, "alice")
 			return func() (lcAttempt, lcAttempt) {
 				body := func(pw string) map[string]any {
 					return map[string]any{"username": "alice", "current_password": pw, "new_password": "brand-new-pass-1"}
 				}
-				return lcPlain(a, lkChange, body(lkWrong)), lcPlain(a, lkChange, body(lkPassword))
+				return lcPlain(a, lkChange, body(kwtest.WrongPassword)), lcPlain(a, lkChange, body(kwtest.LockoutPassword))
 			}
 		}},
 	{name: "redeem by password", wrongOutcome: "401 INVALID_CREDENTIALS",
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			a := lkApp(t, s, "Burst")
-			lkRegisterUser(t, a, "alice")
+			a := s.LockoutApp(t, "Burst")
+			a.RegisterUser(t, "alice")
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
 			return func() (lcAttempt, lcAttempt) {
 				body := func(pw string) map[string]any {
 					return map[string]any{"username": "alice", "password": pw, "license_key": key}
 				}
-				return lcPlain(a, lkRedeem, body(lkWrong)), lcPlain(a, lkRedeem, body(lkPassword))
+				return lcPlain(a, lkRedeem, body(kwtest.WrongPassword)), lcPlain(a, lkRedeem, body(kwtest.LockoutPassword))
 			}
 		}},
 	{name: "redeem by session", wrongOutcome: "400 INVALID_KEY",
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			a := lkApp(t, s, "Burst")
-			lkRegisterUser(t, a, "alice")
+			a := s.LockoutApp(t, "Burst")
+			a.RegisterUser(t, "alice")
 			key := a.GenerateKeys(1, "days", 30, 1)[0]
 			return func() (lcAttempt, lcAttempt) {
-				r := lkSignIn(a, "alice", lkPassword, "")
-				clOK(t, r)
+				r := a.SignIn("alice", kwtest.LockoutPassword, "")
+				r.OK(t)
 				body := func(k string) map[string]any {
 					return map[string]any{"session_id": r.Str("session_id"), "license_key": k}
 				}
@@ -181,13 +181,13 @@ var lcKinds = []lcKind{
 		}},
 	{name: "customer portal", wrongOutcome: "401 INVALID_CREDENTIALS", forgets: true,
 		setup: func(t *testing.T, s *kwtest.Server) func() (lcAttempt, lcAttempt) {
-			a := lkApp(t, s, "Burst")
-			lkRegisterUser(t, a, "alice")
+			a := s.LockoutApp(t, "Burst")
+			a.RegisterUser(t, "alice")
 			return func() (lcAttempt, lcAttempt) {
 				body := func(pw string) map[string]any {
 					return map[string]any{"app_id": a.ID, "username": "alice", "password": pw}
 				}
-				return lcAdmin("POST", cuLogin, body(lkWrong)), lcAdmin("POST", cuLogin, body(lkPassword))
+				return lcAdmin("POST", kwtest.PathCustomerLogin, body(kwtest.WrongPassword)), lcAdmin("POST", kwtest.PathCustomerLogin, body(kwtest.LockoutPassword))
 			}
 		}},
 }
@@ -214,7 +214,7 @@ func TestLockoutConcurrentAttempts(t *testing.T) {
 	for _, k := range lcKinds {
 		t.Run(k.name, func(t *testing.T) {
 			kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-				s := clStart(t, engine, nil)
+				s := kwtest.Boot(t, engine, nil)
 				attempts := k.setup(t, s)
 
 				wrong, right := attempts()
@@ -226,7 +226,7 @@ func TestLockoutConcurrentAttempts(t *testing.T) {
 					t.Fatalf("right credential after %d compared failures: %s, want %s", lcLimit, o, lcLocked)
 				}
 
-				s.Clock.Advance(lkLock)
+				s.Clock.Advance(kwtest.LockFor)
 				wrong, right = attempts()
 				wrongs, got := lcBurst(s, lcWrongs, wrong, &right)
 				n := lcCompared(t, k, wrongs)

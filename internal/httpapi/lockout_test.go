@@ -18,48 +18,11 @@ import (
 // start with lk so they do not collide with other test files.
 
 const (
-	lkRegister   = "/api/auth/account-register.php"
-	lkLogin      = "/api/auth/account-login.php"
-	lkChange     = "/api/auth/change-password.php"
-	lkRedeem     = "/api/auth/account-redeem.php"
-	lkAdminLogin = "/api/admin/login.php"
+	lkChange = "/api/auth/change-password.php"
+	lkRedeem = "/api/auth/account-redeem.php"
 
-	lkPassword = "correct-pass-1"
-	lkWrong    = "wrong-pass-99"
-	lkUnknown  = "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ" // a well-formed key no app has
-	lkLock     = 15 * time.Minute
+	lkUnknown = "ZZZZZ-ZZZZZ-ZZZZZ-ZZZZZ" // a well-formed key no app has
 )
-
-// lkApp creates an app with accounts on (30 days of time at sign-up).
-func lkApp(t testing.TB, s *kwtest.Server, name string) *kwtest.App {
-	t.Helper()
-	a := s.CreateApp(name)
-	clSettings(t, a, map[string]any{"accounts_enabled": true, "account_signup_days": 30})
-	return a
-}
-
-// lkRegisterUser signs username up with lkPassword.
-func lkRegisterUser(t testing.TB, a *kwtest.App, username string) {
-	t.Helper()
-	clOK(t, a.Plain(lkRegister, map[string]any{"username": username, "password": lkPassword}))
-}
-
-// lkPost POSTs a plain client call, through a trusted proxy that appended
-// xff to X-Forwarded-For when xff is not empty.
-func lkPost(a *kwtest.App, path string, body map[string]any, xff string) *kwtest.Reply {
-	a.S.T.Helper()
-	h := http.Header{"X-App-Secret": {a.Secret}, "Content-Type": {"application/json"}}
-	if xff != "" {
-		h.Set("X-Forwarded-For", xff)
-	}
-	return a.S.Do("POST", path, h, admJSON(a.S.T, body))
-}
-
-// lkSignIn sends account-login (from xff when not empty).
-func lkSignIn(a *kwtest.App, username, password, xff string) *kwtest.Reply {
-	a.S.T.Helper()
-	return lkPost(a, lkLogin, map[string]any{"username": username, "password": password, "hwid": "pc-lockout"}, xff)
-}
 
 // lkAdmin sends the admin login (from xff when not empty).
 func lkAdmin(s *kwtest.Server, username, password, xff string) *kwtest.Reply {
@@ -68,46 +31,14 @@ func lkAdmin(s *kwtest.Server, username, password, xff string) *kwtest.Reply {
 	if xff != "" {
 		h.Set("X-Forwarded-For", xff)
 	}
-	return s.Do("POST", lkAdminLogin, h, admJSON(s.T, map[string]any{"username": username, "password": password}))
-}
-
-// lkBadCredentials fails unless r is the 401 INVALID_CREDENTIALS refusal.
-func lkBadCredentials(t testing.TB, what string, r *kwtest.Reply) {
-	t.Helper()
-	if r.Status != 401 || r.Body["success"] != false || r.Body["error_code"] != "INVALID_CREDENTIALS" {
-		t.Fatalf("%s: got %s, want 401 INVALID_CREDENTIALS", what, r)
-	}
-}
-
-// lkLocked fails unless r is 429 TOO_MANY_ATTEMPTS with an integer
-// retry_after equal to the Retry-After header and, when want > 0, to want.
-// It returns retry_after.
-func lkLocked(t testing.TB, what string, r *kwtest.Reply, want int) int {
-	t.Helper()
-	if r.Status != http.StatusTooManyRequests || r.Body["success"] != false || r.Body["error_code"] != "TOO_MANY_ATTEMPTS" {
-		t.Fatalf("%s: got %s, want 429 TOO_MANY_ATTEMPTS", what, r)
-	}
-	if m := r.Str("message"); !strings.HasPrefix(m, "Too many failed attempts. Try again in ") {
-		t.Fatalf("%s: message %q", what, m)
-	}
-	retry := int(clInt(t, what+": retry_after", clNumbers(t, r.Raw)["retry_after"]))
-	if retry < 1 || retry > int(lkLock/time.Second) {
-		t.Fatalf("%s: retry_after = %d, want 1..%d", what, retry, int(lkLock/time.Second))
-	}
-	if want > 0 && retry != want {
-		t.Fatalf("%s: retry_after = %d, want %d", what, retry, want)
-	}
-	if h := r.Header.Get("Retry-After"); h != strconv.Itoa(retry) {
-		t.Fatalf("%s: Retry-After header %q, want %q (the body's retry_after)", what, h, strconv.Itoa(retry))
-	}
-	return retry
+	return s.Do("POST", kwtest.PathAdminLogin, h, kwtest.JSON(s.T, map[string]any{"username": username, "password": password}))
 }
 
 // lkFail sends n wrong-password account sign-ins for username, each 401.
 func lkFail(t testing.TB, a *kwtest.App, username string, n int, xff string) {
 	t.Helper()
 	for i := range n {
-		lkBadCredentials(t, "wrong password #"+strconv.Itoa(i+1)+" for "+username, lkSignIn(a, username, lkWrong, xff))
+		a.SignIn(username, kwtest.WrongPassword, xff).BadCredentials(t, "wrong password #"+strconv.Itoa(i+1)+" for "+username)
 	}
 }
 
@@ -118,36 +49,36 @@ func lkFail(t testing.TB, a *kwtest.App, username string, n int, xff string) {
 func TestLockoutAccountLogin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "Lockout")
-		lkRegisterUser(t, a, "alice")
-		lkRegisterUser(t, a, "carol")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "Lockout")
+		a.RegisterUser(t, "alice")
+		a.RegisterUser(t, "carol")
 
 		lkFail(t, a, "alice", 10, "")
-		lkLocked(t, "right password right after the 10th failure", lkSignIn(a, "alice", lkPassword, ""), 900)
-		lkLocked(t, "wrong password while locked", lkSignIn(a, "alice", lkWrong, ""), 900)
-		lkLocked(t, "another spelling of the username", lkSignIn(a, "ALICE", lkPassword, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "right password right after the 10th failure", 900)
+		a.SignIn("alice", kwtest.WrongPassword, "").Locked(t, "wrong password while locked", 900)
+		a.SignIn("ALICE", kwtest.LockoutPassword, "").Locked(t, "another spelling of the username", 900)
 		// Another username of the app (and the IP) are not locked.
-		clOK(t, lkSignIn(a, "carol", lkPassword, ""))
+		a.SignIn("carol", kwtest.LockoutPassword, "").OK(t)
 
 		s.Clock.Advance(5 * time.Minute)
-		lkLocked(t, "5 minutes into the lock", lkSignIn(a, "alice", lkPassword, ""), 600)
-		if r := lkSignIn(a, "alice", lkPassword, ""); !strings.Contains(r.Str("message"), "10 minutes") {
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "5 minutes into the lock", 600)
+		if r := a.SignIn("alice", kwtest.LockoutPassword, ""); !strings.Contains(r.Str("message"), "10 minutes") {
 			t.Fatalf("message with 600 s left: %s, want it to say 10 minutes", r)
 		}
 		s.Clock.Advance(10*time.Minute - time.Second)
-		lkLocked(t, "1 s before the lock ends", lkSignIn(a, "alice", lkPassword, ""), 1)
-		if r := lkSignIn(a, "alice", lkPassword, ""); !strings.Contains(r.Str("message"), "1 second") {
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "1 s before the lock ends", 1)
+		if r := a.SignIn("alice", kwtest.LockoutPassword, ""); !strings.Contains(r.Str("message"), "1 second") {
 			t.Fatalf("message with 1 s left: %s, want it to say 1 second", r)
 		}
 
 		s.Clock.Advance(time.Second)
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
 		// The lock does not renew on the first failure after it: the count
 		// restarted when it was set.
 		lkFail(t, a, "alice", 9, "")
 		lkFail(t, a, "alice", 1, "")
-		lkLocked(t, "ten more failures", lkSignIn(a, "alice", lkPassword, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "ten more failures", 900)
 	})
 }
 
@@ -156,17 +87,17 @@ func TestLockoutAccountLogin(t *testing.T) {
 func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "Clears")
-		lkRegisterUser(t, a, "alice")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "Clears")
+		a.RegisterUser(t, "alice")
 
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
 		lkFail(t, a, "alice", 9, "")
 		lkFail(t, a, "alice", 1, "")
-		lkLocked(t, "tenth failure since the last success", lkSignIn(a, "alice", lkPassword, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "tenth failure since the last success", 900)
 	})
 }
 
@@ -175,14 +106,14 @@ func TestLockoutAccountSuccessClearsFailures(t *testing.T) {
 func TestLockoutAccountWindow(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "Window")
-		lkRegisterUser(t, a, "alice")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "Window")
+		a.RegisterUser(t, "alice")
 
 		lkFail(t, a, "alice", 9, "")
 		s.Clock.Advance(15 * time.Minute)
 		lkFail(t, a, "alice", 9, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
 	})
 }
 
@@ -191,30 +122,30 @@ func TestLockoutAccountWindow(t *testing.T) {
 func TestLockoutAccountUnknownUsername(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "NoLeak")
-		lkRegisterUser(t, a, "alice")
-		lkRegisterUser(t, a, "carol")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "NoLeak")
+		a.RegisterUser(t, "alice")
+		a.RegisterUser(t, "carol")
 
 		for i := range 10 {
-			known := lkSignIn(a, "alice", lkWrong, "")
-			unknown := lkSignIn(a, "nobody", lkWrong, "")
-			lkBadCredentials(t, "known username", known)
-			lkBadCredentials(t, "unknown username", unknown)
+			known := a.SignIn("alice", kwtest.WrongPassword, "")
+			unknown := a.SignIn("nobody", kwtest.WrongPassword, "")
+			known.BadCredentials(t, "known username")
+			unknown.BadCredentials(t, "unknown username")
 			if string(known.Raw) != string(unknown.Raw) {
 				t.Fatalf("failure #%d: known username answered %s, unknown %s", i+1, known.Raw, unknown.Raw)
 			}
 		}
-		known := lkSignIn(a, "alice", lkPassword, "")
-		unknown := lkSignIn(a, "nobody", lkPassword, "")
-		lkLocked(t, "known username", known, 900)
-		lkLocked(t, "unknown username", unknown, 900)
+		known := a.SignIn("alice", kwtest.LockoutPassword, "")
+		unknown := a.SignIn("nobody", kwtest.LockoutPassword, "")
+		known.Locked(t, "known username", 900)
+		unknown.Locked(t, "unknown username", 900)
 		if string(known.Raw) != string(unknown.Raw) || known.Header.Get("Retry-After") != unknown.Header.Get("Retry-After") {
 			t.Fatalf("locked: known username answered %s (Retry-After %s), unknown %s (Retry-After %s)",
 				known.Raw, known.Header.Get("Retry-After"), unknown.Raw, unknown.Header.Get("Retry-After"))
 		}
 		// 20 failures from this IP are under its limit of 50.
-		clOK(t, lkSignIn(a, "carol", lkPassword, ""))
+		a.SignIn("carol", kwtest.LockoutPassword, "").OK(t)
 	})
 }
 
@@ -225,37 +156,37 @@ func TestLockoutAccountUnknownUsername(t *testing.T) {
 func TestLockoutAccountPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) {
+		s := kwtest.Boot(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
 			c.LockoutIPFailures = 5
 			c.LockoutFailures = 100
 		})
-		a := lkApp(t, s, "PerIP")
-		other := lkApp(t, s, "OtherApp")
+		a := s.LockoutApp(t, "PerIP")
+		other := s.LockoutApp(t, "OtherApp")
 		for _, u := range []string{"alice", "bob", "carol"} {
-			lkRegisterUser(t, a, u)
+			a.RegisterUser(t, u)
 		}
-		lkRegisterUser(t, other, "alice")
+		other.RegisterUser(t, "alice")
 		const bad, good = "203.0.113.7", "198.51.100.9"
 
 		for i, u := range []string{"alice", "bob", "ghost-1", "carol", "ghost-2"} {
-			lkBadCredentials(t, "failure #"+strconv.Itoa(i+1)+" from "+bad, lkSignIn(a, u, lkWrong, bad))
+			a.SignIn(u, kwtest.WrongPassword, bad).BadCredentials(t, "failure #"+strconv.Itoa(i+1)+" from "+bad)
 		}
-		lkLocked(t, "alice from the locked IP", lkSignIn(a, "alice", lkPassword, bad), 900)
-		lkLocked(t, "a fresh username from the locked IP", lkSignIn(a, "dave", lkWrong, bad), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, bad).Locked(t, "alice from the locked IP", 900)
+		a.SignIn("dave", kwtest.WrongPassword, bad).Locked(t, "a fresh username from the locked IP", 900)
 		// Earlier X-Forwarded-For entries are the client's: only the proxy's counts.
-		lkLocked(t, "spoofed chain ending in the locked IP", lkSignIn(a, "alice", lkPassword, good+", "+bad), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, good+", "+bad).Locked(t, "spoofed chain ending in the locked IP", 900)
 
-		clOK(t, lkSignIn(a, "alice", lkPassword, good))
-		clOK(t, lkSignIn(a, "bob", lkPassword, ""))              // the proxy itself, 127.0.0.1
-		clOK(t, lkSignIn(a, "carol", lkPassword, bad+", "+good)) // the last entry decides
-		clOK(t, lkSignIn(other, "alice", lkPassword, bad))       // per app
-		lkBadCredentials(t, "other app", lkSignIn(other, "ghost-1", lkWrong, bad))
+		a.SignIn("alice", kwtest.LockoutPassword, good).OK(t)
+		a.SignIn("bob", kwtest.LockoutPassword, "").OK(t)              // the proxy itself, 127.0.0.1
+		a.SignIn("carol", kwtest.LockoutPassword, bad+", "+good).OK(t) // the last entry decides
+		other.SignIn("alice", kwtest.LockoutPassword, bad).OK(t)       // per app
+		other.SignIn("ghost-1", kwtest.WrongPassword, bad).BadCredentials(t, "other app")
 
 		s.Clock.Advance(5 * time.Minute)
-		lkLocked(t, "5 minutes later", lkSignIn(a, "alice", lkPassword, bad), 600)
+		a.SignIn("alice", kwtest.LockoutPassword, bad).Locked(t, "5 minutes later", 600)
 		s.Clock.Advance(10 * time.Minute)
-		clOK(t, lkSignIn(a, "alice", lkPassword, bad))
+		a.SignIn("alice", kwtest.LockoutPassword, bad).OK(t)
 	})
 }
 
@@ -265,34 +196,43 @@ func TestLockoutAccountPerIP(t *testing.T) {
 func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "Counted")
-		lkRegisterUser(t, a, "alice")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "Counted")
+		a.RegisterUser(t, "alice")
 		key := a.GenerateKeys(1, "days", 30, 1)[0]
 
 		for i := range 5 {
-			lkBadCredentials(t, "change-password #"+strconv.Itoa(i+1), lkPost(a, lkChange, map[string]any{
-				"username": "alice", "current_password": lkWrong, "new_password": "brand-new-pass-1"}, ""))
+			a.PostFrom(lkChange, map[string]any{
+				"username": "alice", "current_password": kwtest.WrongPassword, "new_password": "brand-new-pass-1"}, "").BadCredentials(t, "change-password #"+strconv.Itoa(i+1))
+
 		}
 		for i := range 4 {
-			lkBadCredentials(t, "account-redeem #"+strconv.Itoa(i+1), lkPost(a, lkRedeem, map[string]any{
-				"username": "alice", "password": lkWrong, "license_key": key}, ""))
+			a.PostFrom(lkRedeem, map[string]any{
+				"username": "alice", "password": kwtest.WrongPassword, "license_key": key}, "").BadCredentials(t, "account-redeem #"+strconv.Itoa(i+1))
+
 		}
-		lkBadCredentials(t, "old_password alias", lkPost(a, lkChange, map[string]any{
-			"username": "alice", "old_password": lkWrong, "new_password": "brand-new-pass-1"}, ""))
+		a.PostFrom(lkChange, map[string]any{
+			"username": "alice", "old_password": kwtest.WrongPassword, "new_password": "brand-new-pass-1"}, "").BadCredentials(t, "old_password alias")
 
-		lkLocked(t, "account-login", lkSignIn(a, "alice", lkPassword, ""), 900)
-		lkLocked(t, "change-password with the right password", lkPost(a, lkChange, map[string]any{
-			"username": "alice", "current_password": lkPassword, "new_password": "brand-new-pass-1"}, ""), 900)
-		lkLocked(t, "account-redeem with the right password", lkPost(a, lkRedeem, map[string]any{
-			"username": "alice", "password": lkPassword, "license_key": key}, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "account-login", 900)
+		a.PostFrom(lkChange, map[string]any{
+			"username": "alice", "current_password": kwtest.LockoutPassword, "new_password": "brand-new-pass-1"}, "").Locked(t, "change-password with the right password",
 
-		s.Clock.Advance(lkLock)
+			900)
+
+		a.PostFrom(lkRedeem, map[string]any{
+			"username": "alice", "password": kwtest.LockoutPassword, "license_key": key}, "").Locked(t, "account-redeem with the right password",
+
+			900)
+
+		s.Clock.Advance(kwtest.LockFor)
 		// Nothing happened while locked: the password is unchanged and the key unused.
-		clOK(t, lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword, "license_key": key}, ""))
-		clOK(t, lkPost(a, lkChange, map[string]any{"username": "alice", "current_password": lkPassword,
-			"new_password": "brand-new-pass-1"}, ""))
-		clOK(t, lkSignIn(a, "alice", "brand-new-pass-1", ""))
+		a.PostFrom(lkRedeem, map[string]any{"username": "alice", "password": kwtest.LockoutPassword, "license_key": key}, "").OK(t)
+		a.PostFrom(lkChange, map[string]any{"username": "alice", "current_password": kwtest.LockoutPassword,
+			"new_password": "brand-new-pass-1"}, "").
+			OK(t)
+
+		a.SignIn("alice", "brand-new-pass-1", "").OK(t)
 	})
 }
 
@@ -301,21 +241,25 @@ func TestLockoutChangePasswordAndRedeemCount(t *testing.T) {
 func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "KeyGuessSession")
-		lkRegisterUser(t, a, "alice")
-		r := lkSignIn(a, "alice", lkPassword, "")
-		clOK(t, r)
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "KeyGuessSession")
+		a.RegisterUser(t, "alice")
+		r := a.SignIn("alice", kwtest.LockoutPassword, "")
+		r.OK(t)
 		sid := r.Str("session_id")
 
 		for range 10 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, ""),
+			a.PostFrom(lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, "").PlainFail(t,
 				400, "INVALID_KEY")
+
 		}
-		lkLocked(t, "account-login after 10 unknown keys", lkSignIn(a, "alice", lkPassword, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "account-login after 10 unknown keys", 900)
 		// The session cannot keep guessing while its account is locked.
-		lkLocked(t, "redeem by session while locked", lkPost(a, lkRedeem, map[string]any{"session_id": sid,
-			"license_key": lkUnknown}, ""), 900)
+		a.PostFrom(lkRedeem, map[string]any{"session_id": sid,
+			"license_key": lkUnknown}, "").Locked(t, "redeem by session while locked",
+
+			900)
+
 	})
 }
 
@@ -324,26 +268,36 @@ func TestLockoutRedeemUnknownKeysBySession(t *testing.T) {
 func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutIPFailures = 5; c.LockoutFailures = 100 })
-		a := lkApp(t, s, "KeyGuessIP")
-		lkRegisterUser(t, a, "alice")
-		r := lkSignIn(a, "alice", lkPassword, "")
-		clOK(t, r)
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutIPFailures = 5; c.LockoutFailures = 100 })
+		a := s.LockoutApp(t, "KeyGuessIP")
+		a.RegisterUser(t, "alice")
+		r := a.SignIn("alice", kwtest.LockoutPassword, "")
+		r.OK(t)
 		sid := r.Str("session_id")
 
 		for range 3 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword,
-				"license_key": lkUnknown}, ""), 400, "INVALID_KEY")
+			a.PostFrom(lkRedeem, map[string]any{"username": "alice", "password": kwtest.LockoutPassword,
+				"license_key": lkUnknown}, "").
+				PlainFail(t,
+					400, "INVALID_KEY")
+
 		}
 		for range 2 {
-			clPlainFail(t, lkPost(a, lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, ""),
+			a.PostFrom(lkRedeem, map[string]any{"session_id": sid, "license_key": lkUnknown}, "").PlainFail(t,
 				400, "INVALID_KEY")
+
 		}
-		lkLocked(t, "redeem by password", lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword,
-			"license_key": lkUnknown}, ""), 900)
-		lkLocked(t, "redeem by session", lkPost(a, lkRedeem, map[string]any{"session_id": sid,
-			"license_key": lkUnknown}, ""), 900)
-		lkLocked(t, "account-login", lkSignIn(a, "alice", lkPassword, ""), 900)
+		a.PostFrom(lkRedeem, map[string]any{"username": "alice", "password": kwtest.LockoutPassword,
+			"license_key": lkUnknown}, "").Locked(t, "redeem by password",
+
+			900)
+
+		a.PostFrom(lkRedeem, map[string]any{"session_id": sid,
+			"license_key": lkUnknown}, "").Locked(t, "redeem by session",
+
+			900)
+
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "account-login", 900)
 	})
 }
 
@@ -358,19 +312,21 @@ func TestLockoutRedeemUnknownKeysPerIP(t *testing.T) {
 func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
-		a := lkApp(t, s, "KeyGuessPassword")
-		lkRegisterUser(t, a, "alice")
+		s := kwtest.Boot(t, engine, nil)
+		a := s.LockoutApp(t, "KeyGuessPassword")
+		a.RegisterUser(t, "alice")
 
 		for i := range 10 {
-			r := lkPost(a, lkRedeem, map[string]any{"username": "alice", "password": lkPassword, "license_key": lkUnknown}, "")
+			r := a.PostFrom(lkRedeem, map[string]any{"username": "alice", "password": kwtest.LockoutPassword, "license_key": lkUnknown}, "")
 			if r.Status == http.StatusTooManyRequests {
 				t.Fatalf("redeem #%d locked already: %s", i+1, r)
 			}
-			clPlainFail(t, r, 400, "INVALID_KEY")
+			r.PlainFail(t, 400, "INVALID_KEY")
 		}
-		lkLocked(t, "account-login after 10 unknown keys redeemed with the right password",
-			lkSignIn(a, "alice", lkPassword, ""), 900)
+
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "account-login after 10 unknown keys redeemed with the right password",
+			900)
+
 	})
 }
 
@@ -381,38 +337,38 @@ func TestLockoutRedeemUnknownKeysByPassword(t *testing.T) {
 func TestLockoutAdminLogin(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, nil)
+		s := kwtest.Boot(t, engine, nil)
 		token := s.AdminToken()
 
 		for i := range 10 {
-			known := lkAdmin(s, "admin", lkWrong, "")
-			unknown := lkAdmin(s, "ghost", lkWrong, "")
-			lkBadCredentials(t, "admin wrong password #"+strconv.Itoa(i+1), known)
-			lkBadCredentials(t, "unknown admin #"+strconv.Itoa(i+1), unknown)
+			known := lkAdmin(s, "admin", kwtest.WrongPassword, "")
+			unknown := lkAdmin(s, "ghost", kwtest.WrongPassword, "")
+			known.BadCredentials(t, "admin wrong password #"+strconv.Itoa(i+1))
+			unknown.BadCredentials(t, "unknown admin #"+strconv.Itoa(i+1))
 			if string(known.Raw) != string(unknown.Raw) {
 				t.Fatalf("failure #%d: known admin answered %s, unknown %s", i+1, known.Raw, unknown.Raw)
 			}
 		}
 		known := lkAdmin(s, "admin", kwtest.AdminPassword, "")
 		unknown := lkAdmin(s, "ghost", kwtest.AdminPassword, "")
-		lkLocked(t, "admin, right password", known, 900)
-		lkLocked(t, "unknown admin", unknown, 900)
+		known.Locked(t, "admin, right password", 900)
+		unknown.Locked(t, "unknown admin", 900)
 		if string(known.Raw) != string(unknown.Raw) {
 			t.Fatalf("locked: known admin answered %s, unknown %s", known.Raw, unknown.Raw)
 		}
-		lkLocked(t, "ADMIN (any case)", lkAdmin(s, "ADMIN", kwtest.AdminPassword, ""), 900)
+		lkAdmin(s, "ADMIN", kwtest.AdminPassword, "").Locked(t, "ADMIN (any case)", 900)
 
-		if r := s.Do("GET", "/api/admin/apps.php", admBearer(token), nil); r.Status != 200 {
+		if r := s.Do("GET", "/api/admin/apps.php", kwtest.Bearer(token), nil); r.Status != 200 {
 			t.Fatalf("token issued before the lock: %s", r)
 		}
 
 		s.Clock.Advance(5 * time.Minute)
-		lkLocked(t, "5 minutes into the lock", lkAdmin(s, "admin", kwtest.AdminPassword, ""), 600)
+		lkAdmin(s, "admin", kwtest.AdminPassword, "").Locked(t, "5 minutes into the lock", 600)
 		s.Clock.Advance(10 * time.Minute)
 		if r := lkAdmin(s, "admin", kwtest.AdminPassword, ""); r.Status != 200 || r.Str("token") == "" {
 			t.Fatalf("admin login after the lock: %s", r)
 		}
-		lkBadCredentials(t, "first failure after the lock", lkAdmin(s, "admin", lkWrong, ""))
+		lkAdmin(s, "admin", kwtest.WrongPassword, "").BadCredentials(t, "first failure after the lock")
 	})
 }
 
@@ -421,16 +377,16 @@ func TestLockoutAdminLogin(t *testing.T) {
 func TestLockoutAdminLoginPerIP(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) {
+		s := kwtest.Boot(t, engine, func(c *config.Config) {
 			c.TrustProxy = true
 			c.LockoutIPFailures = 5
 			c.LockoutFailures = 100
 		})
 		const bad, good = "203.0.113.7", "198.51.100.9"
 		for i, u := range []string{"admin", "root", "admin", "ghost", "owner"} {
-			lkBadCredentials(t, "failure #"+strconv.Itoa(i+1), lkAdmin(s, u, lkWrong, bad))
+			lkAdmin(s, u, kwtest.WrongPassword, bad).BadCredentials(t, "failure #"+strconv.Itoa(i+1))
 		}
-		lkLocked(t, "admin from the locked IP", lkAdmin(s, "admin", kwtest.AdminPassword, bad), 900)
+		lkAdmin(s, "admin", kwtest.AdminPassword, bad).Locked(t, "admin from the locked IP", 900)
 		if r := lkAdmin(s, "admin", kwtest.AdminPassword, good); r.Status != 200 || r.Str("token") == "" {
 			t.Fatalf("admin login from another IP: %s", r)
 		}
@@ -438,11 +394,11 @@ func TestLockoutAdminLoginPerIP(t *testing.T) {
 			t.Fatalf("admin login from the proxy itself: %s", r)
 		}
 		// Account sign-ins are counted apart from admin sign-ins.
-		a := lkApp(t, s, "Apart")
-		lkRegisterUser(t, a, "alice")
-		clOK(t, lkSignIn(a, "alice", lkPassword, bad))
+		a := s.LockoutApp(t, "Apart")
+		a.RegisterUser(t, "alice")
+		a.SignIn("alice", kwtest.LockoutPassword, bad).OK(t)
 
-		s.Clock.Advance(lkLock)
+		s.Clock.Advance(kwtest.LockFor)
 		if r := lkAdmin(s, "admin", kwtest.AdminPassword, bad); r.Status != 200 {
 			t.Fatalf("admin login from the IP after the lock: %s", r)
 		}
@@ -454,21 +410,21 @@ func TestLockoutAdminLoginPerIP(t *testing.T) {
 func TestLockoutPerUsernameDisabled(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		s := clStart(t, engine, func(c *config.Config) { c.LockoutFailures = 0 })
-		a := lkApp(t, s, "NoUserLock")
-		lkRegisterUser(t, a, "alice")
+		s := kwtest.Boot(t, engine, func(c *config.Config) { c.LockoutFailures = 0 })
+		a := s.LockoutApp(t, "NoUserLock")
+		a.RegisterUser(t, "alice")
 
 		for i := range 20 {
-			lkBadCredentials(t, "admin failure #"+strconv.Itoa(i+1), lkAdmin(s, "admin", lkWrong, ""))
+			lkAdmin(s, "admin", kwtest.WrongPassword, "").BadCredentials(t, "admin failure #"+strconv.Itoa(i+1))
 		}
 		if r := lkAdmin(s, "admin", kwtest.AdminPassword, ""); r.Status != 200 || r.Str("token") == "" {
 			t.Fatalf("admin login after 20 failures with the per-username lock off: %s", r)
 		}
 		lkFail(t, a, "alice", 20, "")
-		clOK(t, lkSignIn(a, "alice", lkPassword, ""))
+		a.SignIn("alice", kwtest.LockoutPassword, "").OK(t)
 
 		// The per-IP limit (50) still holds.
 		lkFail(t, a, "alice", 30, "")
-		lkLocked(t, "the 51st attempt from the IP", lkSignIn(a, "alice", lkPassword, ""), 900)
+		a.SignIn("alice", kwtest.LockoutPassword, "").Locked(t, "the 51st attempt from the IP", 900)
 	})
 }

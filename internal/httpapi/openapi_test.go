@@ -3,18 +3,14 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/keyward/keyward/docs"
-	"github.com/keyward/keyward/internal/httpapi"
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
@@ -37,19 +33,6 @@ func openAPIDoc(t *testing.T) *openapi3.T {
 	return doc
 }
 
-// routeTable is the route table of a real API. Handler registers the routes
-// without calling the services, so none are needed to list them.
-func routeTable(t *testing.T) []httpapi.Route {
-	t.Helper()
-	api := httpapi.New(httpapi.Services{}, nil, slog.New(slog.DiscardHandler), time.Now, httpapi.Config{})
-	api.Handler()
-	routes := api.Routes()
-	if len(routes) == 0 {
-		t.Fatal("API.Routes is empty after Handler")
-	}
-	return routes
-}
-
 func TestOpenAPIValid(t *testing.T) {
 	t.Parallel()
 	doc := openAPIDoc(t)
@@ -65,7 +48,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	t.Parallel()
 	doc := openAPIDoc(t)
 	registered := map[string][]string{}
-	for _, r := range routeTable(t) {
+	for _, r := range kwtest.Routes(t) {
 		if _, dup := registered[r.Path]; dup {
 			t.Errorf("route %s is registered twice", r.Path)
 		}

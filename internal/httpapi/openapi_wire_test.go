@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-
+	"github.com/keyward/keyward/internal/kwtest"
 	"github.com/keyward/keyward/wire"
 )
 
@@ -118,7 +118,7 @@ func TestOpenAPIClientSchemasMatchWire(t *testing.T) {
 		}
 		compareSchema(t, ws.schema, sref.Value, types, ws.reply)
 	}
-	for _, r := range routeTable(t) {
+	for _, r := range kwtest.Routes(t) {
 		if !clientRoute(r.Path) {
 			continue
 		}
@@ -422,7 +422,7 @@ func TestOpenAPIPortalSchemasMatchWire(t *testing.T) {
 		}
 		compareSchema(t, ws.schema, sref.Value, types, ws.reply)
 	}
-	for _, r := range routeTable(t) {
+	for _, r := range kwtest.Routes(t) {
 		if !strings.HasPrefix(r.Path, "/api/customer/") || clientRoute(r.Path) {
 			continue
 		}

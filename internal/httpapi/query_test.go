@@ -34,7 +34,7 @@ var badQueries = []struct{ raw, param string }{
 func TestQueryStringCheckedAtEdge(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		var logs lockedBuffer
+		var logs kwtest.LogBuffer
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 		app := s.CreateApp("Edge")
 		token := s.AdminToken()

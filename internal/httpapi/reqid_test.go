@@ -1,34 +1,19 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
-
 // Every reply carries X-Request-Id (the caller's when well-formed, else a
 // fresh one), and the request's log lines carry it as request_id.
 func TestRequestID(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs kwtest.LogBuffer
 	s := kwtest.Start(t, kwtest.Options{Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.Jobs().Stop() // so /readyz logs its failed check
 
