@@ -11,31 +11,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/keyward/keyward/internal/kwtest"
 )
-
-// syncBuffer is a goroutine-safe bytes.Buffer for a command's output while
-// serve is running.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // run executes the command line and returns its exit code and output.
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -95,8 +75,8 @@ func dbArgs(t *testing.T, engine string) []string {
 // served is a `keyward serve` running in a goroutine.
 type served struct {
 	addr   string
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *kwtest.LogBuffer
+	stderr *kwtest.LogBuffer
 	cancel context.CancelFunc
 	done   chan int
 }
@@ -113,7 +93,7 @@ func serve(t *testing.T, args ...string) *served {
 		args = append([]string{"--account-bcrypt-cost", "4"}, args...)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &served{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	s := &served{stdout: &kwtest.LogBuffer{}, stderr: &kwtest.LogBuffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() { s.done <- Run(ctx, append([]string{"serve"}, args...), s.stdout, s.stderr) }()
 	t.Cleanup(func() { s.stop(t) })
 	deadline := time.After(20 * time.Second)

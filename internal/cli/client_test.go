@@ -95,7 +95,7 @@ func TestClientCommands(t *testing.T) {
 
 		// Heartbeat: beats print lines; a ban ends the loop with exit 4.
 		key2 := app.GenerateKeys(1, "days", 30, 1)[0]
-		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		stdout, stderr := &kwtest.LogBuffer{}, &kwtest.LogBuffer{}
 		done := make(chan int, 1)
 		go func() {
 			done <- Run(context.Background(), cmd("heartbeat", "--key", key2, "--hwid", "pc-hb", "--interval", "20ms"), stdout, stderr)

@@ -21,8 +21,8 @@ import (
 	"github.com/keyward/keyward/internal/kwtest"
 )
 
-// records returns the JSON log records whose msg is msg.
-func (b *syncBuffer) records(t *testing.T, msg string) []map[string]any {
+// logRecords returns the JSON log records in b whose msg is msg.
+func logRecords(t *testing.T, b *kwtest.LogBuffer, msg string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(b.String()))
@@ -66,7 +66,7 @@ func tempFiles(t *testing.T, dir string) []string {
 // directory; and Close says it forced the stop.
 func TestShutdownTimeoutCutsRequestsAndJobs(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		logs := &syncBuffer{}
+		logs := &kwtest.LogBuffer{}
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, FlushEvery: time.Hour, ReapEvery: time.Hour, DispatchEvery: 20 * time.Millisecond,
 			Log: slog.New(slog.NewJSONHandler(logs, nil)),
 			Configure: func(c *config.Config) {
@@ -156,7 +156,7 @@ func TestShutdownTimeoutCutsRequestsAndJobs(t *testing.T) {
 			t.Error("the cut upload's client never returned")
 		}
 
-		cut := logs.records(t, "shutdown: request cut")
+		cut := logRecords(t, logs, "shutdown: request cut")
 		found := false
 		for _, r := range cut {
 			if r["request_id"] == rid {
@@ -172,7 +172,7 @@ func TestShutdownTimeoutCutsRequestsAndJobs(t *testing.T) {
 		if !found {
 			t.Errorf("no request cut logged with request_id %s; cut: %v", rid, cut)
 		}
-		jobs := logs.records(t, "shutdown: job cut")
+		jobs := logRecords(t, logs, "shutdown: job cut")
 		named := false
 		for _, r := range jobs {
 			named = named || r["job"] == "dispatch-webhooks"

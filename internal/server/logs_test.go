@@ -19,7 +19,7 @@ import (
 // the credentials it used.
 func TestLogsCarryNoSecrets(t *testing.T) {
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
-		var buf syncBuffer
+		var buf kwtest.LogBuffer
 		log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: log, ReapEvery: 20 * time.Millisecond})
 		secrets := map[string]string{"admin password": kwtest.AdminPassword}

@@ -27,7 +27,7 @@ func TestWebhookBatchRecord(t *testing.T) {
 	t.Parallel()
 	kwtest.ForEachEngine(t, func(t *testing.T, engine string) {
 		const events = 5
-		logs := &syncBuffer{}
+		logs := &kwtest.LogBuffer{}
 		s := kwtest.Start(t, kwtest.Options{Engine: engine, Log: slog.New(slog.NewTextHandler(logs, nil))})
 		a := s.CreateApp("Batch")
 		var gone int64

@@ -307,24 +307,11 @@ var keywardBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // keywardProcess is `keyward serve` running as a child process.
 type keywardProcess struct {
 	cmd    *exec.Cmd
 	URL    string
-	output *syncBuffer
+	output *kwtest.LogBuffer
 	done   chan struct{}
 }
 
@@ -342,7 +329,7 @@ func startKeyward(t *testing.T, bin, dataDir string, env ...string) *keywardProc
 	}
 	cmd.Env = append(cmd.Env, "KEYWARD_ADMIN_PASSWORD="+kwtest.AdminPassword, "KEYWARD_WEBHOOK_ALLOW_NETWORKS=127.0.0.0/8")
 	cmd.Env = append(cmd.Env, env...)
-	p := &keywardProcess{cmd: cmd, output: &syncBuffer{}, done: make(chan struct{})}
+	p := &keywardProcess{cmd: cmd, output: &kwtest.LogBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.output
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
