@@ -402,7 +402,7 @@ func (c *Client) decode(r *Reply, what string) {
 		c.open(r, outer, what)
 		return
 	}
-	r.Body = decodeNumbers(c.T, r.Raw)
+	r.Body = kwtest.Numbers(c.T, r.Raw)
 }
 
 func (c *Client) open(r *Reply, outer map[string]json.RawMessage, what string) {
@@ -437,7 +437,7 @@ func (c *Client) open(r *Reply, outer map[string]json.RawMessage, what string) {
 		c.T.Fatalf("%s %s: inner reply is not UTF-8", c.G.Name, what)
 	}
 	r.Sealed, r.EnvT = true, t
-	r.Body = decodeNumbers(c.T, plain)
+	r.Body = kwtest.Numbers(c.T, plain)
 }
 
 func isLowerHex64(s string) bool {
@@ -450,17 +450,6 @@ func isLowerHex64(s string) bool {
 		}
 	}
 	return true
-}
-
-func decodeNumbers(t testing.TB, b []byte) map[string]any {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil || m == nil {
-		t.Fatalf("reply is not a JSON object: %v: %q", err, b)
-	}
-	return m
 }
 
 // Env POSTs inner in an envelope. A generation that corrects its clock

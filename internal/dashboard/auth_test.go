@@ -108,7 +108,7 @@ func TestSignInWithTwoFactor(t *testing.T) {
 	if p.Status != http.StatusUnauthorized || !p.Has("Wrong username, password or code.") {
 		t.Fatalf("wrong code: %d %q", p.Status, p.Text())
 	}
-	p = s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}})
+	p = s.post("/dashboard/login/2fa", url.Values{"code": {kwtest.TOTP(t, secret, s.Clock.Now())}})
 	if p.Status != 200 || p.URL != "/dashboard/" {
 		t.Fatalf("right code: %d at %s: %q", p.Status, p.URL, p.Text())
 	}
@@ -123,7 +123,7 @@ func TestSignInTwoFactorStepExpires(t *testing.T) {
 	s.get("/dashboard/login")
 	s.post("/dashboard/login", url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}})
 	s.Clock.Advance(6 * time.Minute)
-	p := s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}})
+	p := s.post("/dashboard/login/2fa", url.Values{"code": {kwtest.TOTP(t, secret, s.Clock.Now())}})
 	if p.Status != http.StatusUnauthorized || !p.Has("The sign-in took too long; enter your password again.") ||
 		p.Has("Code from your authenticator app") {
 		t.Fatalf("code after the step expired: %d %q", p.Status, p.Text())

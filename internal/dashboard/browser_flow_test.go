@@ -40,7 +40,7 @@ func browserOwnersDay(t *testing.T, engine string) {
 	b.fill("#password", kwtest.AdminPassword)
 	b.click(`form[action="/dashboard/login"] button[type=submit]`)
 	b.mustSee("second step", "Code from your authenticator app")
-	b.fill("#code", totpCode(t, totpSecret, s.Clock.Now()))
+	b.fill("#code", kwtest.TOTP(t, totpSecret, s.Clock.Now()))
 	b.click(`form[action="/dashboard/login/2fa"] button[type=submit]`)
 	if p := b.path(); p != "/dashboard/" {
 		t.Fatalf("after the 2FA step the browser is at %s, want /dashboard/", p)

@@ -512,12 +512,12 @@ func secResultPages(t *testing.T, s *site, app *kwtest.App) []*secPage {
 	if m == nil {
 		t.Fatalf("no 2FA secret: %s", enrol.Text())
 	}
-	post("/dashboard/profile/2fa/confirm", url.Values{"code": {totpCode(t, m[1], s.Clock.Now())}})
+	post("/dashboard/profile/2fa/confirm", url.Values{"code": {kwtest.TOTP(t, m[1], s.Clock.Now())}})
 	s.Clock.Advance(31 * time.Second) // a code is good once
 	s.post("/dashboard/logout", nil)
 	s.get("/dashboard/login")
 	post("/dashboard/login", url.Values{"username": {"admin"}, "password": {kwtest.AdminPassword}})
-	if p := s.post("/dashboard/login/2fa", url.Values{"code": {totpCode(t, m[1], s.Clock.Now())}}); p.URL != "/dashboard/" {
+	if p := s.post("/dashboard/login/2fa", url.Values{"code": {kwtest.TOTP(t, m[1], s.Clock.Now())}}); p.URL != "/dashboard/" {
 		t.Fatalf("second step of the sign-in: %d at %s: %s", p.Status, p.URL, p.Text())
 	}
 	return out

@@ -191,7 +191,7 @@ func TestProfileTwoFactor(t *testing.T) {
 
 	// Enrol and confirm: 10 recovery codes, shown once.
 	secret := profileEnrol(t, s)
-	p = s.post("/dashboard/profile/2fa/confirm", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}}).must(t)
+	p = s.post("/dashboard/profile/2fa/confirm", url.Values{"code": {kwtest.TOTP(t, secret, s.Clock.Now())}}).must(t)
 	codes := profileRecoveryCodes(t, p)
 	if len(codes) != 10 {
 		t.Fatalf("%d recovery codes, want 10", len(codes))
@@ -206,7 +206,7 @@ func TestProfileTwoFactor(t *testing.T) {
 
 	// Signing in now asks for the code.
 	s.Clock.Advance(time.Minute) // the confirming code may not be used again
-	p = profileSignIn2FA(t, s, totpCode(t, secret, s.Clock.Now()))
+	p = profileSignIn2FA(t, s, kwtest.TOTP(t, secret, s.Clock.Now()))
 	if p.Status != 200 || p.URL != "/dashboard/" {
 		t.Fatalf("sign-in with the code: %d at %s", p.Status, p.URL)
 	}
@@ -215,7 +215,7 @@ func TestProfileTwoFactor(t *testing.T) {
 	// between carries it back); then the old ones stop working.
 	s.Clock.Advance(time.Minute)
 	s.get("/dashboard/profile").must(t)
-	p = s.post("/dashboard/profile/2fa/recovery", url.Values{"code": {totpCode(t, secret, s.Clock.Now())}}).must(t)
+	p = s.post("/dashboard/profile/2fa/recovery", url.Values{"code": {kwtest.TOTP(t, secret, s.Clock.Now())}}).must(t)
 	fresh := profileRecoveryCodes(t, p)
 	if len(fresh) != 10 || fresh[0] == codes[0] {
 		t.Fatalf("new codes %v", fresh)
@@ -230,7 +230,7 @@ func TestProfileTwoFactor(t *testing.T) {
 	// Turning it off: password and code needed, and never echoed back.
 	s.Clock.Advance(time.Minute)
 	s.get("/dashboard/profile").must(t)
-	off := url.Values{"password": {kwtest.AdminPassword}, "code": {totpCode(t, secret, s.Clock.Now())}}
+	off := url.Values{"password": {kwtest.AdminPassword}, "code": {kwtest.TOTP(t, secret, s.Clock.Now())}}
 	p = s.post("/dashboard/profile/2fa/disable", url.Values{"password": {"wrong-password-xyz"}, "code": off["code"]})
 	if !strings.Contains(p.Body, `class="flash error"`) || profileOf2FA(t, s) != true || strings.Contains(p.Body, "wrong-password-xyz") {
 		t.Fatalf("wrong password: flash %q", p.flash())

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pquerna/otp"
-	"github.com/pquerna/otp/totp"
 	"golang.org/x/net/html"
 
 	"github.com/keyward/keyward/internal/kwtest"
@@ -151,23 +149,13 @@ func (p *webPage) flash() string {
 	return html.UnescapeString(strings.TrimSpace(m[1]))
 }
 
-// totpCode is the TOTP code of secret at the server clock's now.
-func totpCode(t testing.TB, secret string, at time.Time) string {
-	t.Helper()
-	c, err := totp.GenerateCodeCustom(secret, at, totp.ValidateOpts{Period: 30, Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
-	if err != nil {
-		t.Fatalf("TOTP code: %v", err)
-	}
-	return c
-}
-
 // enableTOTP turns two-factor sign-in on for the test admin through the
 // admin API and returns the authenticator secret. The clock moves on a
 // minute, since the confirming code may not be used again.
 func enableTOTP(t testing.TB, s *site) string {
 	t.Helper()
 	secret := s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "enrol"}).Str("secret")
-	s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "confirm", "code": totpCode(t, secret, s.Clock.Now())})
+	s.MustAdmin("POST", "/api/admin/2fa.php", map[string]any{"action": "confirm", "code": kwtest.TOTP(t, secret, s.Clock.Now())})
 	s.Clock.Advance(time.Minute)
 	return secret
 }

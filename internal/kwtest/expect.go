@@ -212,7 +212,7 @@ func Numbers(t testing.TB, raw []byte) map[string]any {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	if err := dec.Decode(&m); err != nil || m == nil {
 		t.Fatalf("not a JSON object: %v: %s", err, raw)
 	}
 	return m
