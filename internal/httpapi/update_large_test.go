@@ -21,7 +21,7 @@ type patternReader struct{ off, n int64 }
 const patternPeriod = 1 << 21
 
 // patternTable is one period of the pattern, built once, from which Read
-// copies: computed byte by byte, the 600 MB this test reads cost seconds
+// copies: computed byte by byte, the 400 MB this test reads cost seconds
 // under the race detector (a call into it for every byte written).
 var patternTable = func() []byte {
 	b := make([]byte, patternPeriod)
