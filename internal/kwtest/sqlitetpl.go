@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"testing"
 
 	"github.com/keyward/keyward/internal/store"
 )
@@ -91,4 +92,18 @@ func seedSQLite(dir string) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o600)
+}
+
+// MigratedSQLiteDir returns a new data directory for this test whose
+// keyward.db is a copy of the migrated template database: the SQLite
+// counterpart of MigratedPostgresURL, for tests that need a migrated
+// database rather than a migration (those open an empty directory and
+// migrate it themselves).
+func MigratedSQLiteDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := seedSQLite(dir); err != nil {
+		t.Fatalf("SQLite template: %v", err)
+	}
+	return dir
 }

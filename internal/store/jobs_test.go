@@ -19,7 +19,7 @@ import (
 func TestJobLeases(t *testing.T) {
 	for _, e := range engines(t) {
 		t.Run(e.name, func(t *testing.T) {
-			db := openMigrated(t, e.opts(t))
+			db := openMigrated(t, e.migrated(t))
 			ctx := context.Background()
 			t0 := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 			try := func(holder string, now time.Time, want bool) {
@@ -69,7 +69,7 @@ func TestJobLeases(t *testing.T) {
 func TestPurgeWebhookLog(t *testing.T) {
 	for _, e := range engines(t) {
 		t.Run(e.name, func(t *testing.T) {
-			db := openMigrated(t, e.opts(t))
+			db := openMigrated(t, e.migrated(t))
 			ctx := context.Background()
 			old := time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC)
 			recent := old.Add(60 * 24 * time.Hour)

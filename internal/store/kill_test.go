@@ -55,7 +55,7 @@ func TestKillMidBatch(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			o := e.opts(t)
+			o := e.migrated(t)
 			o.Keys = kwtest.SecretKeys
 			db := openMigrated(t, o)
 			app := &license.App{ID: "kill", Name: "Kill", Version: "1.0.0", Secret: "secret-kill",

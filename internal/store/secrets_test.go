@@ -25,7 +25,7 @@ func TestSealedSecretsAtTheStore(t *testing.T) {
 	for _, e := range engines(t) {
 		t.Run(e.name, func(t *testing.T) {
 			ctx := context.Background()
-			o := e.opts(t)
+			o := e.migrated(t)
 			db := openMigrated(t, o)
 			raw := e.raw(t, o)
 			q := func(s string) string {

@@ -22,18 +22,23 @@ import (
 func pgEnabled() bool { return os.Getenv("KEYWARD_TEST_DATABASE_URL") != "" }
 
 // engine is how a test opens a database on one engine: opts returns fresh
-// Options (a new data directory or PostgreSQL database), and raw opens a
-// plain database/sql handle on the same database for inspecting it.
+// Options (a new data directory or PostgreSQL database), migrated fresh
+// Options on an already migrated database (a copy of the template the
+// test harness migrated once, see kwtest: for tests that need a migrated
+// database, not a migration), and raw opens a plain database/sql handle
+// on the same database for inspecting it.
 type engine struct {
-	name string
-	opts func(t *testing.T) store.Options
-	raw  func(t *testing.T, o store.Options) *sql.DB
+	name     string
+	opts     func(t *testing.T) store.Options
+	migrated func(t *testing.T) store.Options
+	raw      func(t *testing.T, o store.Options) *sql.DB
 }
 
 func engines(t *testing.T) []engine {
 	out := []engine{{
-		name: "sqlite",
-		opts: func(t *testing.T) store.Options { return store.Options{DataDir: t.TempDir()} },
+		name:     "sqlite",
+		opts:     func(t *testing.T) store.Options { return store.Options{DataDir: t.TempDir()} },
+		migrated: func(t *testing.T) store.Options { return store.Options{DataDir: kwtest.MigratedSQLiteDir(t)} },
 		raw: func(t *testing.T, o store.Options) *sql.DB {
 			db, err := sql.Open("sqlite", "file:"+filepath.Join(o.DataDir, "keyward.db")+"?_pragma=busy_timeout(10000)")
 			if err != nil {
@@ -45,8 +50,9 @@ func engines(t *testing.T) []engine {
 	}}
 	if pgEnabled() {
 		out = append(out, engine{
-			name: "postgres",
-			opts: func(t *testing.T) store.Options { return store.Options{URL: kwtest.PostgresURL(t)} },
+			name:     "postgres",
+			opts:     func(t *testing.T) store.Options { return store.Options{URL: kwtest.PostgresURL(t)} },
+			migrated: func(t *testing.T) store.Options { return store.Options{URL: kwtest.MigratedPostgresURL(t)} },
 			raw: func(t *testing.T, o store.Options) *sql.DB {
 				db, err := sql.Open("pgx", o.URL)
 				if err != nil {
@@ -87,7 +93,7 @@ func TestConformance(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		storetest.Exercise(t, func(t *testing.T) *store.DB {
-			db := openMigrated(t, store.Options{DataDir: t.TempDir()})
+			db := openMigrated(t, store.Options{DataDir: kwtest.MigratedSQLiteDir(t)})
 			if db.Engine() != store.SQLite {
 				t.Fatalf("engine %s, want sqlite", db.Engine())
 			}
@@ -303,7 +309,7 @@ func TestConcurrentFirstMigrations(t *testing.T) {
 func TestHotReadRespectsCancellation(t *testing.T) {
 	for _, e := range engines(t) {
 		t.Run(e.name, func(t *testing.T) {
-			ls := openMigrated(t, e.opts(t)).LicenseStore()
+			ls := openMigrated(t, e.migrated(t)).LicenseStore()
 			hash := strings.Repeat("0", 64)
 			if _, err := ls.HeartbeatView(context.Background(), hash); !errors.Is(err, apperr.ErrNotFound) {
 				t.Errorf("live context: err %v, want not found", err)
