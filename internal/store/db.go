@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,10 +179,24 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
-	db := &DB{engine: SQLite, write: w, read: r, lite: newLiteReads(r.Driver(), readDSN, n), now: time.Now,
+	db := &DB{engine: SQLite, write: w, read: r, lite: newLiteReads(r.Driver(), readDSN, hotReadConns(n, runtime.GOMAXPROCS(0))), now: time.Now,
 		lockPath: filepath.Join(o.DataDir, "migrate.lock")}
 	db.writer = startWriter(db)
 	return db, nil
+}
+
+// hotReadConns sizes the pool of the heartbeat's session read (liteReads)
+// by the cores keyward may use (procs, GOMAXPROCS), at least 2 and at most
+// the read pool's size n. The read is CPU-bound while the database is in
+// the OS page cache, and each SQLite read connection keeps its own page
+// cache and memory map, which it drops at its first read after any commit
+// (a WAL reader cannot tell which pages changed) and then rebuilds page by
+// page: more connections than cores only multiply that rebuild. At 100 000
+// sessions on two cores, heartbeats served went from 0.36 of the echo with
+// 8 connections to 0.42 with 4 and 0.50 with 2 (docs/performance.md). Two
+// at least, so one read waiting for the disk does not stop the others.
+func hotReadConns(n, procs int) int {
+	return min(n, max(2, procs))
 }
 
 // PostgreSQL pool sizes per process: write transactions and reads outside

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 )
@@ -127,5 +128,20 @@ func TestLiteReadsLifecycle(t *testing.T) {
 	p.put(inUse, nil)
 	if n := len(p.slots); n != 0 {
 		t.Fatalf("after Close and the last put: %d connections open, want 0", n)
+	}
+}
+
+// The heartbeat's read pool follows the cores, within [2, the read pool].
+func TestHotReadConns(t *testing.T) {
+	for _, c := range []struct{ n, procs, want int }{
+		{8, 1, 2}, {8, 2, 2}, {8, 4, 4}, {8, 32, 8}, {1, 4, 1}, {3, 2, 2},
+	} {
+		if got := hotReadConns(c.n, c.procs); got != c.want {
+			t.Errorf("hotReadConns(%d, %d) = %d, want %d", c.n, c.procs, got, c.want)
+		}
+	}
+	db := openLite(t, 8)
+	if got, want := cap(db.lite.slots), hotReadConns(8, runtime.GOMAXPROCS(0)); got != want {
+		t.Errorf("a database opened with 8 read connections has a hot-read pool of %d, want %d", got, want)
 	}
 }
