@@ -578,11 +578,11 @@ func (r *heartbeatRow) scanLite(vals []driver.Value) error {
 const touchChunk = 500
 
 // TouchSessions writes heartbeat times, one UPDATE … FROM (VALUES …)
-// statement per touchChunk sessions, each its own write transaction: on
-// PostgreSQL a chunk's row locks are held only until its own commit, so a
-// login ending one of those sessions waits for one chunk, not the whole
-// flush; on SQLite the chunks are units of the writer's batches, so they
-// still share commits (and a login queued meanwhile runs between them).
+// statement per touchChunk sessions. On PostgreSQL each chunk is its own
+// write transaction, so a chunk's row locks are held only until its own
+// commit and a login ending one of those sessions waits for one chunk, not
+// the whole flush; on SQLite the whole flush is one transaction, one
+// commit (see below).
 // Ended sessions are left alone, a time never moves backwards, and unknown
 // ids are ignored. The ids go in sorted order so that concurrent flushes
 // from several processes lock rows in the same order on PostgreSQL.
