@@ -14,7 +14,7 @@ import (
 var benchT0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 // benchApp opens a migrated SQLite database holding app "app".
-func benchApp(b *testing.B) *store.DB {
+func benchApp(b testing.TB) *store.DB {
 	b.Helper()
 	ctx := context.Background()
 	db := openMigrated(b, store.Options{DataDir: b.TempDir()})

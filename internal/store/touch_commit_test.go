@@ -50,13 +50,8 @@ func insertSessions(tb testing.TB, db *store.DB, n int) {
 func TestTouchSessionsCommitsOnceOnSQLite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := openMigrated(t, store.Options{DataDir: t.TempDir()})
-	app := &license.App{ID: "app", Name: "App", Version: "1.0.0", Secret: "secret", Settings: license.DefaultSettings(),
-		CreatedAt: benchT0, UpdatedAt: benchT0}
+	db := benchApp(t)
 	ls := db.LicenseStore()
-	if err := ls.InTx(ctx, func(tx license.Tx) error { return tx.InsertApp(ctx, app, "hash") }); err != nil {
-		t.Fatal(err)
-	}
 	const n = 1200
 	insertSessions(t, db, n)
 	later := benchT0.Add(time.Minute).Truncate(time.Millisecond)
