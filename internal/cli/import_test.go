@@ -129,6 +129,7 @@ func TestImportKeysJSONMerge(t *testing.T) {
 			if !strings.Contains(out, "1 keys added, 1 updated") {
 				t.Fatalf("merge:\n%s", out)
 			}
+			s.SeeOtherProcesses() // the import is another process's write
 			kwtest.ExpectCode(t, dst.Heartbeat(live, keys[0]), 200, "BANNED")
 			dst.Login("NEW-1", "pc-9")
 

@@ -290,12 +290,15 @@ func Start(t testing.TB, o Options) *Server {
 		Database:       config.Database{Data: o.DataDir, DatabaseURL: o.DatabaseURL, SQLiteSynchronous: "normal"},
 		Addr:           "127.0.0.1:0",
 		SessionTimeout: 180 * time.Second,
-		BcryptCost:     4,
-		Limits:         Limits,
-		Webhooks:       Webhooks,
-		TokenTTL:       12 * time.Hour,
-		AdminUsername:  "admin",
-		AdminPassword:  AdminPassword,
+		// As keyward serve's default: every test's heartbeats go
+		// through the session cache on SQLite.
+		SQLiteSessionCache: 1_000_000,
+		BcryptCost:         4,
+		Limits:             Limits,
+		Webhooks:           Webhooks,
+		TokenTTL:           12 * time.Hour,
+		AdminUsername:      "admin",
+		AdminPassword:      AdminPassword,
 	}
 	fresh := ""
 	if cfg.Data == "" {
@@ -371,3 +374,14 @@ func RawDB(t testing.TB, dataDir, databaseURL string) *sql.DB {
 
 // RawDB opens a plain database/sql handle on s's database (see RawDB).
 func (s *Server) RawDB(t testing.TB) *sql.DB { return RawDB(t, s.DataDir, s.DatabaseURL) }
+
+// SeeOtherProcesses makes the server look now for writes another process
+// made to its SQLite database (a keyward import keys run beside it, which
+// the session cache cannot see), as it does on its own at most a second
+// apart, so a test sees them without waiting. Nothing on PostgreSQL.
+func (s *Server) SeeOtherProcesses() {
+	s.T.Helper()
+	if err := s.DB.CheckForeignWrites(context.Background()); err != nil {
+		s.T.Fatalf("CheckForeignWrites: %v", err)
+	}
+}

@@ -181,6 +181,11 @@ func (s *Server) init(ctx context.Context) error {
 	} else if n > 0 {
 		s.opts.Log.Info("encrypted secrets stored in plaintext", "count", n)
 	}
+	// After every write of the start (migrations, sealing): the session
+	// cache's triggers go on the tables as they now are.
+	if err := s.DB.CacheSessions(ctx, s.cfg.SQLiteSessionCache); err != nil {
+		return err
+	}
 	lim := s.cfg.Limits
 	guard := lockout.New(s.DB.LockoutStore(), s.opts.Now)
 	signIn := lockout.Policy{MaxFailures: lim.LockoutFailures, Window: lim.LockoutWindow, Lock: lim.LockoutDuration}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Group commit (issue 22).
@@ -252,6 +253,33 @@ type writer struct {
 	// uses them (see prepared).
 	stmts map[string]*sql.Stmt
 	seen  map[string]int
+
+	// poll ticks while the writer waits, and polled is when it last read
+	// PRAGMA data_version for the session cache (pollVersion).
+	poll   <-chan time.Time
+	polled time.Time
+}
+
+// versionEvery is how often the writer looks for commits of other
+// processes while the session cache is on (see sessionCache).
+const versionEvery = time.Second
+
+// pollVersion reads PRAGMA data_version if the session cache is on and
+// versionEvery has passed since the last read. Writer goroutine only.
+func (w *writer) pollVersion() {
+	c := w.db.sessions
+	if c == nil || !c.on.Load() {
+		return
+	}
+	now := time.Now() // a cadence, not a decision: the real clock
+	if now.Sub(w.polled) < versionEvery {
+		return
+	}
+	w.polled = now
+	if err := w.readVersion(context.Background(), nil); err != nil {
+		c.clear() // unknown: assume the worst, and read it again next time
+		c.versionRead = false
+	}
 }
 
 // Prepared statements of the writer. SQLite parses a statement on every
@@ -310,7 +338,17 @@ var errClosed = errors.New("store: the database is closed")
 func startWriter(db *DB) *writer {
 	w := &writer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		stmts: map[string]*sql.Stmt{}, seen: map[string]int{}}
-	go w.run()
+	var tick *time.Ticker
+	if db.sessions != nil {
+		tick = time.NewTicker(versionEvery)
+		w.poll = tick.C
+	}
+	go func() {
+		if tick != nil {
+			defer tick.Stop()
+		}
+		w.run()
+	}()
 	return w
 }
 
@@ -380,7 +418,11 @@ func (w *writer) run() {
 				return
 			}
 			w.mu.Unlock()
-			<-w.wake
+			select {
+			case <-w.wake:
+			case <-w.poll:
+				w.pollVersion()
+			}
 			w.mu.Lock()
 		}
 		w.gather = 0
@@ -402,6 +444,10 @@ func (w *writer) run() {
 			continue
 		}
 		left := w.runBatch(live)
+		if c := w.db.sessions; c != nil {
+			c.settle() // after a batch that rolled back: harmless, and empties pending
+			w.pollVersion()
+		}
 		w.prepare()
 		if len(left) > 0 {
 			// A storage failure ended the transaction before these ran:
@@ -508,6 +554,11 @@ func (w *writer) runBatch(units []*unit) (left []*unit) {
 		if events {
 			db.eventsCommitted()
 		}
+	}
+	if c := db.sessions; c != nil {
+		// Before any caller is answered: a heartbeat after a ban's reply
+		// must not find the key's sessions cached as they were.
+		c.settle()
 	}
 	finish(units)
 	return nil

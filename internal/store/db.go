@@ -63,6 +63,9 @@ type DB struct {
 	// lite is SQLite's heartbeat read outside database/sql (hotread.go);
 	// nil on PostgreSQL.
 	lite *liteReads
+	// sessions is SQLite's in-memory heartbeat view (sessioncache.go), on
+	// once CacheSessions is called; nil on PostgreSQL.
+	sessions *sessionCache
 
 	// onEvents is called after a commit that wrote events (see OnEvents).
 	onEvents atomic.Pointer[func()]
@@ -154,10 +157,8 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
 		"&_pragma=synchronous(" + syncMode + ")&_txlock=immediate"
-	w, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, err
-	}
+	cache := newSessionCache()
+	w := sql.OpenDB(liteConnector{writeDriver(cache), dsn})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
@@ -180,7 +181,7 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	r.SetMaxIdleConns(n)
 	r.SetConnMaxIdleTime(0)
 	db := &DB{engine: SQLite, write: w, read: r, lite: newLiteReads(r.Driver(), readDSN, hotReadConns(n, runtime.GOMAXPROCS(0))), now: time.Now,
-		lockPath: filepath.Join(o.DataDir, "migrate.lock")}
+		lockPath: filepath.Join(o.DataDir, "migrate.lock"), sessions: cache}
 	db.writer = startWriter(db)
 	return db, nil
 }
@@ -282,6 +283,10 @@ func (db *DB) Close() error {
 	})
 	if db.lite != nil {
 		db.lite.Close()
+	}
+	if db.sessions != nil {
+		db.sessions.on.Store(false)
+		db.sessions.clear()
 	}
 	return errors.Join(db.write.Close(), db.read.Close())
 }
@@ -456,6 +461,13 @@ func MigrationsDigest() string {
 
 // Migrate applies every pending migration and returns the schema version.
 func (db *DB) Migrate(ctx context.Context) (int64, error) {
+	if c := db.sessions; c != nil && c.on.Load() {
+		// A migration may rebuild a table the cache's triggers are on
+		// (and drop them with it): CacheSessions turns it on again.
+		c.on.Store(false)
+		c.triggers.Store(false)
+		c.clear()
+	}
 	p, err := db.provider()
 	if err != nil {
 		return 0, err

@@ -520,10 +520,16 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 	r := &heartbeatRow{}
 	ss := &r.v.Session
 	var err error
+	var gen uint64
 	if lite := s.db.lite; lite != nil {
 		if err = ctx.Err(); err != nil {
 			return nil, err // a request already cancelled does not read
 		}
+		c := s.db.sessions
+		if e := c.get(tokenHash); e != nil {
+			return &e.view(tokenHash).v, nil
+		}
+		gen = c.generation() // before the read: see sessionCache.put
 		err = lite.row(ctx, heartbeatViewQuery, tokenHash, r.scanLite)
 	} else {
 		err = s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &r.keyID, &r.accountID, &r.seen,
@@ -549,6 +555,9 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 	ss.TokenHash, ss.LastSeenAt, ss.EndReason = tokenHash, fromMS(r.seen), r.reason.String
 	r.v.KeyExists = r.status.Valid
 	r.v.KeyStatus, r.v.KeyString = license.Status(r.status.String), r.lk.String
+	if s.db.lite != nil {
+		s.db.sessions.put(tokenHash, r, gen)
+	}
 	return &r.v, nil
 }
 

@@ -97,6 +97,10 @@ func TestConformance(t *testing.T) {
 			if db.Engine() != store.SQLite {
 				t.Fatalf("engine %s, want sqlite", db.Engine())
 			}
+			// As keyward serve runs it: heartbeats through the session cache.
+			if err := db.CacheSessions(context.Background(), 1_000_000); err != nil {
+				t.Fatal(err)
+			}
 			return db
 		})
 	})
