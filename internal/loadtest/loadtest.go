@@ -305,6 +305,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Kinds = m.results(rep.Target.Elapsed)
 		rep.UpdateRelease = t.hasRelease
 	} else {
+		if o.Mode == Heartbeat {
+			// A running fleet: every session has beaten before (each every
+			// 30 s), and the measured phase is that steady state, not each
+			// session's first heartbeat after its login.
+			fmt.Fprintf(o.Progress, "one heartbeat from each of the %d sessions first\n", len(t.Sessions))
+			if err := each(ctx, o.Conns, len(t.Sessions), func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) }); err != nil {
+				return nil, fmt.Errorf("first heartbeats: %w", err)
+			}
+		}
 		if o.Warmup > 0 {
 			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) })
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +45,34 @@ func MeasureAt(ctx context.Context, name string, conns int, warmup, d time.Durat
 	res := drive(ctx, conns, d, rate, do)
 	res.Name = name
 	return res
+}
+
+// each calls do for i = 0 … n-1 from conns goroutines, unmeasured, and
+// returns the first error.
+func each(ctx context.Context, conns, n int, do func(ctx context.Context, i int) error) error {
+	var next atomic.Int64
+	var first atomic.Pointer[error]
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil && first.Load() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := do(ctx, i); err != nil {
+					first.CompareAndSwap(nil, &err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := first.Load(); err != nil {
+		return *err
+	}
+	return ctx.Err()
 }
 
 func drive(ctx context.Context, conns int, d time.Duration, rate float64, do func(ctx context.Context, i int) error) Result {
