@@ -285,8 +285,7 @@ func (db *DB) Close() error {
 		db.lite.Close()
 	}
 	if db.sessions != nil {
-		db.sessions.on.Store(false)
-		db.sessions.clear()
+		db.sessions.release()
 	}
 	return errors.Join(db.write.Close(), db.read.Close())
 }

@@ -335,6 +335,25 @@ func (c *sessionCache) clear() {
 	c.gen.Add(1)
 }
 
+// release turns the cache off for good and lets its memory go (Close):
+// the driver keeps the triggers' functions, and so c, for the life of the
+// program. Every method stays safe on the nil maps left behind.
+func (c *sessionCache) release() {
+	c.on.Store(false)
+	c.triggers.Store(false)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.m = nil
+		sh.mu.Unlock()
+	}
+	c.keys, c.accounts, c.names = nil, nil, nil
+	c.count.Store(0)
+	c.gen.Add(1)
+}
+
 // sessionTriggers are the temporary triggers of the write connection that
 // keep the cache exact (see sessionCache). TEMP: they live in the
 // connection, not in the database file, so no other process runs them and
