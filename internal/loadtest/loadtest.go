@@ -54,7 +54,9 @@ type Options struct {
 	// this process.
 	EchoURL string
 	// HalfRate adds a third phase: the mode again at half the rate its
-	// first phase reached, for the latency at a load the server can carry.
+	// first phase reached, for the latency at a load the server can carry;
+	// and a fourth, the echo at that same rate, for the latency the
+	// machine itself gives at it (the baseline of the third phase's p99).
 	HalfRate bool
 	// Mix weighs the kinds of Mode Mix (default DefaultMix).
 	Mix []Weight
@@ -165,8 +167,9 @@ type Report struct {
 	Conns    int
 	Echo     Result
 	Target   Result
-	// Half is the mode at half Target's rate (Options.HalfRate), or nil.
-	Half *Result
+	// Half is the mode at half Target's rate (Options.HalfRate), or nil;
+	// HalfEcho the echo at that same rate.
+	Half, HalfEcho *Result
 	// Kinds is Target split by kind (mode mix), in the order heartbeat,
 	// login, check-key, update.
 	Kinds []Result
@@ -193,6 +196,9 @@ func (r *Report) Failures() int64 {
 	if r.Half != nil {
 		n += r.Half.Errors
 	}
+	if r.HalfEcho != nil {
+		n += r.HalfEcho.Errors
+	}
 	if r.Herd != nil {
 		n += int64(r.Herd.Sessions-r.Herd.Recovered) + r.Herd.Heartbeat.Errors
 	}
@@ -215,6 +221,9 @@ func (r *Report) Print(w io.Writer) {
 	phases := []Result{r.Echo, r.Target}
 	if r.Half != nil {
 		phases = append(phases, *r.Half)
+	}
+	if r.HalfEcho != nil {
+		phases = append(phases, *r.HalfEcho)
 	}
 	for _, k := range r.Kinds {
 		k.Name = "  " + k.Name
@@ -334,6 +343,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return t.Do(ctx, o.Mode, i)
 		})
 		rep.Half = &half
+		fmt.Fprintf(o.Progress, "measuring echo at %.0f req/s for %s\n", rate, o.Duration)
+		halfEcho := MeasureAt(ctx, "echo-half", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
+			return t.Echo(ctx, echoURL, i)
+		})
+		rep.HalfEcho = &halfEcho
 	}
 	if o.Herd {
 		fmt.Fprintf(o.Progress, "herd: %d sessions log in again at once (timeout %s)\n", len(t.Sessions), o.HerdTimeout)
