@@ -108,7 +108,6 @@ type cachedOwner struct {
 	expires    int64
 	hasExpires bool
 	licenseKey string
-	hasKey     bool
 	dead       atomic.Bool
 }
 
@@ -188,7 +187,7 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 	o := owners[ownerID]
 	if o == nil {
 		o = &cachedOwner{status: c.intern(r.status.String), expires: r.expires.Int64, hasExpires: r.expires.Valid,
-			licenseKey: r.lk.String, hasKey: r.lk.Valid}
+			licenseKey: r.lk.String}
 		owners[ownerID] = o
 	}
 	e.owner = o
@@ -454,7 +453,9 @@ func (db *DB) CacheSessions(ctx context.Context, max int) error {
 	if err != nil {
 		return err
 	}
-	c.max = int64(max)
+	c.mu.Lock()
+	c.max = int64(max) // put reads it under mu
+	c.mu.Unlock()
 	c.clear()
 	c.on.Store(true)
 	return nil
