@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"hash/maphash"
 	"sync"
@@ -15,9 +16,18 @@ import (
 // one delete; when the cache holds more than max entries the oldest bucket is
 // dropped early (routes whose side effects matter also use the shared store).
 //
-// Every verified envelope of every client lands here, so an entry is kept
-// small: the 32-byte MAC as the key (it was verified under the app's key, so
-// it also tells apps apart) and the reply bytes, about 120 bytes in all.
+// Every verified envelope of every client lands here: at 100 000 sessions
+// beating every 30 s that is a million entries. So an entry holds no
+// pointer: the 32-byte MAC as the key (it was verified under the app's key,
+// so it also tells apps apart) and where its reply lies in its bucket's
+// byte chunks. The garbage collector then has nothing to scan in the
+// entries (a map whose keys and values hold no pointers is not scanned),
+// where a slice per entry made it walk every entry in every cycle: most of
+// a heartbeat fleet's marking work, and the length of each cycle
+// (docs/performance.md, "The replay cache without pointers"). A reply equal
+// to the one stored just before it in the bucket (a fleet's heartbeats
+// share one) is stored once.
+//
 // The cache is split into shards by MAC, each with its own lock, buckets and
 // share of max, so concurrent requests rarely wait for one another: no
 // process-wide lock on the hot path. A small cache (under 64 Ki entries) is
@@ -35,7 +45,10 @@ type replayCache struct {
 
 type replayShard struct {
 	mu      sync.Mutex
-	buckets map[int64]map[replayKey]replayEntry
+	buckets map[int64]*replayBucket
+	// waiters holds a channel for each pending entry a duplicate waits on
+	// (rare), closed by finish or when the entry's bucket goes.
+	waiters map[replayKey]chan struct{}
 	size    int
 	max     int
 	swept   int64
@@ -45,13 +58,37 @@ type replayShard struct {
 // replayKey is an envelope's MAC.
 type replayKey [32]byte
 
-type replayEntry struct {
-	reply   []byte // the first reply; nil while pending or when in the shared store
-	pending bool
-	// done is made by the first duplicate that waits for a pending entry
-	// (rare) and closed by finish; requests nobody waits for make none.
-	done chan struct{}
+// replayBucket holds the entries expiring in one 10-second span and the
+// bytes of their replies, appended to chunks and dropped with the bucket.
+type replayBucket struct {
+	m      map[replayKey]replayEntry
+	chunks [][]byte
+	last   replayEntry // the reply stored last, for reuse by an equal one
 }
+
+// replayEntry is one envelope's state; its reply, when kept, is
+// chunks[chunk][off:off+n] of its bucket. It holds no pointer (see
+// replayCache).
+type replayEntry struct {
+	chunk, off, n uint32
+	state         replayState
+}
+
+type replayState uint8
+
+const (
+	replayPending replayState = iota // claimed, no reply yet
+	replayKept                       // answered; the reply is in the chunks
+	replayShared                     // answered; the reply is in the shared store
+)
+
+// A bucket's first reply chunk is replayFirstChunk bytes, each next one
+// twice the last up to replayChunk (a shard has up to 61 buckets, most of
+// them small); a larger reply gets a chunk of its own.
+const (
+	replayFirstChunk = 256
+	replayChunk      = 64 << 10
+)
 
 // maxReplayShards bounds the shards; each holds at least replayShardMin
 // entries, so the oldest-bucket eviction stays meaningful per shard.
@@ -67,7 +104,7 @@ func newReplayCache(max int) *replayCache {
 	}
 	c := &replayCache{seed: maphash.MakeSeed(), shards: make([]replayShard, n)}
 	for i := range c.shards {
-		c.shards[i] = replayShard{buckets: map[int64]map[replayKey]replayEntry{}, max: max / n}
+		c.shards[i] = replayShard{buckets: map[int64]*replayBucket{}, max: max / n}
 	}
 	return c
 }
@@ -102,22 +139,21 @@ func (c *replayCache) claim(key replayKey, expires, now time.Time) bool {
 	defer sh.mu.Unlock()
 	if nb := now.Unix() / bucketSeconds; nb != sh.swept {
 		sh.swept = nb
-		for k, m := range sh.buckets {
+		for k := range sh.buckets {
 			if k < nb {
-				sh.size -= len(m)
-				delete(sh.buckets, k)
+				sh.drop(k)
 			}
 		}
 	}
-	m := sh.buckets[b]
-	if m == nil {
-		m = map[replayKey]replayEntry{}
-		sh.buckets[b] = m
+	bk := sh.buckets[b]
+	if bk == nil {
+		bk = &replayBucket{m: map[replayKey]replayEntry{}}
+		sh.buckets[b] = bk
 	}
-	if _, ok := m[key]; ok {
+	if _, ok := bk.m[key]; ok {
 		return false
 	}
-	m[key] = replayEntry{pending: true}
+	bk.m[key] = replayEntry{state: replayPending}
 	sh.size++
 	for sh.size > sh.max && len(sh.buckets) > 1 {
 		oldest := int64(-1)
@@ -126,15 +162,26 @@ func (c *replayCache) claim(key replayKey, expires, now time.Time) bool {
 				oldest = k
 			}
 		}
-		for _, e := range sh.buckets[oldest] {
-			if e.done != nil {
-				close(e.done) // its waiters find the entry gone
-			}
-		}
-		sh.size -= len(sh.buckets[oldest])
-		delete(sh.buckets, oldest)
+		sh.drop(oldest)
 	}
 	return true
+}
+
+// drop forgets bucket k; the waiters of its pending entries wake and find
+// them gone (sh.mu held).
+func (sh *replayShard) drop(k int64) {
+	bk := sh.buckets[k]
+	if bk == nil {
+		return
+	}
+	for key, ch := range sh.waiters {
+		if _, ok := bk.m[key]; ok {
+			close(ch)
+			delete(sh.waiters, key)
+		}
+	}
+	sh.size -= len(bk.m)
+	delete(sh.buckets, k)
 }
 
 // finish publishes the reply of a claimed envelope. A nil reply (internal
@@ -144,26 +191,59 @@ func (c *replayCache) finish(key replayKey, expires time.Time, reply []byte, sha
 	sh := c.shard(&key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	m := sh.buckets[expires.Unix()/bucketSeconds]
-	if m == nil {
+	if ch := sh.waiters[key]; ch != nil {
+		close(ch)
+		delete(sh.waiters, key)
+	}
+	bk := sh.buckets[expires.Unix()/bucketSeconds]
+	if bk == nil {
 		return
 	}
-	e, ok := m[key]
-	if !ok || !e.pending {
+	e, ok := bk.m[key]
+	if !ok || e.state != replayPending {
 		return
 	}
 	switch {
 	case reply == nil:
-		delete(m, key)
+		delete(bk.m, key)
 		sh.size--
 	case shared:
-		m[key] = replayEntry{}
+		bk.m[key] = replayEntry{state: replayShared}
 	default:
-		m[key] = replayEntry{reply: reply}
+		bk.m[key] = bk.keep(reply)
 	}
-	if e.done != nil {
-		close(e.done)
+}
+
+// keep stores reply's bytes in the bucket and returns the entry naming
+// them: those of the reply stored just before when equal.
+func (bk *replayBucket) keep(reply []byte) replayEntry {
+	if l := bk.last; l.state == replayKept && int(l.n) == len(reply) && bytes.Equal(bk.bytes(l), reply) {
+		return l
 	}
+	n := len(bk.chunks)
+	if n == 0 || cap(bk.chunks[n-1])-len(bk.chunks[n-1]) < len(reply) {
+		size := replayFirstChunk
+		if n > 0 {
+			size = min(replayChunk, 2*cap(bk.chunks[n-1]))
+		}
+		bk.chunks = append(bk.chunks, make([]byte, 0, max(size, len(reply))))
+		n++
+	}
+	ch := &bk.chunks[n-1]
+	e := replayEntry{chunk: uint32(n - 1), off: uint32(len(*ch)), n: uint32(len(reply)), state: replayKept}
+	*ch = append(*ch, reply...)
+	bk.last = e
+	return e
+}
+
+// bytes returns e's reply, capped so that an append by the caller cannot
+// reach the bytes stored after it.
+func (bk *replayBucket) bytes(e replayEntry) []byte {
+	if e.n == 0 {
+		return []byte{}
+	}
+	end := e.off + e.n
+	return bk.chunks[e.chunk][e.off:end:end]
 }
 
 // wait blocks until the first request's reply is known. It returns false when
@@ -175,21 +255,33 @@ func (c *replayCache) wait(ctx context.Context, key replayKey, expires time.Time
 	b := expires.Unix() / bucketSeconds
 	for {
 		sh.mu.Lock()
-		m := sh.buckets[b]
-		e, ok := m[key]
+		bk := sh.buckets[b]
+		var e replayEntry
+		ok := false
+		if bk != nil {
+			e, ok = bk.m[key]
+		}
 		if !ok {
 			sh.mu.Unlock()
 			return nil, false
 		}
-		if !e.pending {
+		switch e.state {
+		case replayKept:
+			reply := bk.bytes(e)
 			sh.mu.Unlock()
-			return e.reply, true
+			return reply, true
+		case replayShared:
+			sh.mu.Unlock()
+			return nil, true
 		}
-		if e.done == nil {
-			e.done = make(chan struct{})
-			m[key] = e
+		done := sh.waiters[key]
+		if done == nil {
+			if sh.waiters == nil {
+				sh.waiters = map[replayKey]chan struct{}{}
+			}
+			done = make(chan struct{})
+			sh.waiters[key] = done
 		}
-		done := e.done
 		sh.mu.Unlock()
 		select {
 		case <-done:

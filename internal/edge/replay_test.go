@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"bytes"
 	"context"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -145,11 +147,9 @@ func TestReplayCacheKeepsNoSharedReply(t *testing.T) {
 	if !ok || got != nil {
 		t.Fatalf("wait = %q, %v; want answered with no reply kept", got, ok)
 	}
-	for _, m := range c.shards[0].buckets {
-		for _, e := range m {
-			if e.reply != nil {
-				t.Fatalf("a shared reply is held in memory: %q", e.reply)
-			}
+	for _, bk := range c.shards[0].buckets {
+		if len(bk.chunks) != 0 {
+			t.Fatalf("a shared reply is held in memory: %q", bk.chunks)
 		}
 	}
 }
@@ -183,15 +183,106 @@ func TestReplayCacheSharded(t *testing.T) {
 		if c.shards[i].size > 0 {
 			used++
 		}
-		for _, m := range c.shards[i].buckets {
-			for _, e := range m {
-				if e.done != nil {
-					t.Fatal("an entry nobody waited for holds a channel")
-				}
-			}
+		if len(c.shards[i].waiters) != 0 {
+			t.Fatal("an entry nobody waited for holds a channel")
 		}
 	}
 	if used < maxReplayShards/2 {
 		t.Fatalf("1000 entries landed in %d shards", used)
 	}
+}
+
+// The entries hold no pointer, so the garbage collector does not scan the
+// maps that hold them: a million of them per 100 000 heartbeating sessions.
+func TestReplayCacheEntriesHoldNoPointers(t *testing.T) {
+	t.Parallel()
+	var holds func(reflect.Type) bool
+	holds = func(ty reflect.Type) bool {
+		switch ty.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface, reflect.String, reflect.UnsafePointer:
+			return true
+		case reflect.Array:
+			return holds(ty.Elem())
+		case reflect.Struct:
+			for i := range ty.NumField() {
+				if holds(ty.Field(i).Type) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	m := reflect.TypeOf(replayBucket{}.m)
+	for _, ty := range []reflect.Type{m.Key(), m.Elem()} {
+		if holds(ty) {
+			t.Errorf("%s holds a pointer", ty)
+		}
+	}
+}
+
+// Replies are kept byte for byte: an equal reply right after another is
+// stored once, different ones each their own, one larger than a chunk in
+// a chunk of its own, and a caller appending to the reply it was given
+// cannot change the reply stored after it.
+func TestReplayCacheKeepsEachReply(t *testing.T) {
+	t.Parallel()
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	big := bytes.Repeat([]byte("x"), replayChunk+10)
+	replies := [][]byte{[]byte("heartbeat ok"), []byte("heartbeat ok"), []byte("banned"), {}, big, []byte("heartbeat ok")}
+	for i, r := range replies {
+		k := macN(byte(10 + i))
+		if !c.claim(k, exp, replayT0) {
+			t.Fatalf("claim %d refused", i)
+		}
+		c.finish(k, exp, r, false)
+	}
+	bk := c.shards[0].buckets[exp.Unix()/bucketSeconds]
+	// "heartbeat ok" twice, "banned", "", big (a chunk of its own), then
+	// "heartbeat ok" once more, after big, in a third chunk.
+	if got := len(bk.chunks[0]); got != len("heartbeat ok")+len("banned") {
+		t.Errorf("first chunk holds %d bytes: equal neighbours not stored once", got)
+	}
+	if len(bk.chunks) != 3 || len(bk.chunks[1]) != len(big) || cap(bk.chunks[1]) != len(big) {
+		t.Errorf("chunks of %d, %d bytes: want the large reply alone in the second of three", len(bk.chunks), len(bk.chunks[1]))
+	}
+	for i, want := range replies {
+		got, ok := c.wait(context.Background(), macN(byte(10+i)), exp)
+		if !ok || got == nil || !bytes.Equal(got, want) {
+			t.Fatalf("reply %d = %.20q, %v; want %.20q", i, got, ok, want)
+		}
+	}
+	first, _ := c.wait(context.Background(), macN(10), exp)
+	_ = append(first, "!!!!!!"...)
+	if got, _ := c.wait(context.Background(), macN(12), exp); string(got) != "banned" {
+		t.Fatalf("after an append to an earlier reply, reply = %q", got)
+	}
+}
+
+// A duplicate waiting on an entry whose bucket expires wakes and gets no
+// reply instead of waiting for its context.
+func TestReplayCacheWaiterWakesWhenItsBucketGoes(t *testing.T) {
+	t.Parallel()
+	c := newReplayCache(100)
+	exp := replayT0.Add(300 * time.Second)
+	c.claim(macN(1), exp, replayT0)
+	got := make(chan bool)
+	go func() {
+		_, ok := c.wait(context.Background(), macN(1), exp)
+		got <- ok
+	}()
+	for {
+		c.shards[0].mu.Lock()
+		n := len(c.shards[0].waiters)
+		c.shards[0].mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.claim(macN(2), exp.Add(time.Hour), exp.Add(bucketSeconds*time.Second)) // sweeps exp's bucket
+	if <-got {
+		t.Fatal("a waiter on a swept entry reported a reply")
+	}
+	c.finish(macN(1), exp, []byte("late"), false) // the first finishes after: nothing to do
 }
