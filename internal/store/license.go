@@ -526,8 +526,8 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 			return nil, err // a request already cancelled does not read
 		}
 		c := s.db.sessions
-		if e := c.get(tokenHash); e != nil {
-			return &e.view(tokenHash).v, nil
+		if e, ok := c.get(tokenHash); ok {
+			return &c.view(&e, tokenHash).v, nil
 		}
 		gen = c.generation() // before the read: see sessionCache.put
 		err = lite.row(ctx, heartbeatViewQuery, tokenHash, r.scanLite)

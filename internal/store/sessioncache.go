@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -28,8 +29,8 @@ import (
 //   - a session's identity, end or token (UPDATE OF those columns, DELETE):
 //     that session's entry goes;
 //   - a key's status, expiry or string, or an account's status or expiry
-//     (UPDATE OF, DELETE): every entry of that key or account goes, through
-//     the owner they share (cachedOwner);
+//     (UPDATE OF, DELETE): every entry of that key or account goes, by its
+//     owner's version (owners) going;
 //   - a session's last_seen_at (the heartbeat flush): the entry's time
 //     moves forward, since the flush writes every touched session and
 //     dropping them would empty the cache every few seconds.
@@ -50,6 +51,14 @@ import (
 // cached, so a row inserted later can never change a cached view (no
 // INSERT trigger is needed). At most max sessions are kept; past that a
 // heartbeat reads SQLite as before.
+//
+// Nothing the cache keeps per session holds a pointer: the maps' keys and
+// values are fixed-size arrays and numbers (app ids and statuses are
+// indexes into names), so the garbage collector never scans them. Entries
+// made of strings and pointers cost every collection a walk over every
+// cached session, which gave back half of what the cache saved
+// (docs/performance.md, "The session cache without pointers"). A token,
+// session id or key string too long for its array is not cached.
 type sessionCache struct {
 	max   int64
 	count atomic.Int64
@@ -62,14 +71,20 @@ type sessionCache struct {
 
 	seed   maphash.Seed
 	shards [cacheShards]cacheShard
+	// owners holds the current version of each key's and account's
+	// columns: an entry is valid while its owner's version is the one it
+	// was filled under.
+	owners [cacheShards]ownerShard
 
-	// mu orders fills (put) with invalidations; the owners maps are under it.
-	mu       sync.Mutex
-	keys     map[int64]*cachedOwner
-	accounts map[int64]*cachedOwner
-	// names interns the app ids and statuses the entries hold: a few
-	// distinct values shared by every session, so each is kept once.
-	names map[string]string
+	// mu orders fills (put) with invalidations; nextVer and nameIdx are
+	// under it.
+	mu      sync.Mutex
+	nextVer uint64
+	// names are the app ids and statuses entries refer to by index: a few
+	// distinct values shared by every session, each kept once. The slice
+	// is replaced, never changed, so readers load it without mu.
+	names   atomic.Pointer[[]string]
+	nameIdx map[string]uint32
 
 	// pending are the invalidations since the last settle.
 	pmu     sync.Mutex
@@ -84,31 +99,95 @@ type sessionCache struct {
 
 const cacheShards = 64
 
+// The longest session id and license key a cached entry holds (ids are
+// 36-character UUIDs; generated keys are shorter than 40 characters).
+const (
+	maxCachedID  = 40
+	maxCachedKey = 64
+)
+
 type cacheShard struct {
 	mu sync.RWMutex
-	m  map[string]*cachedSession
+	m  map[tokenKey]cachedSession
 	_  [40]byte // a shard to a cache line
 }
 
-// cachedSession is one session's columns of heartbeatViewQuery; owner
-// holds its key's (or account's) columns.
-type cachedSession struct {
-	id, appID        string
-	keyID, accountID int64
-	hasKey, hasAcct  bool
-	seen             atomic.Int64 // last_seen_at, ms
-	dead             atomic.Bool
-	owner            *cachedOwner
+type ownerShard struct {
+	mu sync.RWMutex
+	m  map[ownerKey]uint64
+	_  [40]byte
 }
 
-// cachedOwner is a key's or an account's columns of heartbeatViewQuery,
-// shared by its sessions' entries; dead once any of them changed.
-type cachedOwner struct {
-	status     string
-	expires    int64
-	hasExpires bool
-	licenseKey string
-	dead       atomic.Bool
+// tokenKey is a session's token hash as a map key without a pointer: the
+// 32 bytes a 64-character lowercase hex hash (HashToken's) stands for, or
+// the bytes of any other string of at most 32 (n says which: 64 for a
+// decoded hash, else the length). The two forms cannot meet: a decoded
+// hash has n 64, a raw string at most 32.
+type tokenKey struct {
+	n uint8
+	b [32]byte
+}
+
+func tokenKeyOf(token string) (tokenKey, bool) {
+	var k tokenKey
+	if len(token) <= len(k.b) {
+		k.n = uint8(copy(k.b[:], token))
+		return k, true
+	}
+	if len(token) != 2*len(k.b) {
+		return k, false
+	}
+	for i := range k.b {
+		hi, ok1 := lowerHexDigit(token[2*i])
+		lo, ok2 := lowerHexDigit(token[2*i+1])
+		if !ok1 || !ok2 {
+			return k, false
+		}
+		k.b[i] = hi<<4 | lo
+	}
+	k.n = 64
+	return k, true
+}
+
+// lowerHexDigit is c's value as a lowercase hex digit (only lowercase, so
+// that each decoded key stands for exactly one string).
+func lowerHexDigit(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// ownerKey names a key (kind 'k') or an account ('a').
+type ownerKey struct {
+	id   int64
+	kind byte
+}
+
+// cachedSession is one session's columns of heartbeatViewQuery and its
+// owner's (key's or account's), copied in; ver is the owner's version it
+// was filled under.
+type cachedSession struct {
+	keyID, accountID int64
+	seen             int64 // last_seen_at, ms
+	expires          int64
+	ver              uint64
+	app, status      uint32 // indexes into names
+	hasKey, hasAcct  bool
+	hasExpires       bool
+	idLen, keyLen    uint8
+	id               [maxCachedID]byte
+	key              [maxCachedKey]byte
+}
+
+func (e *cachedSession) owner() ownerKey {
+	if e.hasKey {
+		return ownerKey{e.keyID, 'k'}
+	}
+	return ownerKey{e.accountID, 'a'}
 }
 
 // invalidation is one trigger's call: kind 's' (a session, by token hash),
@@ -120,31 +199,45 @@ type invalidation struct {
 }
 
 func newSessionCache() *sessionCache {
-	c := &sessionCache{seed: maphash.MakeSeed(), keys: map[int64]*cachedOwner{}, accounts: map[int64]*cachedOwner{},
-		names: map[string]string{}}
+	c := &sessionCache{seed: maphash.MakeSeed(), nameIdx: map[string]uint32{}}
+	c.names.Store(&[]string{})
 	for i := range c.shards {
-		c.shards[i].m = map[string]*cachedSession{}
+		c.shards[i].m = map[tokenKey]cachedSession{}
+		c.owners[i].m = map[ownerKey]uint64{}
 	}
 	return c
 }
 
-func (c *sessionCache) shard(token string) *cacheShard {
-	return &c.shards[maphash.String(c.seed, token)%cacheShards]
+func (c *sessionCache) shard(k *tokenKey) *cacheShard {
+	return &c.shards[maphash.Bytes(c.seed, k.b[:])%cacheShards]
 }
 
-// get returns token's entry while it is valid, else nil.
-func (c *sessionCache) get(token string) *cachedSession {
+func (c *sessionCache) ownerShard(o ownerKey) *ownerShard {
+	return &c.owners[uint64(o.id)%cacheShards]
+}
+
+// get returns token's entry while it is valid.
+func (c *sessionCache) get(token string) (cachedSession, bool) {
 	if !c.on.Load() {
-		return nil
+		return cachedSession{}, false
 	}
-	sh := c.shard(token)
+	k, ok := tokenKeyOf(token)
+	if !ok {
+		return cachedSession{}, false
+	}
+	sh := c.shard(&k)
 	sh.mu.RLock()
-	e := sh.m[token]
+	e, ok := sh.m[k]
 	sh.mu.RUnlock()
-	if e == nil || e.dead.Load() || e.owner.dead.Load() {
-		return nil
+	if !ok {
+		return e, false
 	}
-	return e
+	o := e.owner()
+	osh := c.ownerShard(o)
+	osh.mu.RLock()
+	v, ok := osh.m[o]
+	osh.mu.RUnlock()
+	return e, ok && v == e.ver
 }
 
 // generation is what a fill records before it reads (see put).
@@ -157,73 +250,92 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 	if !c.on.Load() || r.ended.Valid || !r.status.Valid {
 		return
 	}
-	e := &cachedSession{id: r.v.Session.ID}
-	var ownerID int64
+	k, ok := tokenKeyOf(token)
+	id := r.v.Session.ID
+	if !ok || len(id) > maxCachedID || len(r.lk.String) > maxCachedKey {
+		return
+	}
+	var e cachedSession
 	switch {
 	case r.keyID.Valid:
 		if !r.lk.Valid {
 			return // the status is the account's: the key row is missing
 		}
-		e.keyID, e.hasKey, ownerID = r.keyID.Int64, true, r.keyID.Int64
+		e.keyID, e.hasKey = r.keyID.Int64, true
 		if r.accountID.Valid {
 			e.accountID, e.hasAcct = r.accountID.Int64, true
 		}
 	case r.accountID.Valid:
-		e.accountID, e.hasAcct, ownerID = r.accountID.Int64, true, r.accountID.Int64
+		e.accountID, e.hasAcct = r.accountID.Int64, true
 	default:
 		return
 	}
-	e.seen.Store(r.seen)
+	e.seen = r.seen
+	e.expires, e.hasExpires = r.expires.Int64, r.expires.Valid
+	e.idLen = uint8(copy(e.id[:], id))
+	e.keyLen = uint8(copy(e.key[:], r.lk.String))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen.Load() != gen || !c.on.Load() {
 		return
 	}
-	owners := c.accounts
-	if e.hasKey {
-		owners = c.keys
+	var ok1, ok2 bool
+	e.app, ok1 = c.intern(r.v.Session.AppID)
+	e.status, ok2 = c.intern(r.status.String)
+	if !ok1 || !ok2 {
+		return
 	}
-	e.appID = c.intern(r.v.Session.AppID)
-	o := owners[ownerID]
-	if o == nil {
-		o = &cachedOwner{status: c.intern(r.status.String), expires: r.expires.Int64, hasExpires: r.expires.Valid,
-			licenseKey: r.lk.String}
-		owners[ownerID] = o
+	o := e.owner()
+	osh := c.ownerShard(o)
+	osh.mu.Lock()
+	v, ok := osh.m[o]
+	if !ok {
+		c.nextVer++
+		v = c.nextVer
+		osh.m[o] = v
 	}
-	e.owner = o
-	sh := c.shard(token)
+	osh.mu.Unlock()
+	e.ver = v
+	sh := c.shard(&k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.m[token]; !ok {
+	if _, ok := sh.m[k]; !ok {
 		if c.count.Load() >= c.max {
 			return
 		}
 		c.count.Add(1)
 	}
-	sh.m[token] = e
+	sh.m[k] = e
 	c.fills.Add(1)
 }
 
 // maxNames bounds names: apps are few, but nothing here relies on it.
 const maxNames = 10_000
 
-// intern returns the one copy of s the cache keeps (c.mu held).
-func (c *sessionCache) intern(s string) string {
-	if v, ok := c.names[s]; ok {
-		return v
+// intern returns the index of s in names, adding it if new (c.mu held);
+// false when names is full.
+func (c *sessionCache) intern(s string) (uint32, bool) {
+	if i, ok := c.nameIdx[s]; ok {
+		return i, true
 	}
-	if len(c.names) < maxNames {
-		c.names[s] = s
+	old := *c.names.Load()
+	if len(old) >= maxNames {
+		return 0, false
 	}
-	return s
+	names := append(slices.Clip(old), s) // a new array: readers keep the old one
+	c.names.Store(&names)
+	i := uint32(len(names) - 1)
+	c.nameIdx[s] = i
+	return i, true
 }
 
 // view builds the HeartbeatView of entry e for token, as HeartbeatView's
-// read would: one allocation, like the read's.
-func (e *cachedSession) view(token string) *heartbeatRow {
+// read would.
+func (c *sessionCache) view(e *cachedSession, token string) *heartbeatRow {
+	names := *c.names.Load()
 	r := &heartbeatRow{}
 	ss := &r.v.Session
-	ss.ID, ss.AppID, ss.TokenHash = e.id, e.appID, token
+	ss.ID, ss.AppID, ss.TokenHash = string(e.id[:e.idLen]), names[e.app], token
 	if e.hasKey {
 		r.keyID.Int64, r.keyID.Valid = e.keyID, true
 		ss.KeyID = &r.keyID.Int64
@@ -232,14 +344,13 @@ func (e *cachedSession) view(token string) *heartbeatRow {
 		r.accountID.Int64, r.accountID.Valid = e.accountID, true
 		ss.AccountID = &r.accountID.Int64
 	}
-	ss.LastSeenAt = fromMS(e.seen.Load())
-	o := e.owner
-	if o.hasExpires {
-		r.expiresAt = fromMS(o.expires)
+	ss.LastSeenAt = fromMS(e.seen)
+	if e.hasExpires {
+		r.expiresAt = fromMS(e.expires)
 		r.v.KeyExpiry = &r.expiresAt
 	}
 	r.v.KeyExists = true
-	r.v.KeyStatus, r.v.KeyString = license.Status(o.status), o.licenseKey
+	r.v.KeyStatus, r.v.KeyString = license.Status(names[e.status]), string(e.key[:e.keyLen])
 	return r
 }
 
@@ -258,23 +369,21 @@ func (c *sessionCache) apply(inv invalidation) {
 	defer c.mu.Unlock()
 	switch inv.kind {
 	case 's':
-		sh := c.shard(inv.token)
-		sh.mu.Lock()
-		if e := sh.m[inv.token]; e != nil {
-			e.dead.Store(true)
-			delete(sh.m, inv.token)
-			c.count.Add(-1)
+		if k, ok := tokenKeyOf(inv.token); ok {
+			sh := c.shard(&k)
+			sh.mu.Lock()
+			if _, ok := sh.m[k]; ok {
+				delete(sh.m, k)
+				c.count.Add(-1)
+			}
+			sh.mu.Unlock()
 		}
-		sh.mu.Unlock()
 	case 'k', 'a':
-		owners := c.keys
-		if inv.kind == 'a' {
-			owners = c.accounts
-		}
-		if o := owners[inv.id]; o != nil {
-			o.dead.Store(true)
-			delete(owners, inv.id)
-		}
+		o := ownerKey{inv.id, inv.kind}
+		osh := c.ownerShard(o)
+		osh.mu.Lock()
+		delete(osh.m, o) // its entries' version is gone: none is valid
+		osh.mu.Unlock()
 	}
 	c.gen.Add(1)
 }
@@ -295,43 +404,22 @@ func (c *sessionCache) settle() {
 // seenAt is the last-seen trigger's callback: the entry's time moves
 // forward (a flush never moves a session's time back).
 func (c *sessionCache) seenAt(token string, ms int64) {
-	sh := c.shard(token)
-	sh.mu.RLock()
-	e := sh.m[token]
-	sh.mu.RUnlock()
-	if e == nil {
+	k, ok := tokenKeyOf(token)
+	if !ok {
 		return
 	}
-	for {
-		old := e.seen.Load()
-		if ms <= old || e.seen.CompareAndSwap(old, ms) {
-			return
-		}
+	sh := c.shard(&k)
+	sh.mu.Lock()
+	if e, ok := sh.m[k]; ok && ms > e.seen {
+		e.seen = ms
+		sh.m[k] = e
 	}
+	sh.mu.Unlock()
 }
 
 // clear forgets every entry.
 func (c *sessionCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		for _, e := range sh.m {
-			e.dead.Store(true)
-		}
-		sh.m = map[string]*cachedSession{}
-		sh.mu.Unlock()
-	}
-	for _, o := range c.keys {
-		o.dead.Store(true)
-	}
-	for _, o := range c.accounts {
-		o.dead.Store(true)
-	}
-	c.keys, c.accounts = map[int64]*cachedOwner{}, map[int64]*cachedOwner{}
-	c.count.Store(0)
-	c.gen.Add(1)
+	c.reset(true)
 }
 
 // release turns the cache off for good and lets its memory go (Close):
@@ -340,15 +428,24 @@ func (c *sessionCache) clear() {
 func (c *sessionCache) release() {
 	c.on.Store(false)
 	c.triggers.Store(false)
+	c.reset(false)
+}
+
+// reset empties the maps, or with keep false drops them (nil).
+func (c *sessionCache) reset(keep bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range c.shards {
-		sh := &c.shards[i]
+		sh, osh := &c.shards[i], &c.owners[i]
 		sh.mu.Lock()
-		sh.m = nil
+		osh.mu.Lock()
+		sh.m, osh.m = nil, nil
+		if keep {
+			sh.m, osh.m = map[tokenKey]cachedSession{}, map[ownerKey]uint64{}
+		}
+		osh.mu.Unlock()
 		sh.mu.Unlock()
 	}
-	c.keys, c.accounts, c.names = nil, nil, nil
 	c.count.Store(0)
 	c.gen.Add(1)
 }

@@ -389,6 +389,40 @@ func BenchmarkSessionCacheMemory(b *testing.B) {
 			b.Fatalf("%d cached, want %d", got, n)
 		}
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/session")
+		// What the cached sessions add to a collection: its time with
+		// them, less its time once they are gone.
+		b.ReportMetric(float64(gcTime()), "gc-ns")
 		runtime.KeepAlive(c)
+		c = nil
+		b.ReportMetric(float64(gcTime()), "gc-ns-empty")
+	}
+}
+
+// gcTime is the least time of a few full collections.
+func gcTime() time.Duration {
+	best := time.Duration(1 << 62)
+	for range 5 {
+		t0 := time.Now()
+		runtime.GC()
+		best = min(best, time.Since(t0))
+	}
+	return best
+}
+
+// Nothing a cached session is kept as holds a pointer, so collections do
+// not scan the cache (see sessionCache): only booleans, numbers and byte
+// arrays.
+func TestSessionCacheEntriesHoldNoPointers(t *testing.T) {
+	t.Parallel()
+	for _, ty := range []reflect.Type{reflect.TypeFor[tokenKey](), reflect.TypeFor[cachedSession](), reflect.TypeFor[ownerKey]()} {
+		for i := range ty.NumField() {
+			f := ty.Field(i)
+			switch k := f.Type.Kind(); {
+			case k == reflect.Bool, k >= reflect.Int && k <= reflect.Uint64:
+			case k == reflect.Array && f.Type.Elem().Kind() == reflect.Uint8:
+			default:
+				t.Errorf("%s.%s is a %s", ty.Name(), f.Name, f.Type)
+			}
+		}
 	}
 }
