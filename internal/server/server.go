@@ -284,7 +284,7 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
 	if flush <= 0 {
-		flush = time.Second
+		flush = flushInterval(s.DB.Engine(), s.cfg.SQLiteSessionCache)
 	}
 	if reap <= 0 {
 		reap = 15 * time.Second
@@ -783,4 +783,19 @@ func (s *Server) loadLicenseKeys() error {
 	s.api.SetLicenseKeys(set)
 	s.opts.Log.Info("license-file keys", "kid", set.Active.ID, "keys", len(set.Keys))
 	return nil
+}
+
+// flushInterval is how often buffered heartbeat times are written. On
+// SQLite with the session cache a heartbeat reads no SQLite, so a commit
+// costs it nothing, and a flush a quarter second keeps each one's burst of
+// CPU (which holds one of a small machine's cores) a quarter as long: the
+// heartbeat's tail at half load (docs/performance.md, "The session cache
+// without pointers"). Without the cache every commit makes SQLite's
+// readers reload their pages, and on PostgreSQL other processes rely on
+// times at most a second old (docs/deploy.md): once a second there.
+func flushInterval(engine store.Engine, sessionCache int) time.Duration {
+	if engine == store.SQLite && sessionCache > 0 {
+		return 250 * time.Millisecond
+	}
+	return time.Second
 }
