@@ -138,9 +138,8 @@ func tokenKeyOf(token string) (tokenKey, bool) {
 		return k, false
 	}
 	for i := range k.b {
-		hi, ok1 := lowerHexDigit(token[2*i])
-		lo, ok2 := lowerHexDigit(token[2*i+1])
-		if !ok1 || !ok2 {
+		hi, lo := lowerHex[token[2*i]], lowerHex[token[2*i+1]]
+		if hi|lo > 0x0f {
 			return k, false
 		}
 		k.b[i] = hi<<4 | lo
@@ -149,17 +148,21 @@ func tokenKeyOf(token string) (tokenKey, bool) {
 	return k, true
 }
 
-// lowerHexDigit is c's value as a lowercase hex digit (only lowercase, so
-// that each decoded key stands for exactly one string).
-func lowerHexDigit(c byte) (byte, bool) {
-	switch {
-	case c >= '0' && c <= '9':
-		return c - '0', true
-	case c >= 'a' && c <= 'f':
-		return c - 'a' + 10, true
+// lowerHex is each byte's value as a lowercase hex digit, 0xff for any
+// other byte (uppercase too, so that each decoded key stands for exactly
+// one string). A table: the heartbeat decodes 64 digits.
+var lowerHex = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
 	}
-	return 0, false
-}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // ownerKey names a key (kind 'k') or an account ('a').
 type ownerKey struct {
