@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"time"
 
 	"github.com/keyward/keyward/internal/config"
@@ -39,6 +40,7 @@ type loadtestCmd struct {
 	HerdConns         int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
 	Keep              bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
 	CPUProfile        string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) during the measured phase of the mode to this file."`
+	Trace             string        `name:"trace" type:"path" help:"Write a runtime/trace of this process during the half-rate phase (with --half-rate; its warmup included) to this file, for go tool trace."`
 }
 
 func (c *loadtestCmd) Run(e *env) error {
@@ -78,6 +80,29 @@ func (c *loadtestCmd) Run(e *env) error {
 		defer func() {
 			if perr != nil {
 				fmt.Fprintf(e.stderr, "loadtest: cpu profile: %v\n", perr)
+			}
+		}()
+	}
+	if c.Trace != "" {
+		if !c.HalfRate {
+			return fmt.Errorf("--trace covers the half-rate phase: give --half-rate too")
+		}
+		f, err := os.Create(c.Trace)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		var terr error
+		o.HalfMeasured = func(start bool) {
+			if !start {
+				trace.Stop()
+			} else if err := trace.Start(f); err != nil {
+				terr = err
+			}
+		}
+		defer func() {
+			if terr != nil {
+				fmt.Fprintf(e.stderr, "loadtest: trace: %v\n", terr)
 			}
 		}()
 	}

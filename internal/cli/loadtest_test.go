@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -149,5 +150,26 @@ func TestLoadtestCPUProfile(t *testing.T) {
 	b, err := os.ReadFile(prof)
 	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 		t.Fatalf("profile: %d bytes, %v", len(b), err)
+	}
+}
+
+// `keyward loadtest --half-rate --trace FILE` writes a runtime/trace of the
+// half-rate phase; without --half-rate there is no such phase and it
+// refuses at once.
+func TestLoadtestTrace(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	tr := filepath.Join(t.TempDir(), "half.trace")
+	code, out, errOut := run(t, "loadtest", "--sessions", "4", "--duration", "200ms", "--warmup", "0s", "--conns", "2", "--half-rate", "--trace", tr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	b, err := os.ReadFile(tr)
+	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) {
+		t.Fatalf("trace: %d bytes starting %.10q, %v", len(b), b, err)
+	}
+	code, _, errOut = run(t, "loadtest", "--sessions", "4", "--duration", "200ms", "--trace", tr)
+	if code == 0 || !strings.Contains(errOut, "--half-rate") {
+		t.Fatalf("--trace without --half-rate: exit %d, stderr %s", code, errOut)
 	}
 }

@@ -80,6 +80,9 @@ type Options struct {
 	// measured phase (after its warmup) and with false just after it, so
 	// that a profile can cover that phase alone.
 	Measured func(start bool)
+	// HalfMeasured is Measured for the half-rate phase of the mode (with
+	// HalfRate), so that a trace can cover that phase alone.
+	HalfMeasured func(start bool)
 }
 
 // URLs splits o.URL at commas (surrounding blanks and trailing slashes
@@ -339,9 +342,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.HalfRate && rep.Target.RPS() > 0 {
 		rate := rep.Target.RPS() / 2
 		fmt.Fprintf(o.Progress, "measuring %s at %.0f req/s for %s\n", o.Mode, rate, o.Duration)
+		if o.HalfMeasured != nil {
+			o.HalfMeasured(true)
+		}
 		half := MeasureAt(ctx, "half-rate", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
 			return t.Do(ctx, o.Mode, i)
 		})
+		if o.HalfMeasured != nil {
+			o.HalfMeasured(false)
+		}
 		rep.Half = &half
 		fmt.Fprintf(o.Progress, "measuring echo at %.0f req/s for %s\n", rate, o.Duration)
 		halfEcho := MeasureAt(ctx, "echo-half", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
