@@ -44,6 +44,9 @@ type loadtestCmd struct {
 }
 
 func (c *loadtestCmd) Run(e *env) error {
+	if c.Trace != "" && !c.HalfRate {
+		return fmt.Errorf("--trace covers the half-rate phase: give --half-rate too")
+	}
 	mix, err := loadtest.ParseMix(c.Mix)
 	if err != nil {
 		return err
@@ -64,47 +67,20 @@ func (c *loadtestCmd) Run(e *env) error {
 		batches = b
 	}
 	if c.CPUProfile != "" {
-		f, err := os.Create(c.CPUProfile)
+		phase, done, err := recorder(c.CPUProfile, "cpu profile", e.stderr, pprof.StartCPUProfile, pprof.StopCPUProfile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		var perr error
-		o.Measured = func(start bool) {
-			if !start {
-				pprof.StopCPUProfile()
-			} else if err := pprof.StartCPUProfile(f); err != nil {
-				perr = err
-			}
-		}
-		defer func() {
-			if perr != nil {
-				fmt.Fprintf(e.stderr, "loadtest: cpu profile: %v\n", perr)
-			}
-		}()
+		defer done()
+		o.Measured = phase
 	}
 	if c.Trace != "" {
-		if !c.HalfRate {
-			return fmt.Errorf("--trace covers the half-rate phase: give --half-rate too")
-		}
-		f, err := os.Create(c.Trace)
+		phase, done, err := recorder(c.Trace, "trace", e.stderr, trace.Start, trace.Stop)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		var terr error
-		o.HalfMeasured = func(start bool) {
-			if !start {
-				trace.Stop()
-			} else if err := trace.Start(f); err != nil {
-				terr = err
-			}
-		}
-		defer func() {
-			if terr != nil {
-				fmt.Fprintf(e.stderr, "loadtest: trace: %v\n", terr)
-			}
-		}()
+		defer done()
+		o.HalfMeasured = phase
 	}
 	rep, err := loadtest.Run(e.ctx, o)
 	if err != nil {
@@ -173,4 +149,29 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 		srv.Close(ctx)
 		cleanup()
 	}, srv.DB.WriteBatches, nil
+}
+
+// recorder creates path for a CPU profile or a trace of one phase: phase
+// starts recording into it (true) and stops (false); done reports a start
+// that failed, as what, and closes the file.
+func recorder(path, what string, stderr io.Writer, start func(io.Writer) error, stop func()) (phase func(bool), done func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var serr error
+	phase = func(on bool) {
+		if !on {
+			stop()
+		} else if err := start(f); err != nil {
+			serr = err
+		}
+	}
+	done = func() {
+		if serr != nil {
+			fmt.Fprintf(stderr, "loadtest: %s: %v\n", what, serr)
+		}
+		f.Close()
+	}
+	return phase, done, nil
 }
