@@ -94,6 +94,24 @@ func views(t *testing.T, db *DB, token string) (cached, read *license.HeartbeatV
 	return cached, read
 }
 
+// agrees fails t unless token's cached view has status and is what a read
+// of the database returns (when says at which point of the test).
+func agrees(t *testing.T, db *DB, token string, status license.Status, when string) {
+	t.Helper()
+	if c, r := views(t, db, token); c.KeyStatus != status || !reflect.DeepEqual(c, r) {
+		t.Fatalf("%s: cached %+v, database %+v", when, c, r)
+	}
+}
+
+// wantCached fails t unless the cache holds n sessions (when says at which
+// point of the test).
+func wantCached(t *testing.T, db *DB, n int64, when string) {
+	t.Helper()
+	if got, _ := db.SessionCacheStats(); got != n {
+		t.Fatalf("%s: %d sessions cached, want %d", when, got, n)
+	}
+}
+
 // Whatever is written, the cached view of every session is what a read of
 // the database returns: a random walk over every column the view depends
 // on, the columns it does not, the heartbeat flush, deletions, and writes
@@ -228,10 +246,7 @@ func TestSessionCacheFillRacingAWrite(t *testing.T) {
 	r.v.Session.ID = "s-0"
 	exec(t, db, `UPDATE license_keys SET status = 'banned' WHERE id = 1`) // ...a ban commits...
 	c.put("tok-0", r, gen)                                                // ...and the read's fill comes last
-	cached, read := views(t, db, "tok-0")
-	if cached.KeyStatus != license.StatusBanned || !reflect.DeepEqual(cached, read) {
-		t.Fatalf("after the ban: cached %+v, database %+v", cached, read)
-	}
+	agrees(t, db, "tok-0", license.StatusBanned, "after the ban")
 }
 
 // A change made by another process (here a second handle on the same
@@ -263,18 +278,14 @@ func TestSessionCacheSeesOtherProcesses(t *testing.T) {
 	if err := db.CheckForeignWrites(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c, r := views(t, db, "tok-0"); c.KeyStatus != license.StatusBanned || !reflect.DeepEqual(c, r) {
-		t.Fatalf("after the check: cached %+v, database %+v", c, r)
-	}
+	agrees(t, db, "tok-0", license.StatusBanned, "after the check")
 	// This process's own writes do not empty it.
 	views(t, db, "tok-0")
 	exec(t, db, `UPDATE license_keys SET note = 'n' WHERE id = 1`)
 	if err := db.CheckForeignWrites(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := db.SessionCacheStats(); n != 1 {
-		t.Fatalf("%d sessions cached after a write of this process, want 1", n)
-	}
+	wantCached(t, db, 1, "after a write of this process")
 }
 
 // Migrate turns the cache off (a migration may rebuild the tables its
@@ -288,21 +299,15 @@ func TestMigrateTurnsTheSessionCacheOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, db, `UPDATE license_keys SET status = 'banned' WHERE id = 1`)
-	if c, r := views(t, db, "tok-0"); c.KeyStatus != license.StatusBanned || !reflect.DeepEqual(c, r) {
-		t.Fatalf("after Migrate: cached %+v, database %+v", c, r)
-	}
-	if n, _ := db.SessionCacheStats(); n != 0 {
-		t.Fatalf("%d sessions cached while the cache is off", n)
-	}
+	agrees(t, db, "tok-0", license.StatusBanned, "after Migrate")
+	wantCached(t, db, 0, "while the cache is off")
 	if err := db.CacheSessions(ctx, 10); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, db, `UPDATE license_keys SET status = 'active' WHERE id = 1`)
 	views(t, db, "tok-0")
 	exec(t, db, `UPDATE license_keys SET status = 'paused' WHERE id = 1`)
-	if c, r := views(t, db, "tok-0"); c.KeyStatus != license.StatusPaused || !reflect.DeepEqual(c, r) {
-		t.Fatalf("on again: cached %+v, database %+v", c, r)
-	}
+	agrees(t, db, "tok-0", license.StatusPaused, "on again")
 }
 
 // The cache holds at most the sessions it was given; the others read the
@@ -320,14 +325,10 @@ func TestSessionCacheIsBounded(t *testing.T) {
 			t.Fatalf("tok-%d: cached %+v, database %+v", i, c, r)
 		}
 	}
-	if n, _ := db.SessionCacheStats(); n != 3 {
-		t.Fatalf("%d sessions cached, want the bound, 3", n)
-	}
+	wantCached(t, db, 3, "the bound")
 	exec(t, db, `DELETE FROM sessions WHERE token_hash = 'tok-0'`)
 	views(t, db, "tok-4")
-	if n, _ := db.SessionCacheStats(); n != 3 {
-		t.Fatalf("%d sessions cached after one left and another came, want 3", n)
-	}
+	wantCached(t, db, 3, "after one left and another came")
 }
 
 // A read between a change and its commit sees the state before it (WAL
@@ -352,9 +353,7 @@ func TestSessionCacheFillBetweenAChangeAndItsCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, r := views(t, db, "tok-0"); c.KeyStatus != license.StatusBanned || !reflect.DeepEqual(c, r) {
-		t.Fatalf("after the commit: cached %+v, database %+v", c, r)
-	}
+	agrees(t, db, "tok-0", license.StatusBanned, "after the commit")
 }
 
 // BenchmarkSessionCacheMemory reports the heap one cached session costs
