@@ -26,7 +26,7 @@ type loadtestCmd struct {
 	DatabaseURL       string        `name:"database-url" help:"postgres:// URL for the in-process server instead of SQLite."`
 	SecretKeyFile     string        `name:"secret-key-file" type:"path" help:"Key file of the secrets in --database-url's database (default: <data>/secret.key; without --data a temporary one, so run again on that database with --data or this flag)."`
 	SQLiteSynchronous string        `name:"sqlite-synchronous" default:"full" enum:"full,normal" help:"SQLite durability of the in-process server: full (as keyward serve's default) or normal."`
-	SessionCache      int           `name:"sqlite-session-cache" default:"1000000" help:"Sessions the in-process SQLite server keeps in memory for heartbeats (as keyward serve's --sqlite-session-cache; 0 reads every heartbeat from the database)."`
+	SessionCache      int           `name:"session-cache" aliases:"sqlite-session-cache" default:"1000000" help:"Sessions the in-process server keeps in memory for heartbeats (as keyward serve's --session-cache; 0 reads every heartbeat from the database)."`
 	Mode              string        `name:"mode" default:"heartbeat" enum:"heartbeat,login,check-key,mix" help:"What to measure: heartbeat, login, check-key, or mix (a fleet's traffic, weighed by --mix)."`
 	Sessions          int           `name:"sessions" default:"10000" help:"Live sessions to open before measuring heartbeats."`
 	Keys              int           `name:"keys" help:"Keys to generate (default: one per session; 1000 for login and check-key)."`
@@ -124,7 +124,7 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 	}
 	cfg := config.Config{
 		Database: config.Database{Data: data, DatabaseURL: c.DatabaseURL, SecretKeyFile: c.SecretKeyFile, SQLiteSynchronous: c.SQLiteSynchronous},
-		Addr:     "127.0.0.1:0", SessionTimeout: 180 * time.Second, SQLiteSessionCache: c.SessionCache, BcryptCost: 10, TokenTTL: time.Hour,
+		Addr:     "127.0.0.1:0", SessionTimeout: 180 * time.Second, SessionCache: c.SessionCache, BcryptCost: 10, TokenTTL: time.Hour,
 		LogFormat: "text", LogLevel: "warn", AdminUsername: o.AdminUsername, AdminPassword: o.AdminPassword,
 		Limits: config.DefaultLimits(),
 	}

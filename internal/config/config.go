@@ -177,11 +177,12 @@ type Config struct {
 	NoMigrate  bool   `name:"no-migrate" env:"KEYWARD_NO_MIGRATE" help:"Do not apply migrations at start; refuse to start if any are pending."`
 
 	SessionTimeout time.Duration `name:"session-timeout" default:"180s" env:"KEYWARD_SESSION_TIMEOUT" help:"Reap sessions with no heartbeat for this long."`
-	// SQLiteSessionCache bounds the live sessions whose heartbeat state a
-	// SQLite installation keeps in memory (store.DB.CacheSessions).
-	SQLiteSessionCache int           `name:"sqlite-session-cache" default:"1000000" env:"KEYWARD_SQLITE_SESSION_CACHE" help:"SQLite: live sessions whose heartbeat state is kept in memory, exact under every write (0: every heartbeat reads the database). About 320 bytes a session."`
-	BcryptCost         int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
-	TokenTTL           time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
+	// SessionCache bounds the live sessions whose heartbeat state keyward
+	// keeps in memory (store.DB.CacheSessions), on either engine. Its old
+	// name, from when only SQLite had the cache, still works.
+	SessionCache int           `name:"session-cache" aliases:"sqlite-session-cache" default:"1000000" env:"KEYWARD_SESSION_CACHE,KEYWARD_SQLITE_SESSION_CACHE" help:"Live sessions whose heartbeat state is kept in memory, exact under every write of every keyward process (0: every heartbeat reads the database). About 270 bytes a session."`
+	BcryptCost   int           `name:"bcrypt-cost" default:"12" env:"KEYWARD_BCRYPT_COST" help:"bcrypt cost for passwords (10-15)."`
+	TokenTTL     time.Duration `name:"token-ttl" default:"12h" env:"KEYWARD_TOKEN_TTL" help:"Lifetime of admin sign-in tokens."`
 
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" default:"30s" env:"KEYWARD_SHUTDOWN_TIMEOUT" help:"On stop, how long requests and background jobs under way may take to finish before they are cut (and named in the log)."`
 
@@ -249,8 +250,8 @@ func (c *Config) Validate() error {
 	if c.DatabaseURL != "" && c.Data == "" && c.SecretKeyFile == "" {
 		errs = append(errs, errors.New("--secret-key-file (KEYWARD_SECRET_KEY_FILE) is needed when --data is empty: the secrets in the database are encrypted with it"))
 	}
-	if c.SQLiteSessionCache < 0 {
-		errs = append(errs, fmt.Errorf("--sqlite-session-cache (KEYWARD_SQLITE_SESSION_CACHE) %d: must not be negative", c.SQLiteSessionCache))
+	if c.SessionCache < 0 {
+		errs = append(errs, fmt.Errorf("--session-cache (KEYWARD_SESSION_CACHE) %d: must not be negative", c.SessionCache))
 	}
 	if c.SessionTimeout < 30*time.Second {
 		errs = append(errs, fmt.Errorf("--session-timeout (KEYWARD_SESSION_TIMEOUT) %s: must be at least 30s", c.SessionTimeout))

@@ -292,13 +292,13 @@ func Start(t testing.TB, o Options) *Server {
 		SessionTimeout: 180 * time.Second,
 		// As keyward serve's default: every test's heartbeats go
 		// through the session cache on SQLite.
-		SQLiteSessionCache: 1_000_000,
-		BcryptCost:         4,
-		Limits:             Limits,
-		Webhooks:           Webhooks,
-		TokenTTL:           12 * time.Hour,
-		AdminUsername:      "admin",
-		AdminPassword:      AdminPassword,
+		SessionCache:  1_000_000,
+		BcryptCost:    4,
+		Limits:        Limits,
+		Webhooks:      Webhooks,
+		TokenTTL:      12 * time.Hour,
+		AdminUsername: "admin",
+		AdminPassword: AdminPassword,
 	}
 	fresh := ""
 	if cfg.Data == "" {
@@ -375,10 +375,12 @@ func RawDB(t testing.TB, dataDir, databaseURL string) *sql.DB {
 // RawDB opens a plain database/sql handle on s's database (see RawDB).
 func (s *Server) RawDB(t testing.TB) *sql.DB { return RawDB(t, s.DataDir, s.DatabaseURL) }
 
-// SeeOtherProcesses makes the server look now for writes another process
-// made to its SQLite database (a keyward import keys run beside it, which
-// the session cache cannot see), as it does on its own at most a second
-// apart, so a test sees them without waiting. Nothing on PostgreSQL.
+// SeeOtherProcesses brings the server's session cache up to date with
+// writes another process made (a keyward import keys run beside it, a
+// second server), as it does on its own a moment later, so a test sees
+// them without waiting: on SQLite it looks at the database file's version
+// now (it does so at most a second apart), on PostgreSQL it waits until its
+// listener has heard every change committed before the call.
 func (s *Server) SeeOtherProcesses() {
 	s.T.Helper()
 	if err := s.DB.CheckForeignWrites(context.Background()); err != nil {

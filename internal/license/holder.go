@@ -292,17 +292,26 @@ func (s *Service) SessionTimeout() time.Duration { return s.cfg.SessionTimeout }
 // named by its client token, counting heartbeats not yet written. It
 // returns SESSION_EXPIRED for an unknown, ended, silent or key session.
 func (s *Service) AccountOfSession(ctx context.Context, app *App, token string) (int64, error) {
-	v, err := s.store.HeartbeatView(ctx, HashToken(token))
+	hash := HashToken(token)
+	v, err := s.store.HeartbeatView(ctx, hash)
+	if err == nil && v.Cached && !s.liveAccountSession(app, v) {
+		v, err = s.store.FreshHeartbeatView(ctx, hash) // a cached view never ends a session
+	}
 	if errors.Is(err, apperr.ErrNotFound) {
 		return 0, errSessionGone
 	} else if err != nil {
 		return 0, err
 	}
-	ss := v.Session
-	if ss.AppID != app.ID || ss.AccountID == nil || ss.EndedAt != nil || s.Now().Sub(s.lastSeen(&ss)) > s.cfg.SessionTimeout {
+	if !s.liveAccountSession(app, v) {
 		return 0, errSessionGone
 	}
-	return *ss.AccountID, nil
+	return *v.Session.AccountID, nil
+}
+
+// liveAccountSession reports whether v is a live account session of app.
+func (s *Service) liveAccountSession(app *App, v *HeartbeatView) bool {
+	ss := &v.Session
+	return ss.AppID == app.ID && ss.AccountID != nil && ss.EndedAt == nil && s.Now().Sub(s.lastSeen(ss)) <= s.cfg.SessionTimeout
 }
 
 // WireUser is the account as the user block of register and account-login

@@ -207,6 +207,10 @@ type HeartbeatView struct {
 	KeyExpiry *time.Time
 	KeyString string
 	KeyExists bool
+	// Cached: the view comes from the store's session cache. It is exact
+	// but for LastSeenAt, which on PostgreSQL may trail a heartbeat another
+	// process wrote: a cached view may keep a session alive, never end it.
+	Cached bool
 }
 
 // ResetRequest is an end user's request, queued for the owner, to clear a

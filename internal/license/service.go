@@ -308,45 +308,27 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey []b
 		return apperr.Missing("session_id")
 	}
 	now := s.Now()
-	v, err := s.store.HeartbeatView(ctx, hashToken(token))
+	hash := hashToken(token)
+	v, err := s.store.HeartbeatView(ctx, hash)
+	reason := ""
+	if err == nil {
+		reason, err = s.verdict(ctx, app, v, licenseKey, now)
+		if (reason != "" || err != nil) && v.Cached {
+			// A cached view keeps a session alive but never ends one:
+			// its last-seen time may trail a heartbeat another process
+			// wrote (license.HeartbeatView.Cached).
+			v, err = s.store.FreshHeartbeatView(ctx, hash)
+			if err == nil {
+				reason, err = s.verdict(ctx, app, v, licenseKey, now)
+			}
+		}
+	}
 	if errors.Is(err, apperr.ErrNotFound) {
 		return errSessionGone
 	} else if err != nil {
 		return err
 	}
 	sess := &v.Session
-	if sess.AppID != app.ID {
-		return errSessionGone
-	}
-	if sess.EndedAt != nil {
-		return sessionKill(sess, sess.EndReason, app)
-	}
-	// Account sessions carry no key string: a license_key sent with them is
-	// not compared (it may name any key the account redeemed).
-	if len(licenseKey) != 0 && v.KeyString != "" && string(licenseKey) != v.KeyString {
-		if sess.KeyID == nil {
-			return errMismatch
-		}
-		if alias, err := s.store.IsKeyAlias(ctx, app.ID, string(licenseKey), *sess.KeyID); err != nil {
-			return err
-		} else if !alias {
-			return errMismatch
-		}
-	}
-	reason := ""
-	switch {
-	case now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
-		reason = CodeSessionExpired
-	case !v.KeyExists || app.RevokedAt != nil:
-		reason = CodeSessionRevoked
-	case app.Settings.Maintenance:
-		reason = CodeMaintenance
-	default:
-		k := Key{Status: v.KeyStatus, ExpiresAt: v.KeyExpiry}
-		if e := statusError(k.StatusAt(now)); e != nil {
-			reason = e.Code
-		}
-	}
 	if reason != "" {
 		if err := s.endSession(ctx, sess.ID, reason, now); err != nil {
 			return err
@@ -357,6 +339,43 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey []b
 		s.touches.touch(sess.ID, now)
 	}
 	return nil
+}
+
+// verdict judges a heartbeat on v: an error to answer with (the session is
+// gone, ended or not the key's), or the reason to end it now, or neither.
+func (s *Service) verdict(ctx context.Context, app *App, v *HeartbeatView, licenseKey []byte, now time.Time) (string, error) {
+	sess := &v.Session
+	if sess.AppID != app.ID {
+		return "", errSessionGone
+	}
+	if sess.EndedAt != nil {
+		return "", sessionKill(sess, sess.EndReason, app)
+	}
+	// Account sessions carry no key string: a license_key sent with them is
+	// not compared (it may name any key the account redeemed).
+	if len(licenseKey) != 0 && v.KeyString != "" && string(licenseKey) != v.KeyString {
+		if sess.KeyID == nil {
+			return "", errMismatch
+		}
+		if alias, err := s.store.IsKeyAlias(ctx, app.ID, string(licenseKey), *sess.KeyID); err != nil {
+			return "", err
+		} else if !alias {
+			return "", errMismatch
+		}
+	}
+	switch {
+	case now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
+		return CodeSessionExpired, nil
+	case !v.KeyExists || app.RevokedAt != nil:
+		return CodeSessionRevoked, nil
+	case app.Settings.Maintenance:
+		return CodeMaintenance, nil
+	}
+	k := Key{Status: v.KeyStatus, ExpiresAt: v.KeyExpiry}
+	if e := statusError(k.StatusAt(now)); e != nil {
+		return e.Code, nil
+	}
+	return "", nil
 }
 
 // touchResolution is how fresh a session's stored last-seen time may be for a

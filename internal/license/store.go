@@ -34,8 +34,12 @@ type Store interface {
 	// open a session with it, so any live session of the key may send it.
 	IsKeyAlias(ctx context.Context, appID, alias string, keyID int64) (bool, error)
 
-	// HeartbeatView reads a session and its key's state in one query.
+	// HeartbeatView reads a session and its key's state in one query, or
+	// from the store's session cache (the view is then marked Cached).
 	HeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
+	// FreshHeartbeatView is HeartbeatView read from the database, never
+	// from a cache: what a decision to end a session is made on.
+	FreshHeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
 	// TouchSessions records last-seen times of live sessions (in writes of
 	// a few hundred each; a failure may leave some written, and writing
 	// them again is harmless).

@@ -27,6 +27,25 @@ func (s *Server) newMetrics() *metrics.Metrics {
 			Help: "Write transactions committed in SQLite's write batches; divided by keyward_write_batches_total, the average batch."},
 			func() float64 { _, u := s.DB.WriteBatches(); return float64(u) }))
 	}
+	cache := func(f func(store.SessionCacheStatus) float64) func() float64 {
+		return func() float64 { return f(s.DB.SessionCacheStatus()) }
+	}
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_session_cache_on",
+		Help: "1 while heartbeats are answered from the in-memory session cache, 0 while they read the database (--session-cache 0; on PostgreSQL, while notifications are not heard)."},
+		cache(func(c store.SessionCacheStatus) float64 {
+			if c.On {
+				return 1
+			}
+			return 0
+		})))
+	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_session_cache_sessions",
+		Help: "Sessions whose heartbeat state the session cache holds."},
+		cache(func(c store.SessionCacheStatus) float64 { return float64(c.Entries) })))
+	if s.DB.Engine() == store.Postgres {
+		m.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "keyward_session_cache_listen_failures_total",
+			Help: "Times the session cache stopped hearing PostgreSQL's notifications (connection lost, ping late); each turned it off until heard again."},
+			cache(func(c store.SessionCacheStatus) float64 { return float64(c.ListenFailures) })))
+	}
 	m.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "keyward_sessions_live",
 		Help: "Open sessions of every app, counted at scrape time (NaN when the database does not answer)."},
 		func() float64 {

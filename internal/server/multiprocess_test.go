@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/keyward/keyward/internal/kwtest"
 )
@@ -63,9 +65,16 @@ func killSwitchAcrossServers(t *testing.T, start func(*testing.T) (a, b *kwtest.
 	if r := appA.Heartbeat(sid, key); r.Body["success"] != true {
 		t.Fatalf("heartbeat through A of a session opened through B: %v", r)
 	}
+	// B too has the session in its session cache now.
+	if r := appB.Heartbeat(sid, key); r.Body["success"] != true {
+		t.Fatalf("heartbeat through B: %v", r)
+	}
 	if r := appA.KeyAction("ban", key, map[string]any{"reason": "chargeback"}); r.Status != 200 || r.Body["success"] != true {
 		t.Fatalf("ban through A: %v", r)
 	}
+	// What B hears of A's write a moment later (PostgreSQL: a
+	// notification; SQLite: its check of the file's version), now.
+	b.SeeOtherProcesses()
 	kwtest.ExpectCode(t, appB.Heartbeat(sid, key), 200, "BANNED")
 	// The tombstone answers the same code through either server.
 	kwtest.ExpectCode(t, appA.Heartbeat(sid, key), 200, "BANNED")
@@ -77,8 +86,58 @@ func killSwitchAcrossServers(t *testing.T, start func(*testing.T) (a, b *kwtest.
 	if r := appB.Heartbeat(sid2, key); r.Body["success"] != true {
 		t.Fatalf("heartbeat through B after unban: %v", r)
 	}
+	if r := appA.Heartbeat(sid2, key); r.Body["success"] != true {
+		t.Fatalf("heartbeat through A after unban: %v", r)
+	}
 	b.MustAdmin("DELETE", "/api/admin/sessions.php", map[string]any{"session_id": sid2, "app_id": appA.ID})
+	a.SeeOtherProcesses()
 	kwtest.ExpectCode(t, appA.Heartbeat(sid2, key), 200, "SESSION_REVOKED")
+}
+
+func TestHeartbeatsThroughEitherServerPostgres(t *testing.T) {
+	t.Parallel()
+	heartbeatsThroughEitherServer(t, startPostgresPair)
+}
+
+func TestHeartbeatsThroughEitherServerSQLite(t *testing.T) {
+	t.Parallel()
+	heartbeatsThroughEitherServer(t, startSQLitePair)
+}
+
+// A client whose heartbeats a load balancer sends now to one server, now
+// to the other, stays signed in: a server whose session cache last saw the
+// session long ago (its own heartbeat times are the last it wrote) does not
+// end it for silence while the other server has heard from it.
+func heartbeatsThroughEitherServer(t *testing.T, start func(*testing.T) (a, b *kwtest.Server)) {
+	a, b := start(t)
+	appA := a.CreateApp("Balanced")
+	key := appA.GenerateKeys(1, "days", 30, 1)[0]
+	appB := b.NewApp(appA.ID, appA.Secret)
+	sid := appA.Login(key, "pc-1")
+	for _, app := range []*kwtest.App{appA, appB} { // both cache it
+		if r := app.Heartbeat(sid, key); r.Body["success"] != true {
+			t.Fatalf("first heartbeat: %v", r)
+		}
+	}
+	timeout := a.License.SessionTimeout()
+	// Two thirds of the timeout later the client beats through B, which
+	// writes it; another two thirds later (A has not heard from it for
+	// longer than the timeout) through A.
+	step := 2 * timeout / 3
+	a.Clock.Advance(step)
+	if r := appB.Heartbeat(sid, key); r.Body["success"] != true {
+		t.Fatalf("heartbeat through B: %v", r)
+	}
+	if err := b.License.FlushTouches(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	a.Clock.Advance(step)
+	if r := appA.Heartbeat(sid, key); r.Body["success"] != true {
+		t.Fatalf("heartbeat through A, %s after the last through B: %v", step, r)
+	}
+	// A session silent for longer than the timeout still ends.
+	a.Clock.Advance(timeout + time.Second)
+	kwtest.ExpectCode(t, appB.Heartbeat(sid, key), 200, "SESSION_EXPIRED")
 }
 
 // The same login envelope delivered to two servers is processed once: the

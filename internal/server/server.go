@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (*Server, error) 
 		opts.Log.Warn("generated the secret key file: keep it out of database backups, and give every process sharing the database the same file",
 			"path", keyPath, "key_id", keys.PrimaryID())
 	}
-	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Synchronous: cfg.SQLiteSynchronous, Keys: keys, Now: opts.Now})
+	db, err := store.Open(ctx, store.Options{DataDir: cfg.Data, URL: cfg.DatabaseURL, Synchronous: cfg.SQLiteSynchronous, Keys: keys, Now: opts.Now, Log: opts.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	// After every write of the start (migrations, sealing): the session
 	// cache's triggers go on the tables as they now are.
-	if err := s.DB.CacheSessions(ctx, s.cfg.SQLiteSessionCache); err != nil {
+	if err := s.DB.CacheSessions(ctx, s.cfg.SessionCache); err != nil {
 		return err
 	}
 	lim := s.cfg.Limits
@@ -284,7 +284,7 @@ func (s *Server) init(ctx context.Context) error {
 	}
 	flush, reap := s.opts.FlushEvery, s.opts.ReapEvery
 	if flush <= 0 {
-		flush = flushInterval(s.DB.Engine(), s.cfg.SQLiteSessionCache)
+		flush = flushInterval(s.DB.Engine(), s.cfg.SessionCache)
 	}
 	if reap <= 0 {
 		reap = 15 * time.Second

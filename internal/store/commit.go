@@ -157,9 +157,16 @@ func (db *DB) txQueued(fn func(*wtx) error, onDone func(error)) bool {
 	return db.writer.enqueue(u)
 }
 
-// txAlone runs fn in a transaction of its own (PostgreSQL).
-func (db *DB) txAlone(ctx context.Context, fn func(*wtx) error) (err error) {
-	t, err := db.write.BeginTx(ctx, nil)
+// txAlone runs fn in a transaction of its own (PostgreSQL), on a
+// connection whose session cache invalidations are settled after the
+// commit (withConn).
+func (db *DB) txAlone(ctx context.Context, fn func(*wtx) error) error {
+	return db.withConn(ctx, func(c *sql.Conn) error { return db.txOn(ctx, c, fn) })
+}
+
+// txOn runs fn in a transaction on c.
+func (db *DB) txOn(ctx context.Context, c *sql.Conn, fn func(*wtx) error) (err error) {
+	t, err := c.BeginTx(ctx, nil)
 	if err != nil {
 		db.noteWrite(err)
 		return translate(err)

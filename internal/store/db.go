@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"runtime"
@@ -22,8 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 	"modernc.org/sqlite"
@@ -63,9 +65,16 @@ type DB struct {
 	// lite is SQLite's heartbeat read outside database/sql (hotread.go);
 	// nil on PostgreSQL.
 	lite *liteReads
-	// sessions is SQLite's in-memory heartbeat view (sessioncache.go), on
-	// once CacheSessions is called; nil on PostgreSQL.
+	// sessions is the in-memory heartbeat view (sessioncache.go; on
+	// PostgreSQL kept by notifications, pgcache.go), on once CacheSessions
+	// is called.
 	sessions *sessionCache
+	// pgConfig is PostgreSQL's write-pool configuration, which the
+	// session cache's listener (pgcache.go) connects with; listener runs
+	// once CacheSessions is called.
+	pgConfig *pgx.ConnConfig
+	listenMu sync.Mutex
+	listener *pgListener
 
 	// onEvents is called after a commit that wrote events (see OnEvents).
 	onEvents atomic.Pointer[func()]
@@ -88,6 +97,7 @@ type DB struct {
 	// keys seal and open the secrets stored at rest (see secrets.go); nil
 	// refuses to write a secret and opens only legacy plaintext.
 	keys *seal.Keyring
+	log  *slog.Logger
 }
 
 // writeFailure is a failed write and when it failed.
@@ -114,6 +124,10 @@ type Options struct {
 	// --secret-key-file). Tools that only copy rows (move, backup) may
 	// leave it nil: sealed values travel as opaque text.
 	Keys *seal.Keyring
+	// Log receives what background work of the store has to report: on
+	// PostgreSQL, the session cache's listener losing its connection and
+	// getting it back (default: discarded).
+	Log *slog.Logger
 }
 
 // Open connects to the database Options select. It does not migrate.
@@ -137,6 +151,10 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		db.now = o.Now
 	}
 	db.keys = o.Keys
+	db.log = o.Log
+	if db.log == nil {
+		db.log = slog.New(slog.DiscardHandler)
+	}
 	return db, nil
 }
 
@@ -212,11 +230,13 @@ const (
 )
 
 func openPostgres(ctx context.Context, url string) (*DB, error) {
-	open := func(n int) (*sql.DB, error) {
-		db, err := sql.Open("pgx", url)
-		if err != nil {
-			return nil, err
-		}
+	cache := newSessionCache()
+	wcfg, rcfg, err := pgConfigs(url, cache)
+	if err != nil {
+		return nil, err
+	}
+	open := func(cfg *pgx.ConnConfig, n int, opts ...stdlib.OptionOpenDB) (*sql.DB, error) {
+		db := stdlib.OpenDB(*cfg, opts...)
 		db.SetMaxOpenConns(n)
 		db.SetMaxIdleConns(n)
 		db.SetConnMaxIdleTime(5 * time.Minute)
@@ -226,16 +246,23 @@ func openPostgres(ctx context.Context, url string) (*DB, error) {
 		}
 		return db, nil
 	}
-	w, err := open(pgWriteConns)
+	// The write connections ask for the session cache triggers' notices
+	// (pgcache.go). A SET after connecting rather than a startup
+	// parameter: connection poolers refuse startup parameters they do not
+	// know.
+	w, err := open(wcfg, pgWriteConns, stdlib.OptionAfterConnect(func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SET keyward.cache_notice = 'on'")
+		return err
+	}))
 	if err != nil {
 		return nil, err
 	}
-	r, err := open(pgReadConns)
+	r, err := open(rcfg, pgReadConns)
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	return &DB{engine: Postgres, write: w, read: r, now: time.Now}, nil
+	return &DB{engine: Postgres, write: w, read: r, now: time.Now, sessions: cache, pgConfig: wcfg}, nil
 }
 
 // Engine reports which engine db runs on.
@@ -276,6 +303,7 @@ func (db *DB) Close() error {
 	if db.writer != nil {
 		db.writer.stop()
 	}
+	db.stopListening()
 	db.hot.Range(func(q, st any) bool {
 		st.(*sql.Stmt).Close()
 		db.hot.Delete(q)
@@ -579,7 +607,11 @@ type queryer interface {
 // for an fsync of its own).
 func (db *DB) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	if db.writer == nil {
-		res, err := db.write.ExecContext(ctx, db.rebind(q), args...)
+		var res sql.Result
+		err := db.withConn(ctx, func(c *sql.Conn) (err error) {
+			res, err = c.ExecContext(ctx, db.rebind(q), args...)
+			return err
+		})
 		db.noteWrite(err)
 		return res, err
 	}

@@ -516,26 +516,36 @@ type heartbeatRow struct {
 	endedAt, expiresAt               time.Time
 }
 
+// HeartbeatView answers from the session cache when it holds the session
+// (the view is then marked Cached), else reads the database and fills the
+// cache.
 func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // a request already cancelled does not read
+	}
+	c := s.db.sessions
+	if e, ok := c.get(tokenHash); ok {
+		v := &c.view(&e, tokenHash).v
+		v.Cached = true
+		return v, nil
+	}
+	return s.readHeartbeatView(ctx, tokenHash)
+}
+
+// FreshHeartbeatView reads the database, never the cache (which it still
+// fills).
+func (s licenseStore) FreshHeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
+	return s.readHeartbeatView(ctx, tokenHash)
+}
+
+// readHeartbeatView reads heartbeatViewQuery and puts the row in the
+// session cache.
+func (s licenseStore) readHeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
 	r := &heartbeatRow{}
 	ss := &r.v.Session
-	var err error
-	var gen uint64
-	if lite := s.db.lite; lite != nil {
-		if err = ctx.Err(); err != nil {
-			return nil, err // a request already cancelled does not read
-		}
-		c := s.db.sessions
-		if e, ok := c.get(tokenHash); ok {
-			return &c.view(&e, tokenHash).v, nil
-		}
-		gen = c.generation() // before the read: see sessionCache.put
-		err = lite.row(ctx, heartbeatViewQuery, tokenHash, r.scanLite)
-	} else {
-		err = s.db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&ss.ID, &ss.AppID, &r.keyID, &r.accountID, &r.seen,
-			&r.ended, &r.reason, &r.status, &r.expires, &r.lk)
-	}
-	if err != nil {
+	c := s.db.sessions
+	gen := c.generation() // before the read: see sessionCache.put
+	if err := s.db.readHeartbeatRow(ctx, tokenHash, r); err != nil {
 		return nil, translate(err)
 	}
 	if r.keyID.Valid {
@@ -555,10 +565,19 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 	ss.TokenHash, ss.LastSeenAt, ss.EndReason = tokenHash, fromMS(r.seen), r.reason.String
 	r.v.KeyExists = r.status.Valid
 	r.v.KeyStatus, r.v.KeyString = license.Status(r.status.String), r.lk.String
-	if s.db.lite != nil {
-		s.db.sessions.put(tokenHash, r, gen)
-	}
+	c.put(tokenHash, r, gen)
 	return &r.v, nil
+}
+
+// readHeartbeatRow reads heartbeatViewQuery's columns for tokenHash into r:
+// on SQLite outside database/sql (liteReads), on PostgreSQL through a
+// prepared statement.
+func (db *DB) readHeartbeatRow(ctx context.Context, tokenHash string, r *heartbeatRow) error {
+	if lite := db.lite; lite != nil {
+		return lite.row(ctx, heartbeatViewQuery, tokenHash, r.scanLite)
+	}
+	return db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&r.v.Session.ID, &r.v.Session.AppID, &r.keyID, &r.accountID, &r.seen,
+		&r.ended, &r.reason, &r.status, &r.expires, &r.lk)
 }
 
 // scanLite is the Scan of HeartbeatView's SQLite path (liteReads), over the
@@ -649,10 +668,38 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		})
 	}
 	// PostgreSQL: each chunk commits on its own, so a login waiting for a
-	// session row's lock waits for one chunk, not the whole flush.
+	// session row's lock waits for one chunk, not the whole flush. The
+	// rows written come back (RETURNING) and, once committed, move the
+	// cached sessions' times forward: no trigger tells the cache of
+	// last-seen writes there (pgcache.go).
+	type seenRow struct {
+		token string
+		ms    int64
+	}
+	var written []seenRow
 	for _, c := range chunks {
-		if err := s.db.tx(ctx, func(tx *wtx) error { return run(tx, c) }); err != nil {
+		written = written[:0]
+		err := s.db.tx(ctx, func(tx *wtx) error {
+			written = written[:0] // a retried unit starts again
+			rows, err := tx.QueryContext(ctx, c.q+` RETURNING sessions.token_hash, sessions.last_seen_at`, c.args...)
+			if err != nil {
+				return translate(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var r seenRow
+				if err := rows.Scan(&r.token, &r.ms); err != nil {
+					return translate(err)
+				}
+				written = append(written, r)
+			}
+			return translate(rows.Err())
+		})
+		if err != nil {
 			return err
+		}
+		for _, r := range written {
+			s.db.sessions.seenAt(r.token, r.ms)
 		}
 	}
 	return nil

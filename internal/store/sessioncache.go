@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 
 	"github.com/keyward/keyward/internal/license"
@@ -86,9 +87,20 @@ type sessionCache struct {
 	names   atomic.Pointer[[]string]
 	nameIdx map[string]uint32
 
-	// pending are the invalidations since the last settle.
+	// pending are the invalidations since the last settle (SQLite);
+	// byConn those each PostgreSQL write connection's notices reported
+	// since its last settleConn (pgcache.go).
 	pmu     sync.Mutex
 	pending []invalidation
+	byConn  map[*pgconn.PgConn][]invalidation
+
+	// listenErrors counts PostgreSQL listening connections lost (or pings
+	// not heard back), listenErr holds the last one's error (pgcache.go).
+	listenErrors atomic.Int64
+	listenErr    atomic.Pointer[error]
+	// deaf: the listener hears pings but applies no invalidation, so
+	// that a test sees what the notices alone do (pgcache.go).
+	deaf atomic.Bool
 
 	// version is the write connection's PRAGMA data_version when last
 	// read, versionRead whether it was (the writer goroutine's; see
@@ -194,7 +206,8 @@ func (e *cachedSession) owner() ownerKey {
 }
 
 // invalidation is one trigger's call: kind 's' (a session, by token hash),
-// 'k' (a key, by id) or 'a' (an account, by id).
+// 'k' (a key, by id), 'a' (an account, by id) or '*' (every entry: only
+// PostgreSQL's triggers send it, see pgcache.go).
 type invalidation struct {
 	kind  byte
 	token string
@@ -368,6 +381,10 @@ func (c *sessionCache) changed(inv invalidation) {
 
 // apply drops what inv names and moves gen.
 func (c *sessionCache) apply(inv invalidation) {
+	if inv.kind == '*' {
+		c.clear()
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch inv.kind {
@@ -529,16 +546,24 @@ type liteConnector struct {
 func (l liteConnector) Connect(context.Context) (driver.Conn, error) { return l.d.Open(l.dsn) }
 func (l liteConnector) Driver() driver.Driver                        { return l.d }
 
-// CacheSessions keeps, on SQLite, the heartbeat's view of up to max live
-// sessions in memory (sessionCache), exact under every write of this
-// process and emptied within about a second of a write by another. Call it
-// once the schema is current (Migrate turns the cache off again: a
-// migration may rebuild the tables the triggers are on). On PostgreSQL,
-// where several processes share the database, it does nothing.
+// CacheSessions keeps the heartbeat's view of up to max live sessions in
+// memory (sessionCache). On SQLite it is exact under every write of this
+// process and emptied within about a second of a write by another; call
+// it once the schema is current (Migrate turns the cache off again: a
+// migration may rebuild the tables the triggers are on). On PostgreSQL it
+// starts the listener that keeps the cache exact under every process's
+// writes (pgcache.go); the cache turns on once the listener has shown that
+// notifications arrive, a moment later.
 func (db *DB) CacheSessions(ctx context.Context, max int) error {
 	c := db.sessions
 	if c == nil || max <= 0 {
 		return nil
+	}
+	if db.engine == Postgres {
+		c.mu.Lock()
+		c.max = int64(max)
+		c.mu.Unlock()
+		return db.startListening(ctx)
 	}
 	c.on.Store(false)
 	c.triggers.Store(true)
@@ -561,19 +586,42 @@ func (db *DB) CacheSessions(ctx context.Context, max int) error {
 	return nil
 }
 
-// SessionCacheStats reports the sessions the cache holds and how many
-// times a heartbeat's read filled it (0, 0 without the cache).
-func (db *DB) SessionCacheStats() (entries, fills int64) {
-	if db.sessions == nil {
-		return 0, 0
-	}
-	return db.sessions.count.Load(), db.sessions.fills.Load()
+// SessionCacheStatus is the session cache's state, for metrics.
+type SessionCacheStatus struct {
+	// On: heartbeats are answered from memory.
+	On bool
+	// Entries are the sessions held, Fills the times a read filled one.
+	Entries, Fills int64
+	// ListenFailures counts the PostgreSQL listener's lost connections
+	// and late pings (each turned the cache off until it heard again).
+	ListenFailures int64
 }
 
-// CheckForeignWrites empties the session cache if another connection
-// committed since the last check: what the writer does on its own at most
-// a second apart. Tests call it instead of waiting.
+// SessionCacheStatus reports the session cache's state.
+func (db *DB) SessionCacheStatus() SessionCacheStatus {
+	c := db.sessions
+	if c == nil {
+		return SessionCacheStatus{}
+	}
+	return SessionCacheStatus{On: c.on.Load(), Entries: c.count.Load(), Fills: c.fills.Load(), ListenFailures: c.listenErrors.Load()}
+}
+
+// CheckForeignWrites brings the session cache up to date with writes of
+// other connections, as the cache does on its own a moment later. On
+// SQLite it empties the cache if another connection committed since the
+// last check (what the writer does at most a second apart). On PostgreSQL
+// it returns once the listener has applied every change committed before
+// the call, and the cache is on. Tests call it instead of waiting.
 func (db *DB) CheckForeignWrites(ctx context.Context) error {
+	if db.engine == Postgres {
+		db.listenMu.Lock()
+		l := db.listener
+		db.listenMu.Unlock()
+		if l == nil {
+			return nil
+		}
+		return l.sync(ctx)
+	}
 	if db.sessions == nil || !db.sessions.on.Load() {
 		return nil
 	}

@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/keyward/keyward/internal/license"
+)
+
+// pgCachedDB is cachedDB on PostgreSQL with the listener's notifications
+// heard (they are what other processes' writes reach the cache by), and a
+// plain handle on the same database writing as psql would: no notices.
+func pgCachedDB(t *testing.T, keys, sessions int) (*DB, *sql.DB) {
+	t.Helper()
+	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
+		t.Skip("KEYWARD_TEST_DATABASE_URL is not set: this PostgreSQL test did not run")
+	}
+	t.Parallel()
+	db := cachedDB(t, Postgres, keys, 0, sessions)
+	db.sessions.deaf.Store(false)
+	raw, err := sql.Open("pgx", db.pgConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	return db, raw
+}
+
+// rawExec runs q on the plain handle.
+func rawExec(t *testing.T, raw *sql.DB, q string, args ...any) {
+	t.Helper()
+	if _, err := raw.Exec(q, args...); err != nil {
+		t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// A change made by another keyward process, or by hand, reaches the cache
+// by its notification: once the listener has caught up (CheckForeignWrites),
+// the cache agrees with the database. A change of columns the view does not
+// read leaves the cache alone.
+func TestPGSessionCacheSeesOtherProcesses(t *testing.T) {
+	db, raw := pgCachedDB(t, 2, 2)
+	ctx := context.Background()
+	other, err := Open(ctx, Options{URL: db.pgConfig.ConnString()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sync := func() {
+		t.Helper()
+		if err := db.CheckForeignWrites(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	views(t, db, "tok-0")
+	views(t, db, "tok-1")
+	wantCached(t, db, 2, "after the first reads")
+
+	exec(t, other, `UPDATE license_keys SET status = 'banned' WHERE id = 1`) // another keyward
+	sync()
+	agrees(t, db, "tok-0", license.StatusBanned, "after another process's ban")
+	rawExec(t, raw, `UPDATE license_keys SET status = 'paused' WHERE id = 2`) // psql
+	sync()
+	agrees(t, db, "tok-1", license.StatusPaused, "after a ban by hand")
+
+	rawExec(t, raw, `UPDATE license_keys SET note = 'n', max_devices = 3`)
+	rawExec(t, raw, `UPDATE sessions SET hwid = 'other', last_seen_at = last_seen_at + 1000`)
+	sync()
+	wantCached(t, db, 2, "after writes of columns the view does not read")
+
+	rawExec(t, raw, `DELETE FROM sessions WHERE token_hash = 'tok-1'`)
+	sync()
+	wantCached(t, db, 1, "after a session was deleted by hand")
+	if c, r := views(t, db, "tok-1"); c != nil || r != nil {
+		t.Fatalf("deleted session read as %+v, %+v", c, r)
+	}
+}
+
+// A transaction changing more rows than the triggers announce one by one
+// announces '*', and the cache forgets everything: through this process's
+// notices at once, through another's notification once heard.
+func TestPGSessionCacheForgetsAllPastTheCap(t *testing.T) {
+	db, raw := pgCachedDB(t, 1, 1)
+	ctx := context.Background()
+	rawExec(t, raw, `INSERT INTO license_keys (id, app_id, license_key, status, key_type, created_at, updated_at)
+		SELECT 100 + g, 'app', 'BULK-' || g, 'active', 'lifetime', 0, 0 FROM generate_series(1, 10001) g`)
+	db.sessions.deaf.Store(true) // this process's own write: its notices alone
+	views(t, db, "tok-0")
+	wantCached(t, db, 1, "before")
+	exec(t, db, `UPDATE license_keys SET status = 'paused' WHERE id > 100`)
+	wantCached(t, db, 0, "right after this process changed 10 001 keys")
+
+	db.sessions.deaf.Store(false)
+	if err := db.CheckForeignWrites(ctx); err != nil { // the notifications of that write, heard now too
+		t.Fatal(err)
+	}
+	views(t, db, "tok-0")
+	wantCached(t, db, 1, "read again")
+	rawExec(t, raw, `UPDATE license_keys SET status = 'active' WHERE id > 100`)
+	if err := db.CheckForeignWrites(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantCached(t, db, 0, "after another connection changed 10 001 keys")
+	agrees(t, db, "tok-0", license.StatusActive, "after the cap")
+}
+
+// When the listening connection is lost, the cache goes off and empty (what
+// is written meanwhile would go unheard); it comes back, empty, once a new
+// connection hears its ping.
+func TestPGSessionCacheSurvivesLosingItsListener(t *testing.T) {
+	db, raw := pgCachedDB(t, 1, 1)
+	ctx := context.Background()
+	views(t, db, "tok-0")
+	wantCached(t, db, 1, "before")
+	var n int
+	if err := raw.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query = 'LISTEN keyward_cache'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminated %d listeners (%v), want 1", n, err)
+	}
+	// The listener notices at its next read of the connection.
+	deadline := time.Now().Add(30 * time.Second)
+	for db.sessions.listenErrors.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not notice its connection was lost")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	rawExec(t, raw, `UPDATE license_keys SET status = 'banned' WHERE id = 1`)
+	if err := db.CheckForeignWrites(ctx); err != nil { // waits for the new connection
+		t.Fatal(err)
+	}
+	if !db.sessions.on.Load() {
+		t.Fatal("the cache did not come back on")
+	}
+	agrees(t, db, "tok-0", license.StatusBanned, "after the listener came back")
+	if err := *db.sessions.listenErr.Load(); err == nil {
+		t.Fatal("no error kept for the lost connection")
+	}
+}
+
+// The listener reads payloads anyone with access to the database may send:
+// none makes it panic, and what it takes for an invalidation names exactly
+// one thing.
+func FuzzParsePayload(f *testing.F) {
+	for _, s := range []string{"*", "s:abc", "k:12", "a:-1", "k:", "x:1", "ping:ab:1", "s:", "", "k:99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		inv, ok := parsePayload(p)
+		if !ok {
+			return
+		}
+		switch inv.kind {
+		case '*':
+			if p != "*" {
+				t.Fatalf("%q read as *", p)
+			}
+		case 's':
+			if "s:"+inv.token != p || inv.token == "" {
+				t.Fatalf("%q read as session %q", p, inv.token)
+			}
+		case 'k', 'a':
+			if fmt.Sprintf("%c:%d", inv.kind, inv.id) != p {
+				t.Fatalf("%q read as %c %d", p, inv.kind, inv.id)
+			}
+		default:
+			t.Fatalf("%q read as kind %q", p, inv.kind)
+		}
+	})
+}
