@@ -13,6 +13,7 @@ import (
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/loadtest"
 	"github.com/keyward/keyward/internal/server"
+	"github.com/keyward/keyward/internal/store"
 )
 
 // loadtestCmd drives a keyward (a running one at --url, or one it starts in
@@ -57,14 +58,14 @@ func (c *loadtestCmd) Run(e *env) error {
 		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
 		Mix: mix, Herd: c.Herd, HerdTimeout: c.HerdTimeout, HerdConns: c.HerdConns,
 	}
-	var batches func() (int64, int64)
+	var db *store.DB // the in-process server's
 	if c.URL == "" {
-		stop, b, err := c.startServer(e.ctx, &o, e.stderr)
+		stop, d, err := c.startServer(e.ctx, &o, e.stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		batches = b
+		db = d
 	}
 	if c.CPUProfile != "" {
 		phase, done, err := recorder(c.CPUProfile, "cpu profile", e.stderr, pprof.StartCPUProfile, pprof.StopCPUProfile)
@@ -87,9 +88,12 @@ func (c *loadtestCmd) Run(e *env) error {
 		return err
 	}
 	rep.Print(e.stdout)
-	if batches != nil {
-		if b, u := batches(); b > 0 {
+	if db != nil {
+		if b, u := db.WriteBatches(); b > 0 {
 			fmt.Fprintf(e.stdout, "write batches: %d commits of %d write transactions (%.1f per commit)\n", b, u, float64(u)/float64(b))
+		}
+		if sc := db.SessionCacheStatus(); sc.Entries > 0 || sc.Fills > 0 || sc.ListenFailures > 0 {
+			fmt.Fprintf(e.stdout, "session cache: %d sessions held, %d fills, %d times not hearing PostgreSQL\n", sc.Entries, sc.Fills, sc.ListenFailures)
 		}
 	}
 	if rep.Target.Errors > 0 || rep.Echo.Errors > 0 {
@@ -104,8 +108,8 @@ func (c *loadtestCmd) Run(e *env) error {
 
 // startServer boots a keyward in this process on 127.0.0.1 with a fresh
 // temporary SQLite database (or --data / --database-url) and points o at it.
-// batches reports the server's group commits (store.DB.WriteBatches).
-func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stderr io.Writer) (stop func(), batches func() (int64, int64), err error) {
+// It returns the server's database, for its statistics.
+func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stderr io.Writer) (stop func(), db *store.DB, err error) {
 	data, cleanup := c.Data, func() {}
 	// Without --data (also on PostgreSQL) a temporary directory holds the
 	// database or just the generated secret key file.
@@ -148,7 +152,7 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 		defer cancel()
 		srv.Close(ctx)
 		cleanup()
-	}, srv.DB.WriteBatches, nil
+	}, srv.DB, nil
 }
 
 // recorder creates path for a CPU profile or a trace of one phase: phase

@@ -43,12 +43,12 @@ import (
 //     answered from the state before it.
 //
 // The listener proves every second that notifications arrive: it sends one
-// to itself through the write pool (a ping) and expects it back within two
-// seconds. Until the first ping arrives, and from the moment one is late or
-// the connection fails, the cache is off and empty; it comes back empty
-// after the next ping arrives. A connection pooler in transaction mode,
-// which does not deliver notifications, therefore leaves the cache off
-// rather than stale.
+// to itself from a second connection of its own (a ping) and expects it
+// back within two seconds. Until the first ping arrives, and from the
+// moment one is late or the connection fails, the cache is off and empty;
+// it comes back empty after the next ping arrives. A connection pooler in
+// transaction mode, which does not deliver notifications to a client
+// between transactions, therefore leaves the cache off rather than stale.
 //
 // What the cache cannot know on PostgreSQL is a heartbeat's last-seen time
 // written by another process (announcing those would be a notification per
@@ -241,6 +241,15 @@ func (l *pgListener) listen(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+cacheChannel); err != nil {
 		return err
 	}
+	// Pings go out on a second connection of the listener's own: through
+	// another connection, as other processes' notifications come, and not
+	// through the write pool, which a burst of logins may keep busy for
+	// longer than a ping may take.
+	pinger, err := pgx.ConnectConfig(ctx, l.cfg)
+	if err != nil {
+		return err
+	}
+	defer pinger.Close(context.Background())
 	var sentAt time.Time
 	var outstanding uint64 // the ping awaited, 0 for none
 	for {
@@ -249,7 +258,10 @@ func (l *pgListener) listen(ctx context.Context) error {
 		case outstanding != 0 && now.Sub(sentAt) > pingTimeout:
 			return fmt.Errorf("session cache: ping %d not heard back within %s", outstanding, pingTimeout)
 		case outstanding == 0 && now.Sub(sentAt) >= pingEvery:
-			seq, err := l.ping(ctx)
+			seq, err := l.ping(ctx, func(ctx context.Context, q string, args ...any) error {
+				_, err := pinger.Exec(ctx, q, args...)
+				return err
+			})
 			if err != nil {
 				return err
 			}
@@ -300,13 +312,12 @@ func (l *pgListener) heardNotification(p string, outstanding *uint64) {
 	}
 }
 
-// ping notifies the channel from the write pool and returns its sequence.
-func (l *pgListener) ping(ctx context.Context) (uint64, error) {
+// ping notifies the channel through exec and returns its sequence.
+func (l *pgListener) ping(ctx context.Context, exec func(context.Context, string, ...any) error) (uint64, error) {
 	seq := l.sent.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	_, err := l.db.write.ExecContext(ctx, `SELECT pg_notify($1, $2)`, cacheChannel, "ping:"+l.token+":"+strconv.FormatUint(seq, 10))
-	return seq, err
+	return seq, exec(ctx, `SELECT pg_notify($1, $2)`, cacheChannel, "ping:"+l.token+":"+strconv.FormatUint(seq, 10))
 }
 
 // pingSeq reads one of this process's pings; other processes' are ignored.
@@ -334,7 +345,10 @@ func (l *pgListener) heardPing(seq uint64) {
 // the cache (PostgreSQL delivers notifications in commit order), and the
 // cache is on.
 func (l *pgListener) sync(ctx context.Context) error {
-	seq, err := l.ping(ctx)
+	seq, err := l.ping(ctx, func(ctx context.Context, q string, args ...any) error {
+		_, err := l.db.write.ExecContext(ctx, q, args...)
+		return err
+	})
 	if err != nil {
 		return translate(err)
 	}

@@ -172,3 +172,34 @@ func FuzzParsePayload(f *testing.F) {
 		}
 	})
 }
+
+// The heartbeats' last-seen writes are HOT updates on PostgreSQL (migration
+// 00024): no index holds last_seen_at and pages keep room, so a touch
+// writes no index entry. An index on the column would make every touch
+// write one in each index of the table, a third of PostgreSQL's work at
+// 100 000 sessions (docs/performance.md).
+func TestPGTouchesAreHOTUpdates(t *testing.T) {
+	db, _ := pgCachedDB(t, 2, 40)
+	ctx := context.Background()
+	args := make([]any, 0, 80)
+	for i := range 40 {
+		args = append(args, fmt.Sprintf("s-%d", i), ms(cacheT0.Add(time.Minute)))
+	}
+	var updated, hot int64
+	err := db.tx(ctx, func(tx *wtx) error {
+		res, err := tx.ExecContext(ctx, db.touchQuery(40), args...)
+		if err != nil {
+			return err
+		}
+		if updated, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT pg_stat_get_xact_tuples_hot_updated('sessions'::regclass)`).Scan(&hot)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated != 40 || hot != updated {
+		t.Fatalf("%d sessions touched, %d of them HOT updates; want 40 and all", updated, hot)
+	}
+}

@@ -71,7 +71,18 @@ CREATE TRIGGER keyward_cache_account_delete
     AFTER DELETE ON accounts
     FOR EACH ROW EXECUTE PROCEDURE keyward_cache_changed();
 
+-- The heartbeats' last-seen writes (thousands of rows a second at 100 000
+-- sessions) become HOT updates: with last_seen_at in no index, an update
+-- of it writes no index entry, and the free space fillfactor leaves on each
+-- page lets the new row version stay on its page. The reaper, the one
+-- reader of that index, scans the live sessions instead, a few times a
+-- minute (docs/performance.md, "The session cache on PostgreSQL").
+DROP INDEX sessions_last_seen;
+ALTER TABLE sessions SET (fillfactor = 70);
+
 -- +goose Down
+ALTER TABLE sessions RESET (fillfactor);
+CREATE INDEX sessions_last_seen ON sessions (last_seen_at) WHERE ended_at IS NULL;
 DROP TRIGGER keyward_cache_account_delete ON accounts;
 DROP TRIGGER keyward_cache_account_update ON accounts;
 DROP TRIGGER keyward_cache_key_delete ON license_keys;
