@@ -466,39 +466,48 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 	fmt.Fprintf(o.Progress, "opening %d sessions\n", o.Sessions)
 	t.Sessions = make([]Session, o.Sessions)
 	t.locks = make([]sync.Mutex, o.Sessions)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		next  = make(chan int)
-	)
-	for w := 0; w < o.Conns; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				key := t.Keys[i%len(t.Keys)]
-				r, err := t.login(ctx, key, deviceID(i))
-				if err != nil {
-					mu.Lock()
-					first = cmp(first, err)
-					mu.Unlock()
-					continue
-				}
-				t.Sessions[i] = Session{ID: r.SessionID, Key: key}
+	open := func(ctx context.Context, i int) error {
+		key := t.Keys[i%len(t.Keys)]
+		r, err := t.login(ctx, key, deviceID(i))
+		if err != nil {
+			return err
+		}
+		t.Sessions[i] = Session{ID: r.SessionID, Key: key}
+		return nil
+	}
+	keepAlive := func(ctx context.Context, i int) error {
+		_, err := t.c.sealed(ctx, t.keys, t.Secret, t.c.base+"/api/auth/heartbeat.php", heartbeatBody(t.Sessions[i]))
+		return err
+	}
+	// Opening many sessions takes minutes on a slow database (100 000 on
+	// PostgreSQL: about three, the default session timeout): the sessions
+	// opened so far get a heartbeat at least every keepAliveEvery, so none
+	// expires before it is measured.
+	beaten := t.c.now()
+	for start := 0; start < o.Sessions; start += openChunk {
+		end := min(start+openChunk, o.Sessions)
+		err := each(ctx, o.Conns, end-start, func(ctx context.Context, j int) error { return open(ctx, start+j) })
+		if err != nil {
+			return fail(fmt.Errorf("open sessions: %w", err))
+		}
+		if end < o.Sessions && t.c.now().Sub(beaten) >= keepAliveEvery {
+			fmt.Fprintf(o.Progress, "%d sessions open; one heartbeat each, so none expires meanwhile\n", end)
+			beaten = t.c.now()
+			if err := each(ctx, o.Conns, end, keepAlive); err != nil {
+				return fail(fmt.Errorf("keep sessions alive: %w", err))
 			}
-		}()
-	}
-	for i := 0; i < o.Sessions; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if first != nil {
-		return fail(fmt.Errorf("open sessions: %w", first))
+		}
 	}
 	return t, nil
 }
+
+// Sessions are opened openChunk at a time, and those open get a heartbeat
+// between chunks once keepAliveEvery has passed (a third of keyward's
+// default session timeout). Variables for the test of it.
+var (
+	openChunk      = 10_000
+	keepAliveEvery = time.Minute
+)
 
 func weighs(ws []Weight, k Kind) bool {
 	for _, w := range ws {
