@@ -167,8 +167,10 @@ type pgListener struct {
 	db    *DB
 	cfg   *pgx.ConnConfig
 	cache *sessionCache
-	token string // this process's pings: "ping:" + token + ":" + seq
-	lost  bool   // the last connection failed (run's goroutine)
+	// pingPrefix starts this process's pings: "ping:", a random token,
+	// ":", and then the ping's sequence number.
+	pingPrefix string
+	lost       bool // the last connection failed (run's goroutine)
 
 	stop chan struct{}
 	done chan struct{}
@@ -192,7 +194,7 @@ func newPGListener(db *DB, cfg *pgx.ConnConfig) *pgListener {
 	cfg.BuildContextWatcherHandler = func(pc *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: pc.Conn()}
 	}
-	return &pgListener{db: db, cfg: cfg, cache: db.sessions, token: hex.EncodeToString(b),
+	return &pgListener{db: db, cfg: cfg, cache: db.sessions, pingPrefix: "ping:" + hex.EncodeToString(b) + ":",
 		stop: make(chan struct{}), done: make(chan struct{}), heard: make(chan struct{})}
 }
 
@@ -317,12 +319,12 @@ func (l *pgListener) ping(ctx context.Context, exec func(context.Context, string
 	seq := l.sent.Add(1)
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	return seq, exec(ctx, `SELECT pg_notify($1, $2)`, cacheChannel, "ping:"+l.token+":"+strconv.FormatUint(seq, 10))
+	return seq, exec(ctx, `SELECT pg_notify($1, $2)`, cacheChannel, l.pingPrefix+strconv.FormatUint(seq, 10))
 }
 
 // pingSeq reads one of this process's pings; other processes' are ignored.
 func (l *pgListener) pingSeq(p string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(p, "ping:"+l.token+":")
+	rest, ok := strings.CutPrefix(p, l.pingPrefix)
 	if !ok {
 		return 0, false
 	}
