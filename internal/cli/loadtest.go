@@ -93,7 +93,11 @@ func (c *loadtestCmd) Run(e *env) error {
 			fmt.Fprintf(e.stdout, "write batches: %d commits of %d write transactions (%.1f per commit)\n", b, u, float64(u)/float64(b))
 		}
 		if sc := db.SessionCacheStatus(); sc.Fills > 0 || sc.ListenFailures > 0 {
-			fmt.Fprintf(e.stdout, "session cache: filled %d times, %d times not hearing PostgreSQL\n", sc.Fills, sc.ListenFailures)
+			fmt.Fprintf(e.stdout, "session cache: filled %d times", sc.Fills)
+			if db.Engine() == store.Postgres {
+				fmt.Fprintf(e.stdout, ", %d times not hearing PostgreSQL", sc.ListenFailures)
+			}
+			fmt.Fprintln(e.stdout)
 		}
 	}
 	if rep.Target.Errors > 0 || rep.Echo.Errors > 0 {

@@ -364,7 +364,10 @@ func (s *Service) verdict(ctx context.Context, app *App, v *HeartbeatView, licen
 		}
 	}
 	switch {
-	case now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
+	// The touch buffer can only make the time newer: it is asked only when
+	// the stored time says the session is silent (a lookup in a map of
+	// every recently beating session, a microsecond at 100 000).
+	case now.Sub(sess.LastSeenAt) > s.cfg.SessionTimeout && now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
 		return CodeSessionExpired, nil
 	case !v.KeyExists || app.RevokedAt != nil:
 		return CodeSessionRevoked, nil
