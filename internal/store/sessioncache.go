@@ -15,12 +15,14 @@ import (
 	"github.com/keyward/keyward/internal/license"
 )
 
-// sessionCache is SQLite's in-memory copy of what the heartbeat reads
-// (issue 21, point 4): for each live session the columns HeartbeatView
-// returns, so a heartbeat does not ask SQLite at all in the common case.
-// The read it saves was a third of a heartbeat's CPU at 100 000 sessions,
-// most of it SQLite rebuilding its page map after each commit
-// (docs/performance.md, "The session cache").
+// sessionCache is the in-memory copy of what the heartbeat reads (issue
+// 21, point 4): for each live session the columns HeartbeatView returns,
+// so a heartbeat does not ask the database at all in the common case. On
+// SQLite the read it saves was a third of a heartbeat's CPU at 100 000
+// sessions, most of it SQLite rebuilding its page map after each commit
+// (docs/performance.md, "The session cache"). What follows is how SQLite
+// keeps it exact; PostgreSQL, shared by several processes, keeps the same
+// cache exact through notices and notifications (pgcache.go).
 //
 // It is exact, not a TTL: HeartbeatView returns from it only what a read
 // of the database would return at that moment. SQLite has one write
