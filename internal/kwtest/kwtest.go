@@ -291,7 +291,7 @@ func Start(t testing.TB, o Options) *Server {
 		Addr:           "127.0.0.1:0",
 		SessionTimeout: 180 * time.Second,
 		// As keyward serve's default: every test's heartbeats go
-		// through the session cache on SQLite.
+		// through the session cache, on either engine.
 		SessionCache:  1_000_000,
 		BcryptCost:    4,
 		Limits:        Limits,

@@ -529,18 +529,12 @@ func (s licenseStore) HeartbeatView(ctx context.Context, tokenHash string) (*lic
 		v.Cached = true
 		return v, nil
 	}
-	return s.readHeartbeatView(ctx, tokenHash)
+	return s.FreshHeartbeatView(ctx, tokenHash)
 }
 
-// FreshHeartbeatView reads the database, never the cache (which it still
-// fills).
+// FreshHeartbeatView reads heartbeatViewQuery from the database, never the
+// cache, and puts the row in the cache.
 func (s licenseStore) FreshHeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
-	return s.readHeartbeatView(ctx, tokenHash)
-}
-
-// readHeartbeatView reads heartbeatViewQuery and puts the row in the
-// session cache.
-func (s licenseStore) readHeartbeatView(ctx context.Context, tokenHash string) (*license.HeartbeatView, error) {
 	r := &heartbeatRow{}
 	ss := &r.v.Session
 	c := s.db.sessions
@@ -678,7 +672,6 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 	}
 	var written []seenRow
 	for _, c := range chunks {
-		written = written[:0]
 		err := s.db.tx(ctx, func(tx *wtx) error {
 			written = written[:0] // a retried unit starts again
 			rows, err := tx.QueryContext(ctx, c.q+` RETURNING sessions.token_hash, sessions.last_seen_at`, c.args...)

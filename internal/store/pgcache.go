@@ -96,7 +96,7 @@ func parsePayload(p string) (inv invalidation, ok bool) {
 // statement running on pc made, applied now and kept for settleConn.
 func (c *sessionCache) noticed(pc *pgconn.PgConn, n *pgconn.Notice) {
 	p, ok := strings.CutPrefix(n.Message, noticePrefix)
-	if !ok {
+	if !ok || !c.triggers.Load() { // not ours, or no cache to keep (--session-cache 0)
 		return
 	}
 	inv, ok := parsePayload(p)

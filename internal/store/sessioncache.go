@@ -66,8 +66,9 @@ type sessionCache struct {
 	max   int64
 	count atomic.Int64
 	// on: HeartbeatView uses the cache (CacheSessions); triggers: the
-	// write connection must carry sessionTriggers (a new connection gets
-	// them from the driver's connection hook).
+	// cache wants reports of changes (on SQLite the write connection must
+	// carry sessionTriggers, which a new connection gets from the driver's
+	// connection hook; on PostgreSQL the triggers' notices are applied).
 	on, triggers atomic.Bool
 	gen          atomic.Uint64
 	fills        atomic.Int64
@@ -565,6 +566,7 @@ func (db *DB) CacheSessions(ctx context.Context, max int) error {
 		c.mu.Lock()
 		c.max = int64(max)
 		c.mu.Unlock()
+		c.triggers.Store(true)
 		return db.startListening(ctx)
 	}
 	c.on.Store(false)
