@@ -311,7 +311,7 @@ func (s *Service) AccountOfSession(ctx context.Context, app *App, token string) 
 // liveAccountSession reports whether v is a live account session of app.
 func (s *Service) liveAccountSession(app *App, v *HeartbeatView) bool {
 	ss := &v.Session
-	return ss.AppID == app.ID && ss.AccountID != nil && ss.EndedAt == nil && s.Now().Sub(s.lastSeen(ss)) <= s.cfg.SessionTimeout
+	return ss.AppID == app.ID && ss.AccountID != nil && ss.EndedAt == nil && !s.silent(ss, s.Now())
 }
 
 // WireUser is the account as the user block of register and account-login

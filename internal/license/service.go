@@ -364,10 +364,7 @@ func (s *Service) verdict(ctx context.Context, app *App, v *HeartbeatView, licen
 		}
 	}
 	switch {
-	// The touch buffer can only make the time newer: it is asked only when
-	// the stored time says the session is silent (a lookup in a map of
-	// every recently beating session, a microsecond at 100 000).
-	case now.Sub(sess.LastSeenAt) > s.cfg.SessionTimeout && now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout:
+	case s.silent(sess, now):
 		return CodeSessionExpired, nil
 	case !v.KeyExists || app.RevokedAt != nil:
 		return CodeSessionRevoked, nil
@@ -388,6 +385,15 @@ func (s *Service) verdict(ctx context.Context, app *App, v *HeartbeatView, licen
 // resolution instead of one per beat, and its silence is measured at most
 // that much (under 6 % of the timeout) early.
 func (s *Service) touchResolution() time.Duration { return s.cfg.SessionTimeout / 18 }
+
+// silent reports whether sess has gone without a heartbeat for longer than
+// the session timeout, counting heartbeats not yet written. The touch
+// buffer can only make the time newer, so it is asked only when the stored
+// time says the session is silent (a lookup in a locked map of every
+// recently beating session, a microsecond a heartbeat at 100 000).
+func (s *Service) silent(sess *Session, now time.Time) bool {
+	return now.Sub(sess.LastSeenAt) > s.cfg.SessionTimeout && now.Sub(s.lastSeen(sess)) > s.cfg.SessionTimeout
+}
 
 func (s *Service) lastSeen(sess *Session) time.Time {
 	if t, ok := s.touches.last(sess.ID); ok && t.After(sess.LastSeenAt) {
