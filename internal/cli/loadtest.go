@@ -34,7 +34,7 @@ type loadtestCmd struct {
 	Conns             int           `name:"conns" default:"32" help:"Concurrent connections."`
 	Duration          time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
 	Warmup            time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
-	HalfRate          bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries, and the echo at that rate, for the latency the machine itself gives there."`
+	HalfRate          bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries, and the echo at that rate, for the latency the machine itself gives there (requests sealed beforehand and replies checked afterwards, so the load tool adds little of its own; modes heartbeat, login and check-key)."`
 	Mix               string        `name:"mix" default:"heartbeat=95,login=2,check-key=2,update=1" help:"Weights of the request kinds in mode mix."`
 	Herd              bool          `name:"herd" help:"After the measured phase, every live session's device logs in again at once (modes heartbeat and mix); reports the time to recover."`
 	HerdTimeout       time.Duration `name:"herd-timeout" default:"60s" help:"Longest the herd may take."`

@@ -111,6 +111,9 @@ func (o *Options) defaults() error {
 	default:
 		return fmt.Errorf("unknown mode %q (heartbeat, login, check-key, mix)", o.Mode)
 	}
+	if o.HalfRate && o.Mode == Mix {
+		return errors.New("--half-rate measures one kind of request: mode heartbeat, login or check-key, not mix")
+	}
 	if o.Herd && !o.Mode.hasSessions() {
 		return fmt.Errorf("--herd needs live sessions: mode heartbeat or mix, not %s", o.Mode)
 	}
@@ -342,21 +345,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.HalfRate && rep.Target.RPS() > 0 {
 		rate := rep.Target.RPS() / 2
 		fmt.Fprintf(o.Progress, "measuring %s at %.0f req/s for %s\n", o.Mode, rate, o.Duration)
-		if o.HalfMeasured != nil {
-			o.HalfMeasured(true)
+		req, check, err := t.paced(o.Mode)
+		if err != nil {
+			return nil, err
 		}
-		half := MeasureAt(ctx, "half-rate", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
-			return t.Do(ctx, o.Mode, i)
-		})
-		if o.HalfMeasured != nil {
-			o.HalfMeasured(false)
+		if rep.Half, err = measurePaced(ctx, "half-rate", o, rate, t, req, check, o.HalfMeasured); err != nil {
+			return nil, err
 		}
-		rep.Half = &half
 		fmt.Fprintf(o.Progress, "measuring echo at %.0f req/s for %s\n", rate, o.Duration)
-		halfEcho := MeasureAt(ctx, "echo-half", o.Conns, o.Warmup, o.Duration, rate, func(ctx context.Context, i int) error {
-			return t.Echo(ctx, echoURL, i)
-		})
-		rep.HalfEcho = &halfEcho
+		echoReq := func(i int) (string, string, []byte) { return echoURL, "", t.echoBody(i) }
+		if rep.HalfEcho, err = measurePaced(ctx, "echo-half", o, rate, t, echoReq, nil, nil); err != nil {
+			return nil, err
+		}
 	}
 	if o.Herd {
 		fmt.Fprintf(o.Progress, "herd: %d sessions log in again at once (timeout %s)\n", len(t.Sessions), o.HerdTimeout)
@@ -364,6 +364,23 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Herd = &h
 	}
 	return rep, nil
+}
+
+// measurePaced seals one paced phase at rate and runs it; measured, if not
+// nil, is told when the phase (its warmup included) starts and ends.
+func measurePaced(ctx context.Context, name string, o Options, rate float64, t *Target,
+	req pacedRequest, check pacedCheck, measured func(start bool)) (*Result, error) {
+	p, err := preparePhase(o.Conns, o.Warmup, o.Duration, rate, t.keys, t.Secret, o.Now, req, check)
+	if err != nil {
+		return nil, err
+	}
+	defer p.free()
+	if measured != nil {
+		measured(true)
+		defer measured(false)
+	}
+	res, err := p.measure(ctx, name)
+	return &res, err
 }
 
 // StartEcho serves EchoHandler on 127.0.0.1 and returns its URL and a stop function.
@@ -530,13 +547,18 @@ func (t *Target) login(ctx context.Context, key, hwid string) (*reply, error) {
 	return t.c.sealedLogin(ctx, t, t.c.base, key, hwid)
 }
 
-// url is where connection conn (a Measure i: i mod conns is its
-// goroutine) sends path: address conn mod len(urls), counted.
-func (t *Target) url(conn int, path string) string {
-	j := 0
+// base is the address connection conn (a Measure i: i mod conns is its
+// goroutine) sends to: address conn mod len(urls).
+func (t *Target) base(conn int) int {
 	if len(t.urls) > 1 {
-		j = (conn % t.conns) % len(t.urls)
+		return (conn % t.conns) % len(t.urls)
 	}
+	return 0
+}
+
+// url is where connection conn sends path, counted.
+func (t *Target) url(conn int, path string) string {
+	j := t.base(conn)
 	t.sent[j].Add(1)
 	return t.urls[j] + path
 }
@@ -547,48 +569,84 @@ func (t *Target) resetCounts() {
 	}
 }
 
-// Do sends the i-th request of mode: heartbeats cycle through the sessions,
-// logins and check-keys through the keys; with several addresses, the
-// request goes to the one of i's connection (see Options.URL).
-func (t *Target) Do(ctx context.Context, mode Mode, i int) error {
-	var err error
+// request is the i-th request of mode: heartbeats cycle through the
+// sessions, logins and check-keys through the keys. check, if not nil, is
+// what a successful reply must also say.
+func (t *Target) request(mode Mode, i int) (path string, inner []byte, check func(*reply) error, err error) {
 	switch mode {
 	case Heartbeat:
 		if len(t.Sessions) == 0 {
-			return errors.New("no sessions provisioned")
+			return "", nil, nil, errors.New("no sessions provisioned")
 		}
-		s := t.Sessions[i%len(t.Sessions)]
-		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.url(i, "/api/auth/heartbeat.php"), heartbeatBody(s))
+		return "/api/auth/heartbeat.php", heartbeatBody(t.Sessions[i%len(t.Sessions)]), nil, nil
 	case Login:
 		k := i % len(t.Keys)
 		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k], "hwid": "loadtest-login-" + strconv.Itoa(k)})
-		_, err = t.c.sealed(ctx, t.keys, t.Secret, t.url(i, "/api/auth/login.php"), inner)
+		return "/api/auth/login.php", inner, nil, nil
 	case CheckKey:
-		err = t.checkKey(ctx, i, i)
-	default:
-		err = fmt.Errorf("unknown mode %q", mode)
+		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[i%len(t.Keys)]})
+		return "/api/auth/check-key.php", inner, validKey, nil
 	}
-	return err
+	return "", nil, nil, fmt.Errorf("unknown mode %q", mode)
+}
+
+func validKey(r *reply) error {
+	if r.Valid == nil || !*r.Valid {
+		return errors.New("check-key: key reported not valid")
+	}
+	return nil
+}
+
+// Do sends the i-th request of mode (see request); with several addresses,
+// the request goes to the one of i's connection (see Options.URL).
+func (t *Target) Do(ctx context.Context, mode Mode, i int) error {
+	return t.send(ctx, mode, i, i)
 }
 
 // checkKey checks key k through connection conn's address.
 func (t *Target) checkKey(ctx context.Context, conn, k int) error {
-	inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k%len(t.Keys)]})
-	r, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/auth/check-key.php"), inner)
-	if err == nil && (r.Valid == nil || !*r.Valid) {
-		err = errors.New("check-key: key reported not valid")
+	return t.send(ctx, CheckKey, conn, k)
+}
+
+// send sends the i-th request of mode through connection conn's address.
+func (t *Target) send(ctx context.Context, mode Mode, conn, i int) error {
+	path, inner, check, err := t.request(mode, i)
+	if err != nil {
+		return err
+	}
+	r, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, path), inner)
+	if err == nil && check != nil {
+		err = check(r)
 	}
 	return err
 }
 
+// paced is request for measurePaced: the i-th request of mode and the
+// address of i's connection, uncounted.
+func (t *Target) paced(mode Mode) (pacedRequest, pacedCheck, error) {
+	_, _, check, err := t.request(mode, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(i int) (string, string, []byte) {
+		path, inner, _, _ := t.request(mode, i)
+		return t.urls[t.base(i)], path, inner
+	}, check, nil
+}
+
 // Echo sends the i-th heartbeat body to the echo baseline at url.
 func (t *Target) Echo(ctx context.Context, url string, i int) error {
+	_, err := t.c.sealed(ctx, t.keys, t.Secret, url, t.echoBody(i))
+	return err
+}
+
+// echoBody is the i-th echo request's inner body: the heartbeat's.
+func (t *Target) echoBody(i int) []byte {
 	s := Session{ID: "echo", Key: "echo"}
 	if len(t.Sessions) > 0 {
 		s = t.Sessions[i%len(t.Sessions)]
 	}
-	_, err := t.c.sealed(ctx, t.keys, t.Secret, url, heartbeatBody(s))
-	return err
+	return heartbeatBody(s)
 }
 
 func heartbeatBody(s Session) []byte {

@@ -24,7 +24,7 @@ func TestRunEveryMode(t *testing.T) {
 					URL: srv.URL, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword,
 					Mode: mode, Sessions: 40, Keys: 20, Conns: 4,
 					Duration: 300 * time.Millisecond, Now: srv.Clock.Now,
-					HalfRate: mode == loadtest.Heartbeat,
+					HalfRate: true,
 					Measured: func(start bool) { marks = append(marks, start) },
 				})
 				if err != nil {
@@ -34,15 +34,12 @@ func TestRunEveryMode(t *testing.T) {
 					t.Errorf("phase names %q, %q", rep.Echo.Name, rep.Target.Name)
 				}
 				phases := []loadtest.Result{rep.Echo, rep.Target}
-				if mode == loadtest.Heartbeat {
-					// --half-rate: the mode, then the echo, at half the rate.
-					if rep.Half == nil || rep.HalfEcho == nil || rep.Half.Name != "half-rate" || rep.HalfEcho.Name != "echo-half" {
-						t.Fatalf("half-rate phases %+v, %+v", rep.Half, rep.HalfEcho)
-					}
-					phases = append(phases, *rep.Half, *rep.HalfEcho)
-				} else if rep.Half != nil || rep.HalfEcho != nil {
-					t.Errorf("half-rate phases without HalfRate")
+				// --half-rate: the mode, then the echo, at half the rate,
+				// through the paced client (paced.go).
+				if rep.Half == nil || rep.HalfEcho == nil || rep.Half.Name != "half-rate" || rep.HalfEcho.Name != "echo-half" {
+					t.Fatalf("half-rate phases %+v, %+v", rep.Half, rep.HalfEcho)
 				}
+				phases = append(phases, *rep.Half, *rep.HalfEcho)
 				for _, r := range phases {
 					if r.Requests == 0 || r.Errors != 0 {
 						t.Errorf("%s: %d requests, %d errors (first: %s)", r.Name, r.Requests, r.Errors, r.FirstError)

@@ -34,9 +34,11 @@ func Measure(ctx context.Context, name string, conns int, warmup, d time.Duratio
 }
 
 // MeasureAt is Measure at a fixed offered rate (requests per second over all
-// goroutines; 0: as fast as they can). Each goroutine sends on a schedule
-// and a request's latency counts from its scheduled time, so a server that
-// falls behind shows it in the percentiles rather than in a lower rate.
+// goroutines; 0: as fast as they can). Each goroutine sends on a schedule,
+// and a request sent late because the previous reply came after its time
+// counts its latency from that time, so a server that falls behind shows it
+// in the percentiles rather than in a lower rate. A request whose goroutine
+// was waiting for its time counts from when it is sent.
 func MeasureAt(ctx context.Context, name string, conns int, warmup, d time.Duration, rate float64,
 	do func(ctx context.Context, i int) error) Result {
 	if warmup > 0 {
@@ -104,9 +106,18 @@ func drive(ctx context.Context, conns int, d time.Duration, rate float64, do fun
 						return
 					}
 					if wait := next.Sub(t0); wait > 0 {
+						// On time: the request's latency counts from when
+						// it is sent. The sleep can overrun by up to a
+						// millisecond (the runtime's timers wake an idle
+						// process with millisecond resolution), and that
+						// is the load tool's delay, not the server's.
 						time.Sleep(wait)
+						t0 = time.Now()
+					} else {
+						// Behind: the last reply came after this request's
+						// time, and the wait since then counts.
+						t0 = next
 					}
-					t0 = next
 					next = next.Add(every)
 				}
 				if !t0.Before(deadline) {

@@ -132,6 +132,15 @@ func TestHerdNeedsSessions(t *testing.T) {
 	}
 }
 
+// TestHalfRateRefusesMix refuses --half-rate in mode mix (the paced phase
+// sends one kind of request) before anything is provisioned.
+func TestHalfRateRefusesMix(t *testing.T) {
+	_, err := loadtest.Run(context.Background(), loadtest.Options{URL: "http://127.0.0.1:1", Mode: loadtest.Mix, HalfRate: true})
+	if err == nil || !strings.Contains(err.Error(), "--half-rate measures one kind of request") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 // TestParseMix checks the --mix syntax: the default spelled out, kinds left
 // out, and each kind of bad input refused with a message naming it.
 func TestParseMix(t *testing.T) {
