@@ -129,7 +129,7 @@ func (t licenseTx) AddEvents(ctx context.Context, evs []event.Event) error {
 }
 
 // inList returns "(?, ?, …)" for ids and the ids as arguments.
-func inList(ids []int64) (string, []any) {
+func inList[T any](ids []T) (string, []any) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id

@@ -412,6 +412,40 @@ func testReapSessions(t *testing.T, db *store.DB) {
 	if n, err := ls.ReapSessions(ctx, cutoff, now, purge); err != nil || n != 0 {
 		t.Errorf("second ReapSessions = %d, %v; want 0", n, err)
 	}
+
+	// More silent sessions than one statement ends (they go in parts),
+	// among as many that are not silent: all of those and none of these.
+	var many []*license.Session
+	for i := range 2400 {
+		s := newSession(fmt.Sprintf("many-%04d", i), "app", k, now.Add(-time.Hour))
+		if i%2 == 1 {
+			s.LastSeenAt = now
+		}
+		many = append(many, s)
+	}
+	addSessions(t, db, many...)
+	if n, err := ls.ReapSessions(ctx, cutoff, now, purge); err != nil || n != 1200 {
+		t.Errorf("ReapSessions of 1 200 silent sessions among 2 400 = %d, %v", n, err)
+	}
+	var live int
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
+		for i, s := range many {
+			got, err := tx.SessionByID(ctx, s.ID)
+			if err != nil {
+				return err
+			}
+			if ended := got.EndedAt != nil; ended != (i%2 == 0) {
+				t.Errorf("session %s (last seen %v) ended: %v", s.ID, s.LastSeenAt, ended)
+			}
+			if got.EndedAt == nil {
+				live++
+			}
+		}
+		return nil
+	})
+	if live != 1200 {
+		t.Errorf("%d of the 2 400 left live, want 1 200", live)
+	}
 }
 
 // ---- transactions ----
