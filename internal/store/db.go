@@ -176,7 +176,16 @@ func openSQLite(ctx context.Context, o Options) (*DB, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)" +
 		"&_pragma=synchronous(" + syncMode + ")&_txlock=immediate"
 	cache := newSessionCache()
-	w := sql.OpenDB(liteConnector{writeDriver(cache), dsn})
+	// The write connection's page cache holds a flush's dirty pages and
+	// the pages it looks sessions up in (64 MiB: a flush of 8 000 sessions,
+	// a million sessions' heartbeats every 250 ms, dirties up to 8 000
+	// pages), so the flush neither re-reads pages from the file nor spills
+	// them into the WAL before its commit. The WAL is checkpointed every
+	// 10 000 pages (40 MiB) rather than SQLite's 1 000, so a page that
+	// every flush rewrites is copied into the database once per several
+	// flushes, not after each. Together a quarter of the flush's cost
+	// (BenchmarkTouchSessionsCached: 50 -> 38 ms).
+	w := sql.OpenDB(liteConnector{writeDriver(cache), dsn + "&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(10000)"})
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
