@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,5 +202,58 @@ func TestPGTouchesAreHOTUpdates(t *testing.T) {
 	}
 	if updated != 40 || hot != updated {
 		t.Fatalf("%d sessions touched, %d of them HOT updates; want 40 and all", updated, hot)
+	}
+}
+
+// The flush's chunk looks each session up by its primary key even when the
+// statistics say few sessions are live — here, analysed while 5 of 50 were,
+// before 5 000 more opened — where the planner would otherwise hash the
+// chunk and read every live session (the control below shows it would).
+func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
+	db, raw := pgCachedDB(t, 2, 0)
+	ctx := context.Background()
+	rawExec(t, raw, `ALTER TABLE sessions SET (autovacuum_enabled = false)`)
+	rawExec(t, raw, `INSERT INTO sessions (id, token_hash, app_id, hwid, created_at, last_seen_at, ended_at)
+		SELECT 'old-' || i, 'old-tok-' || i, 'app', 'hw', 1, 1, CASE WHEN i > 5 THEN 2 END FROM generate_series(1, 50) i`)
+	rawExec(t, raw, `ANALYZE sessions`)
+	rawExec(t, raw, `INSERT INTO sessions (id, token_hash, app_id, hwid, created_at, last_seen_at)
+		SELECT 's-' || i, 'tok-s-' || i, 'app', 'hw', 1, 1 FROM generate_series(1, 5000) i`)
+	args := make([]any, 0, 2*touchChunk)
+	for i := range touchChunk {
+		args = append(args, fmt.Sprintf("s-%d", 1+i*9), int64(100))
+	}
+	plan := func(setup string) string {
+		var out string
+		err := db.tx(ctx, func(tx *wtx) error {
+			if setup != "" {
+				if _, err := tx.ExecContext(ctx, setup); err != nil {
+					return err
+				}
+			}
+			rows, err := tx.QueryContext(ctx, `EXPLAIN `+db.touchQuery(touchChunk), args...)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					return err
+				}
+				out += line + "\n"
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if p := plan(""); !strings.Contains(p, "Hash Join") && !strings.Contains(p, "Merge Join") {
+		t.Fatalf("control: without pgTouchPlan the planner no longer joins by hash or merge here, so this test shows nothing:\n%s", p)
+	}
+	p := plan(pgTouchPlan)
+	if !strings.Contains(p, "Nested Loop") || !strings.Contains(p, "sessions_pkey") || strings.Contains(p, "Hash Join") || strings.Contains(p, "Merge Join") {
+		t.Fatalf("the flush's chunk does not look sessions up by key:\n%s", p)
 	}
 }
