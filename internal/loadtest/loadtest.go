@@ -57,6 +57,8 @@ type Options struct {
 	// first phase reached, for the latency at a load the server can carry;
 	// and a fourth, the echo at that same rate, for the latency the
 	// machine itself gives at it (the baseline of the third phase's p99).
+	// Both send requests sealed beforehand and check the replies after the
+	// phase (paced.go). Not in mode Mix.
 	HalfRate bool
 	// Mix weighs the kinds of Mode Mix (default DefaultMix).
 	Mix []Weight
