@@ -115,11 +115,18 @@ func (c *client) sealed(ctx context.Context, keys envelope.Keys, secret, url str
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, truncate(raw))
 	}
+	return openReply(keys, c.now, raw)
+}
+
+// openReply opens a 200 reply's enveloped body as a shipped client does:
+// the envelope, its MAC and window, the inner JSON, and success (a reply
+// that says false comes back with its error).
+func openReply(keys envelope.Keys, now func() time.Time, raw []byte) (*reply, error) {
 	renv, err := envelope.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("reply is not an envelope: %s", truncate(raw))
 	}
-	plain, _, err := keys.Verify(renv, c.now())
+	plain, _, err := keys.Verify(renv, now())
 	if err != nil {
 		return nil, fmt.Errorf("reply envelope: %v", err)
 	}

@@ -371,7 +371,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // measurePaced seals one paced phase at rate and runs it; measured, if not
 // nil, is told when the phase (its warmup included) starts and ends.
 func measurePaced(ctx context.Context, name string, o Options, rate float64, t *Target,
-	req pacedRequest, check pacedCheck, measured func(start bool)) (*Result, error) {
+	req pacedRequest, check replyCheck, measured func(start bool)) (*Result, error) {
 	p, err := preparePhase(o.Conns, o.Warmup, o.Duration, rate, t.keys, t.Secret, o.Now, req, check)
 	if err != nil {
 		return nil, err
@@ -574,7 +574,7 @@ func (t *Target) resetCounts() {
 // request is the i-th request of mode: heartbeats cycle through the
 // sessions, logins and check-keys through the keys. check, if not nil, is
 // what a successful reply must also say.
-func (t *Target) request(mode Mode, i int) (path string, inner []byte, check func(*reply) error, err error) {
+func (t *Target) request(mode Mode, i int) (path string, inner []byte, check replyCheck, err error) {
 	switch mode {
 	case Heartbeat:
 		if len(t.Sessions) == 0 {
@@ -625,7 +625,7 @@ func (t *Target) send(ctx context.Context, mode Mode, conn, i int) error {
 
 // paced is request for measurePaced: the i-th request of mode and the
 // address of i's connection, uncounted.
-func (t *Target) paced(mode Mode) (pacedRequest, pacedCheck, error) {
+func (t *Target) paced(mode Mode) (pacedRequest, replyCheck, error) {
 	_, _, check, err := t.request(mode, 0)
 	if err != nil {
 		return nil, nil, err

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -40,14 +39,15 @@ const maxPacedReply = 4 << 10
 // goes (base address and path) and its inner JSON.
 type pacedRequest func(i int) (base, path string, inner []byte)
 
-// pacedCheck checks one opened inner reply; nil means success.
-type pacedCheck func(r *reply) error
+// replyCheck checks a successful reply for what its request must also find
+// in it (check-key's valid); nil means it passes.
+type replyCheck func(r *reply) error
 
 // preparePhase seals a paced phase's requests: rate requests a second from
 // conns connections, for warmup (unrecorded) and then d. Its measure runs
 // the phase; free releases it.
 func preparePhase(conns int, warmup, d time.Duration, rate float64,
-	keys envelope.Keys, secret string, now func() time.Time, req pacedRequest, check pacedCheck) (*paced, error) {
+	keys envelope.Keys, secret string, now func() time.Time, req pacedRequest, check replyCheck) (*paced, error) {
 	every := time.Duration(float64(conns) / rate * float64(time.Second))
 	if every <= 0 {
 		return nil, fmt.Errorf("paced phase: rate %.0f/s is too high for %d connections", rate, conns)
@@ -94,7 +94,7 @@ type paced struct {
 	rate      float64
 	keys      envelope.Keys
 	now       func() time.Time
-	verify    pacedCheck
+	verify    replyCheck
 }
 
 // pacedConn is one connection's share. Its bookkeeping holds no pointers
@@ -275,7 +275,11 @@ func (p *paced) check() (bad int64, first string) {
 		pc := &p.conns[w]
 		for _, sp := range pc.spans {
 			raw := pc.chunks[sp.chunk][sp.start:sp.end]
-			if err := openReply(p.keys, p.now, raw, p.verify); err != nil {
+			r, err := openReply(p.keys, p.now, raw)
+			if err == nil && p.verify != nil {
+				err = p.verify(r)
+			}
+			if err != nil {
 				bad++
 				if first == "" {
 					first = err.Error()
@@ -284,29 +288,6 @@ func (p *paced) check() (bad int64, first string) {
 		}
 	}
 	return bad, first
-}
-
-// openReply does what client.sealed does with a 200 reply's body.
-func openReply(keys envelope.Keys, now func() time.Time, raw []byte, check pacedCheck) error {
-	renv, err := envelope.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("reply is not an envelope: %s", truncate(raw))
-	}
-	plain, _, err := keys.Verify(renv, now())
-	if err != nil {
-		return fmt.Errorf("reply envelope: %v", err)
-	}
-	var r reply
-	if err := json.Unmarshal(plain, &r); err != nil {
-		return fmt.Errorf("inner reply: %v", err)
-	}
-	if !r.Success {
-		return fmt.Errorf("%s: %s", r.ErrorCode, r.Message)
-	}
-	if check != nil {
-		return check(&r)
-	}
-	return nil
 }
 
 // errReply is a reply readReply cannot take.

@@ -674,10 +674,7 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 	for _, c := range chunks {
 		err := s.db.tx(ctx, func(tx *wtx) error {
 			written = written[:0] // a retried unit starts again
-			if _, err := tx.ExecContext(ctx, pgTouchPlan); err != nil {
-				return translate(err)
-			}
-			rows, err := tx.QueryContext(ctx, c.q+` RETURNING sessions.token_hash, sessions.last_seen_at`, c.args...)
+			rows, err := pgTouch(ctx, tx, c.q+` RETURNING sessions.token_hash, sessions.last_seen_at`, c.args...)
 			if err != nil {
 				return translate(err)
 			}
@@ -709,6 +706,15 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 // instead of 7, and most of a core at 10 000 heartbeats a second. Local to
 // the chunk's transaction.
 const pgTouchPlan = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
+
+// pgTouch runs q, a chunk's statement, in tx under pgTouchPlan.
+func pgTouch(ctx context.Context, tx *wtx, q string, args ...any) (*sql.Rows, error) {
+	if _, err := tx.ExecContext(ctx, pgTouchPlan); err != nil {
+		return nil, translate(err)
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	return rows, translate(err)
+}
 
 // touchQuery is the UPDATE of n sessions' last-seen times, its arguments
 // being id and milliseconds of each in turn. VALUES names its columns column1,
@@ -790,20 +796,8 @@ var afterReapScan func()
 // reads every live session, on a read connection: on SQLite the one writer is
 // not held for the scan.
 func (s licenseStore) silentSessions(ctx context.Context, cutoff time.Time) ([]string, error) {
-	rows, err := s.db.read.QueryContext(ctx, s.db.rebind(`SELECT id FROM sessions WHERE ended_at IS NULL AND last_seen_at < ?`), ms(cutoff))
-	if err != nil {
-		return nil, translate(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, translate(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, translate(rows.Err())
+	ids, err := stringsOf(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT id FROM sessions WHERE ended_at IS NULL AND last_seen_at < ?`), ms(cutoff)))
+	return ids, translate(err)
 }
 
 func (t licenseTx) LiveSessionsOfKey(ctx context.Context, keyID int64) ([]license.Session, error) {
