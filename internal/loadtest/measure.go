@@ -94,10 +94,13 @@ func drive(ctx context.Context, conns int, d time.Duration, rate float64, do fun
 			defer wg.Done()
 			me.lat = make([]time.Duration, 0, 4096)
 			var every time.Duration // per goroutine, with a rate
+			var wait *pauser
 			next := start
 			if rate > 0 {
 				every = time.Duration(float64(conns) / rate * float64(time.Second))
 				next = start.Add(every * time.Duration(w) / time.Duration(conns))
+				wait = newPauser()
+				defer wait.close()
 			}
 			for i := w; ctx.Err() == nil; i += conns {
 				t0 := time.Now()
@@ -105,13 +108,11 @@ func drive(ctx context.Context, conns int, d time.Duration, rate float64, do fun
 					if !next.Before(deadline) {
 						return
 					}
-					if wait := next.Sub(t0); wait > 0 {
+					if early := next.Sub(t0); early > 0 {
 						// On time: the request's latency counts from when
-						// it is sent. The sleep can overrun by up to a
-						// millisecond (the runtime's timers wake an idle
-						// process with millisecond resolution), and that
-						// is the load tool's delay, not the server's.
-						time.Sleep(wait)
+						// it is sent. The pause can overrun, and that is
+						// the load tool's delay, not the server's.
+						wait.pause(early)
 						t0 = time.Now()
 					} else {
 						// Behind: the last reply came after this request's
