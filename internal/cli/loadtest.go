@@ -34,6 +34,7 @@ type loadtestCmd struct {
 	Conns             int           `name:"conns" default:"32" help:"Concurrent connections."`
 	Duration          time.Duration `name:"duration" default:"10s" help:"Measuring time of each phase (echo, then the mode)."`
 	Warmup            time.Duration `name:"warmup" default:"1s" help:"Unmeasured time before each phase."`
+	Rounds            int           `name:"rounds" default:"1" help:"Split the echo's and the mode's measuring time into this many parts, measured alternately (echo, mode, echo, mode …), so that a machine whose speed drifts during the run slows both alike; on a shared virtual machine 5 steadies the ratio. The CPU profile covers the mode's first part."`
 	HalfRate          bool          `name:"half-rate" help:"Measure the mode once more at half the rate it reached, for the latency under a load the server carries, and the echo at that rate, for the latency the machine itself gives there (requests sealed beforehand and replies checked afterwards, so the load tool adds little of its own; modes heartbeat, login and check-key)."`
 	Mix               string        `name:"mix" default:"heartbeat=95,login=2,check-key=2,update=1" help:"Weights of the request kinds in mode mix."`
 	Herd              bool          `name:"herd" help:"After the measured phase, every live session's device logs in again at once (modes heartbeat and mix); reports the time to recover."`
@@ -55,7 +56,7 @@ func (c *loadtestCmd) Run(e *env) error {
 	o := loadtest.Options{
 		URL: c.URL, AdminUsername: c.AdminUsername, AdminPassword: c.AdminPassword,
 		Mode: loadtest.Mode(c.Mode), Sessions: c.Sessions, Keys: c.Keys, Conns: c.Conns,
-		Duration: c.Duration, Warmup: c.Warmup, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
+		Duration: c.Duration, Warmup: c.Warmup, Rounds: c.Rounds, HalfRate: c.HalfRate, Keep: c.Keep, Progress: e.stderr,
 		Mix: mix, Herd: c.Herd, HerdTimeout: c.HerdTimeout, HerdConns: c.HerdConns,
 	}
 	var db *store.DB // the in-process server's

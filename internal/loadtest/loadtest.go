@@ -50,6 +50,12 @@ type Options struct {
 	Conns    int           // concurrent connections (default 32)
 	Duration time.Duration // measuring time per phase (default 10s)
 	Warmup   time.Duration // unmeasured time before each phase (default 1s)
+	// Rounds splits the echo's and the mode's Duration into this many
+	// parts, measured alternately (echo, mode, echo, mode …, each after
+	// its warmup), so that a machine whose speed drifts during a run — a
+	// virtual machine's neighbours — slows both alike and their ratio
+	// reads the server rather than the drift (default 1).
+	Rounds int
 	// EchoURL is an echo baseline server (EchoHandler); empty starts one in
 	// this process.
 	EchoURL string
@@ -80,7 +86,8 @@ type Options struct {
 	Progress io.Writer
 	// Measured, when set, is called with true just before the mode's
 	// measured phase (after its warmup) and with false just after it, so
-	// that a profile can cover that phase alone.
+	// that a profile can cover that phase alone; with Rounds, its first
+	// round.
 	Measured func(start bool)
 	// HalfMeasured is Measured for the half-rate phase of the mode (with
 	// HalfRate), so that a trace can cover that phase alone.
@@ -143,6 +150,9 @@ func (o *Options) defaults() error {
 	if o.Duration <= 0 {
 		o.Duration = 10 * time.Second
 	}
+	if o.Rounds <= 0 {
+		o.Rounds = 1
+	}
 	if o.Warmup < 0 {
 		o.Warmup = 0
 	}
@@ -173,6 +183,7 @@ type Report struct {
 	Mode     Mode
 	Sessions int
 	Conns    int
+	Rounds   int // Options.Rounds
 	Echo     Result
 	Target   Result
 	// Half is the mode at half Target's rate (Options.HalfRate), or nil;
@@ -223,8 +234,12 @@ func (r *Report) Ratio() float64 {
 
 // Print writes the report as a small table.
 func (r *Report) Print(w io.Writer) {
-	fmt.Fprintf(w, "mode %s, %d live sessions, %d connections, %s per phase\n",
-		r.Mode, r.Sessions, r.Conns, r.Target.Elapsed.Round(time.Millisecond))
+	rounds := ""
+	if r.Rounds > 1 {
+		rounds = fmt.Sprintf(" (echo and %s in %d alternating rounds)", r.Mode, r.Rounds)
+	}
+	fmt.Fprintf(w, "mode %s, %d live sessions, %d connections, %s per phase%s\n",
+		r.Mode, r.Sessions, r.Conns, r.Target.Elapsed.Round(time.Millisecond), rounds)
 	fmt.Fprintf(w, "%-12s %10s %10s %10s %10s %8s\n", "phase", "requests", "req/s", "p50", "p99", "errors")
 	phases := []Result{r.Echo, r.Target}
 	if r.Half != nil {
@@ -304,45 +319,56 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}()
 
-	rep := &Report{Mode: o.Mode, Sessions: len(t.Sessions), Conns: o.Conns}
-	fmt.Fprintf(o.Progress, "measuring echo baseline for %s\n", o.Duration)
-	rep.Echo = Measure(ctx, "echo", o.Conns, o.Warmup, o.Duration, func(ctx context.Context, i int) error {
-		return t.Echo(ctx, echoURL, i)
-	})
-	fmt.Fprintf(o.Progress, "measuring %s for %s\n", o.Mode, o.Duration)
+	rep := &Report{Mode: o.Mode, Sessions: len(t.Sessions), Conns: o.Conns, Rounds: o.Rounds}
+	echo := func(ctx context.Context, i int) error { return t.Echo(ctx, echoURL, i) }
+	do := func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) }
+	warm := do
+	var m *mixer
 	if o.Mode == Mix {
-		if o.Warmup > 0 {
-			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, newMixer(t, o.Mix, false).do)
+		m = newMixer(t, o.Mix, true)
+		do, warm = m.do, newMixer(t, o.Mix, false).do
+	}
+	round := o.Duration / time.Duration(o.Rounds)
+	sent := make([]int64, len(t.urls)) // the mode's measured requests per address
+	for r := range o.Rounds {
+		of := ""
+		if o.Rounds > 1 {
+			of = fmt.Sprintf("round %d of %d: ", r+1, o.Rounds)
 		}
-		t.resetCounts()
-		m := newMixer(t, o.Mix, true)
-		o.measured(true)
-		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, m.do)
-		o.measured(false)
-		rep.Kinds = m.results(rep.Target.Elapsed)
-		rep.UpdateRelease = t.hasRelease
-	} else {
-		if o.Mode == Heartbeat {
+		fmt.Fprintf(o.Progress, "%smeasuring echo baseline for %s\n", of, round)
+		rep.Echo.add(Measure(ctx, "echo", o.Conns, o.Warmup, round, echo))
+		if r == 0 && o.Mode == Heartbeat {
 			// A running fleet: every session has beaten before (each every
 			// 30 s), and the measured phase is that steady state, not each
 			// session's first heartbeat after its login.
 			fmt.Fprintf(o.Progress, "one heartbeat from each of the %d sessions first\n", len(t.Sessions))
-			if err := each(ctx, o.Conns, len(t.Sessions), func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) }); err != nil {
+			if err := each(ctx, o.Conns, len(t.Sessions), do); err != nil {
 				return nil, fmt.Errorf("first heartbeats: %w", err)
 			}
 		}
+		fmt.Fprintf(o.Progress, "%smeasuring %s for %s\n", of, o.Mode, round)
 		if o.Warmup > 0 {
-			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, func(ctx context.Context, i int) error { return t.Do(ctx, o.Mode, i) })
+			Measure(ctx, "warmup", o.Conns, 0, o.Warmup, warm)
 		}
 		t.resetCounts()
-		o.measured(true)
-		rep.Target = Measure(ctx, string(o.Mode), o.Conns, 0, o.Duration, func(ctx context.Context, i int) error {
-			return t.Do(ctx, o.Mode, i)
-		})
-		o.measured(false)
+		if r == 0 {
+			o.measured(true)
+		}
+		rep.Target.add(Measure(ctx, string(o.Mode), o.Conns, 0, round, do))
+		if r == 0 {
+			o.measured(false)
+		}
+		for j := range sent {
+			sent[j] += t.sent[j].Load()
+		}
+	}
+	rep.Echo.lat, rep.Target.lat = nil, nil
+	if m != nil {
+		rep.Kinds = m.results(rep.Target.Elapsed)
+		rep.UpdateRelease = t.hasRelease
 	}
 	for j, u := range t.urls {
-		rep.PerURL = append(rep.PerURL, URLCount{URL: u, Requests: t.sent[j].Load()})
+		rep.PerURL = append(rep.PerURL, URLCount{URL: u, Requests: sent[j]})
 	}
 	if o.HalfRate && rep.Target.RPS() > 0 {
 		rate := rep.Target.RPS() / 2

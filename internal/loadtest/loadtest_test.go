@@ -120,3 +120,52 @@ func TestMeasureAtKeepsToTheSchedule(t *testing.T) {
 		t.Fatalf("requests %d (calls %d), want 1–20", res.Requests, calls.Load())
 	}
 }
+
+// TestRunAlternatesRounds checks Options.Rounds: the echo and the mode
+// measured by turns, each round's requests summed into one phase, and the
+// profile hook around the mode's first round only.
+func TestRunAlternatesRounds(t *testing.T) {
+	srv := kwtest.Start(t, kwtest.Options{})
+	var progress strings.Builder
+	var marks []bool
+	rep, err := loadtest.Run(context.Background(), loadtest.Options{
+		URL: srv.URL, AdminUsername: "admin", AdminPassword: kwtest.AdminPassword,
+		Mode: loadtest.Heartbeat, Sessions: 20, Conns: 2, Now: srv.Clock.Now,
+		Duration: 300 * time.Millisecond, Rounds: 3, Progress: &progress,
+		Measured: func(start bool) { marks = append(marks, start) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, line := range strings.Split(progress.String(), "\n") {
+		if strings.HasPrefix(line, "round ") {
+			steps = append(steps, line[:strings.Index(line, " for ")])
+		}
+	}
+	want := []string{
+		"round 1 of 3: measuring echo baseline", "round 1 of 3: measuring heartbeat",
+		"round 2 of 3: measuring echo baseline", "round 2 of 3: measuring heartbeat",
+		"round 3 of 3: measuring echo baseline", "round 3 of 3: measuring heartbeat",
+	}
+	if strings.Join(steps, "|") != strings.Join(want, "|") {
+		t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(steps, "\n"), strings.Join(want, "\n"))
+	}
+	for _, r := range []loadtest.Result{rep.Echo, rep.Target} {
+		// Each round runs until a request is due at or after its end.
+		if r.Requests == 0 || r.Errors != 0 || r.Elapsed < 300*time.Millisecond || r.P99 < r.P50 {
+			t.Errorf("%s: %d requests, %d errors, %v, p50 %v p99 %v", r.Name, r.Requests, r.Errors, r.Elapsed, r.P50, r.P99)
+		}
+	}
+	if len(marks) != 2 || !marks[0] || marks[1] {
+		t.Errorf("Measured called with %v, want [true false]", marks)
+	}
+	if len(rep.PerURL) != 1 || rep.PerURL[0].Requests != rep.Target.Requests {
+		t.Errorf("per address %+v, want the mode's %d requests", rep.PerURL, rep.Target.Requests)
+	}
+	var out strings.Builder
+	rep.Print(&out)
+	if !strings.Contains(out.String(), "in 3 alternating rounds") {
+		t.Errorf("report does not say the rounds:\n%s", out.String())
+	}
+}

@@ -11,11 +11,30 @@ import (
 // Result is one measured phase.
 type Result struct {
 	Name       string
-	Requests   int64         // completed requests, failures included
-	Errors     int64         // requests that failed (transport, HTTP status, or success:false)
-	Elapsed    time.Duration // measuring time
-	P50, P99   time.Duration // latency percentiles over all requests
-	FirstError string        // the first failure, for the report
+	Requests   int64           // completed requests, failures included
+	Errors     int64           // requests that failed (transport, HTTP status, or success:false)
+	Elapsed    time.Duration   // measuring time
+	P50, P99   time.Duration   // latency percentiles over all requests
+	FirstError string          // the first failure, for the report
+	lat        []time.Duration // every request's latency, sorted, for add
+}
+
+// add folds b, a later round of the same phase, into r: counts and times
+// summed, percentiles over both rounds' requests.
+func (r *Result) add(b Result) {
+	if r.Name == "" {
+		*r = b
+		return
+	}
+	r.Requests += b.Requests
+	r.Errors += b.Errors
+	r.Elapsed += b.Elapsed
+	if r.FirstError == "" {
+		r.FirstError = b.FirstError
+	}
+	r.lat = append(r.lat, b.lat...)
+	slices.Sort(r.lat)
+	r.P50, r.P99 = percentile(r.lat, 50), percentile(r.lat, 99)
 }
 
 // RPS is completed requests per second.
@@ -150,6 +169,7 @@ func drive(ctx context.Context, conns int, d time.Duration, rate float64, do fun
 	res.Requests = int64(len(all))
 	slices.Sort(all)
 	res.P50, res.P99 = percentile(all, 50), percentile(all, 99)
+	res.lat = all
 	return res
 }
 
