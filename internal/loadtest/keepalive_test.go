@@ -31,7 +31,7 @@ func TestProvisionKeepsOpenSessionsAlive(t *testing.T) {
 		t.Fatalf("keep-alive passes %d, want 2 (after 4 and 8 of 10 sessions); progress:\n%s", got, progress.String())
 	}
 	for i, s := range tgt.Sessions {
-		if s.ID == "" {
+		if s.ID.String() == "" {
 			t.Fatalf("session %d not opened", i)
 		}
 	}

@@ -436,7 +436,7 @@ type Target struct {
 	AppID    string
 	Secret   string
 	keys     envelope.Keys
-	Keys     []string
+	Keys     []Text
 	Sessions []Session
 	locks    []sync.Mutex // one per session: a login replaces its id
 	// hasRelease says a release newer than 1.0.0 is published (mode mix).
@@ -445,7 +445,42 @@ type Target struct {
 
 // Session is a live session and the key it runs on.
 type Session struct {
-	ID, Key string
+	ID, Key Text
+}
+
+// Text is a short string kept in an array, so that a slice of them holds no
+// pointers. The load tool keeps a key and a session id per session: as
+// strings, 200 000 objects at 100 000 sessions that an in-process server's
+// collector marked every cycle (16.2 ms of marking a cycle instead of 19.0
+// at 100 000 sessions), which a server on its own does not have.
+type Text struct {
+	n uint8
+	b [maxText]byte
+}
+
+// maxText is the longest Text: session ids are 36-character UUIDs and
+// generated keys are shorter than 40 characters.
+const maxText = 71
+
+// TextOf returns s as a Text; an s longer than maxText is an error.
+func TextOf(s string) (Text, error) {
+	var t Text
+	if len(s) > maxText {
+		return t, fmt.Errorf("%q: longer than the load tool's %d characters", s, maxText)
+	}
+	t.n = uint8(copy(t.b[:], s))
+	return t, nil
+}
+
+func (t *Text) String() string { return string(t.b[:t.n]) }
+
+// set makes t hold s (see TextOf).
+func (t *Text) set(s string) error {
+	v, err := TextOf(s)
+	if err == nil {
+		*t = v
+	}
+	return err
 }
 
 // Provision signs in to the admin API, creates an app, generates o.Keys
@@ -495,7 +530,11 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 			return fail(fmt.Errorf("generate keys: %w", err))
 		}
 		for _, k := range gen.Keys {
-			t.Keys = append(t.Keys, k.LicenseKey)
+			key, err := TextOf(k.LicenseKey)
+			if err != nil {
+				return fail(fmt.Errorf("generate keys: %w", err))
+			}
+			t.Keys = append(t.Keys, key)
 		}
 	}
 	if o.Mode == Mix && weighs(o.Mix, KindUpdate) {
@@ -513,11 +552,15 @@ func Provision(ctx context.Context, o Options) (*Target, error) {
 	t.locks = make([]sync.Mutex, o.Sessions)
 	open := func(ctx context.Context, i int) error {
 		key := t.Keys[i%len(t.Keys)]
-		r, err := t.login(ctx, key, deviceID(i))
+		r, err := t.login(ctx, key.String(), deviceID(i))
 		if err != nil {
 			return err
 		}
-		t.Sessions[i] = Session{ID: r.SessionID, Key: key}
+		id, err := TextOf(r.SessionID)
+		if err != nil {
+			return fmt.Errorf("login: session id %w", err)
+		}
+		t.Sessions[i] = Session{ID: id, Key: key}
 		return nil
 	}
 	keepAlive := func(ctx context.Context, i int) error {
@@ -609,10 +652,10 @@ func (t *Target) request(mode Mode, i int) (path string, inner []byte, check rep
 		return "/api/auth/heartbeat.php", heartbeatBody(t.Sessions[i%len(t.Sessions)]), nil, nil
 	case Login:
 		k := i % len(t.Keys)
-		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k], "hwid": "loadtest-login-" + strconv.Itoa(k)})
+		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[k].String(), "hwid": "loadtest-login-" + strconv.Itoa(k)})
 		return "/api/auth/login.php", inner, nil, nil
 	case CheckKey:
-		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[i%len(t.Keys)]})
+		inner, _ := json.Marshal(map[string]string{"license_key": t.Keys[i%len(t.Keys)].String()})
 		return "/api/auth/check-key.php", inner, validKey, nil
 	}
 	return "", nil, nil, fmt.Errorf("unknown mode %q", mode)
@@ -670,15 +713,15 @@ func (t *Target) Echo(ctx context.Context, url string, i int) error {
 
 // echoBody is the i-th echo request's inner body: the heartbeat's.
 func (t *Target) echoBody(i int) []byte {
-	s := Session{ID: "echo", Key: "echo"}
-	if len(t.Sessions) > 0 {
-		s = t.Sessions[i%len(t.Sessions)]
+	if len(t.Sessions) == 0 {
+		b, _ := json.Marshal(map[string]string{"session_id": "echo", "license_key": "echo"})
+		return b
 	}
-	return heartbeatBody(s)
+	return heartbeatBody(t.Sessions[i%len(t.Sessions)])
 }
 
 func heartbeatBody(s Session) []byte {
-	b, _ := json.Marshal(map[string]string{"session_id": s.ID, "license_key": s.Key})
+	b, _ := json.Marshal(map[string]string{"session_id": s.ID.String(), "license_key": s.Key.String()})
 	return b
 }
 

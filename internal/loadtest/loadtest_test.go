@@ -169,3 +169,17 @@ func TestRunAlternatesRounds(t *testing.T) {
 		t.Errorf("report does not say the rounds:\n%s", out.String())
 	}
 }
+
+// TestTextHoldsShortStrings checks the load tool's pointer-free strings:
+// any string up to the limit comes back unchanged, a longer one is refused.
+func TestTextHoldsShortStrings(t *testing.T) {
+	for _, s := range []string{"", "ABCDE-FGHIJ-KLMNO-PQRST-UVWXY", "0b0e8f1c-7a52-4d2e-9a43-3c6f1f2b9d10", strings.Repeat("é", 35) + "x"} {
+		v, err := loadtest.TextOf(s)
+		if err != nil || v.String() != s {
+			t.Errorf("TextOf(%q) = %q, %v", s, v.String(), err)
+		}
+	}
+	if _, err := loadtest.TextOf(strings.Repeat("x", 72)); err == nil {
+		t.Error("a 72-byte string fits")
+	}
+}

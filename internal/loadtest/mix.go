@@ -177,17 +177,16 @@ func (t *Target) doKind(ctx context.Context, k Kind, conn int) error {
 			_, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/auth/heartbeat.php"), heartbeatBody(t.Sessions[i]))
 			return err
 		}
-		r, err := t.c.sealedLogin(ctx, t, t.url(conn, ""), t.Sessions[i].Key, deviceID(i))
+		r, err := t.c.sealedLogin(ctx, t, t.url(conn, ""), t.Sessions[i].Key.String(), deviceID(i))
 		if err != nil {
 			return err
 		}
-		t.Sessions[i].ID = r.SessionID
-		return nil
+		return t.Sessions[i].ID.set(r.SessionID)
 	case KindCheckKey:
 		return t.checkKey(ctx, conn, rand.IntN(len(t.Keys)))
 	case KindUpdate:
 		i := rand.IntN(len(t.Keys))
-		inner, _ := json.Marshal(map[string]string{"v": "1.0.0", "hwid": deviceID(i), "license_key": t.Keys[i]})
+		inner, _ := json.Marshal(map[string]string{"v": "1.0.0", "hwid": deviceID(i), "license_key": t.Keys[i].String()})
 		r, err := t.c.sealed(ctx, t.keys, t.Secret, t.url(conn, "/api/update/check.php"), inner)
 		if err != nil {
 			return err
@@ -319,7 +318,7 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			key := t.Sessions[i].Key
+			key := t.Sessions[i].Key.String()
 			for try := 0; ctx.Err() == nil; try++ {
 				attempts.Add(1)
 				t0 := time.Now()
@@ -330,8 +329,11 @@ func (t *Target) Herd(ctx context.Context, conns int, timeout, backoff time.Dura
 				logins.add(time.Since(t0), err)
 				if err == nil {
 					t.locks[i].Lock()
-					t.Sessions[i].ID = r.SessionID
+					err = t.Sessions[i].ID.set(r.SessionID)
 					t.locks[i].Unlock()
+					if err != nil {
+						return // not recovered: the report counts it
+					}
 					back[done.Add(1)-1].Store(int32(i))
 					for at := int64(time.Since(start)); ; {
 						prev := lastOK.Load()
