@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
 	"time"
@@ -42,6 +43,7 @@ type loadtestCmd struct {
 	HerdConns         int           `name:"herd-conns" default:"256" help:"Connections the herd's logins share."`
 	Keep              bool          `name:"keep" help:"Keep the provisioned app instead of deleting it."`
 	CPUProfile        string        `name:"cpu-profile" type:"path" help:"Write a CPU profile of this process (client and in-process server) during the measured phase of the mode to this file."`
+	HeapProfile       string        `name:"heap-profile" type:"path" help:"Write a heap profile of this process (client and in-process server), after a collection, at the end of the measured phase of the mode to this file."`
 	Trace             string        `name:"trace" type:"path" help:"Write a runtime/trace of this process during the half-rate phase (with --half-rate; its warmup included) to this file, for go tool trace."`
 }
 
@@ -69,15 +71,30 @@ func (c *loadtestCmd) Run(e *env) error {
 		db = d
 	}
 	if c.CPUProfile != "" {
-		phase, done, err := recorder(c.CPUProfile, "cpu profile", e.stderr, pprof.StartCPUProfile, pprof.StopCPUProfile)
+		phase, done, err := recorder(c.CPUProfile, "cpu profile", e.stderr, pprof.StartCPUProfile,
+			func(io.Writer) error { pprof.StopCPUProfile(); return nil })
 		if err != nil {
 			return err
 		}
 		defer done()
 		o.Measured = phase
 	}
+	if c.HeapProfile != "" {
+		phase, done, err := recorder(c.HeapProfile, "heap profile", e.stderr, func(io.Writer) error { return nil },
+			func(w io.Writer) error { runtime.GC(); return pprof.WriteHeapProfile(w) })
+		if err != nil {
+			return err
+		}
+		defer done()
+		if cpu := o.Measured; cpu != nil {
+			// The CPU profile stops before the heap's collection.
+			o.Measured = func(start bool) { cpu(start); phase(start) }
+		} else {
+			o.Measured = phase
+		}
+	}
 	if c.Trace != "" {
-		phase, done, err := recorder(c.Trace, "trace", e.stderr, trace.Start, trace.Stop)
+		phase, done, err := recorder(c.Trace, "trace", e.stderr, trace.Start, func(io.Writer) error { trace.Stop(); return nil })
 		if err != nil {
 			return err
 		}
@@ -160,19 +177,21 @@ func (c *loadtestCmd) startServer(ctx context.Context, o *loadtest.Options, stde
 	}, srv.DB, nil
 }
 
-// recorder creates path for a CPU profile or a trace of one phase: phase
-// starts recording into it (true) and stops (false); done reports a start
-// that failed, as what, and closes the file.
-func recorder(path, what string, stderr io.Writer, start func(io.Writer) error, stop func()) (phase func(bool), done func(), err error) {
+// recorder creates path for a CPU profile, heap profile or trace of one
+// phase: phase starts recording into it (true) and stops (false); done
+// reports a start or stop that failed, as what, and closes the file.
+func recorder(path, what string, stderr io.Writer, start, stop func(io.Writer) error) (phase func(bool), done func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	var serr error
 	phase = func(on bool) {
+		step := start
 		if !on {
-			stop()
-		} else if err := start(f); err != nil {
+			step = stop
+		}
+		if err := step(f); err != nil && serr == nil {
 			serr = err
 		}
 	}

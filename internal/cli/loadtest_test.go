@@ -153,6 +153,29 @@ func TestLoadtestCPUProfile(t *testing.T) {
 	}
 }
 
+// `keyward loadtest --heap-profile FILE`, alone and with --cpu-profile,
+// writes a heap profile (gzipped protobuf) at the end of the measured phase.
+func TestLoadtestHeapProfile(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	for _, extra := range [][]string{nil, {"--cpu-profile", filepath.Join(dir, "cpu.prof")}} {
+		heap := filepath.Join(dir, "heap.prof")
+		os.Remove(heap)
+		args := append([]string{"loadtest", "--sessions", "4", "--duration", "200ms", "--warmup", "0s", "--conns", "2", "--heap-profile", heap}, extra...)
+		code, out, errOut := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\nstdout %s\nstderr %s", extra, code, out, errOut)
+		}
+		for _, p := range append([]string{heap}, extra[min(1, len(extra)):]...) {
+			b, err := os.ReadFile(p)
+			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Fatalf("%v: %s: %d bytes, %v", extra, p, len(b), err)
+			}
+		}
+	}
+}
+
 // `keyward loadtest --half-rate --trace FILE` writes a runtime/trace of the
 // half-rate phase; without --half-rate there is no such phase and it
 // refuses at once.
