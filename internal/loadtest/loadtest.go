@@ -713,12 +713,19 @@ func (t *Target) Echo(ctx context.Context, url string, i int) error {
 
 // echoBody is the i-th echo request's inner body: the heartbeat's.
 func (t *Target) echoBody(i int) []byte {
-	if len(t.Sessions) == 0 {
-		b, _ := json.Marshal(map[string]string{"session_id": "echo", "license_key": "echo"})
-		return b
+	s := echoSession
+	if len(t.Sessions) > 0 {
+		s = t.Sessions[i%len(t.Sessions)]
 	}
-	return heartbeatBody(t.Sessions[i%len(t.Sessions)])
+	return heartbeatBody(s)
 }
+
+// echoSession is the echo's session when none is open (modes login and
+// check-key).
+var echoSession = func() Session {
+	echo, _ := TextOf("echo")
+	return Session{ID: echo, Key: echo}
+}()
 
 func heartbeatBody(s Session) []byte {
 	b, _ := json.Marshal(map[string]string{"session_id": s.ID.String(), "license_key": s.Key.String()})

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"os"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,7 +20,8 @@ import (
 // BenchmarkPauseDuringCollection shows the difference: a 500 µs pause during
 // a collection overran by 20 ms (median) through time.Sleep, 0.3 ms here.
 type pauser struct {
-	f *os.File // nil: the kernel refused a timerfd, so time.Sleep
+	f  *os.File // nil: the kernel refused a timerfd, so time.Sleep
+	rc syscall.RawConn
 }
 
 func newPauser() *pauser {
@@ -29,7 +31,13 @@ func newPauser() *pauser {
 	}
 	// A non-blocking descriptor makes os.NewFile register it with the
 	// poller, so a Read parks the goroutine instead of a thread.
-	return &pauser{f: os.NewFile(uintptr(fd), "loadtest-pause")}
+	f := os.NewFile(uintptr(fd), "loadtest-pause")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return &pauser{}
+	}
+	return &pauser{f: f, rc: rc}
 }
 
 // pause returns after d.
@@ -41,12 +49,10 @@ func (p *pauser) pause(d time.Duration) {
 		time.Sleep(d)
 		return
 	}
-	rc, err := p.f.SyscallConn()
-	if err == nil {
-		spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-		if cerr := rc.Control(func(fd uintptr) { err = unix.TimerfdSettime(int(fd), 0, &spec, nil) }); cerr != nil {
-			err = cerr
-		}
+	var err error
+	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
+	if cerr := p.rc.Control(func(fd uintptr) { err = unix.TimerfdSettime(int(fd), 0, &spec, nil) }); cerr != nil {
+		err = cerr
 	}
 	if err != nil {
 		time.Sleep(d)

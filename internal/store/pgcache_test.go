@@ -233,18 +233,9 @@ func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
 			} else {
 				rows, err = tx.QueryContext(ctx, q, args...)
 			}
-			if err != nil {
-				return err
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					return err
-				}
-				out += line + "\n"
-			}
-			return rows.Err()
+			lines, err := stringsOf(rows, err)
+			out = strings.Join(lines, "\n")
+			return err
 		})
 		if err != nil {
 			t.Fatal(err)
