@@ -121,10 +121,67 @@ const (
 	maxCachedKey = 64
 )
 
+// cacheShard holds its entries in slots, a slice of values, and maps each
+// token to its slot: Go stores a map value larger than 128 bytes out of
+// line, one heap object per entry behind a pointer the collector follows,
+// and a cachedSession is 160 bytes. A map of small values and a slice of
+// pointer-free ones hold no pointer per entry, and a fill allocates
+// nothing once the slice has grown. A removed entry's slot goes on free
+// for the next fill.
 type cacheShard struct {
-	mu sync.RWMutex
-	m  map[tokenKey]cachedSession
-	_  [40]byte // a shard to a cache line
+	mu    sync.RWMutex
+	m     map[tokenKey]uint32 // index into slots
+	slots []cachedSession
+	free  []uint32
+	_     [48]byte // a shard to two cache lines
+}
+
+// lookup returns the entry of k (sh.mu held).
+func (sh *cacheShard) lookup(k tokenKey) (*cachedSession, bool) {
+	i, ok := sh.m[k]
+	if !ok {
+		return nil, false
+	}
+	return &sh.slots[i], true
+}
+
+// store sets k's entry to e, taking a free slot or a new one if k has none
+// (sh.mu held).
+func (sh *cacheShard) store(k tokenKey, e *cachedSession) {
+	if i, ok := sh.m[k]; ok {
+		sh.slots[i] = *e
+		return
+	}
+	var i uint32
+	if n := len(sh.free); n > 0 {
+		i, sh.free = sh.free[n-1], sh.free[:n-1]
+		sh.slots[i] = *e
+	} else {
+		i = uint32(len(sh.slots))
+		sh.slots = append(sh.slots, *e)
+	}
+	sh.m[k] = i
+}
+
+// remove drops k's entry and reports whether it had one (sh.mu held).
+func (sh *cacheShard) remove(k tokenKey) bool {
+	i, ok := sh.m[k]
+	if !ok {
+		return false
+	}
+	delete(sh.m, k)
+	sh.slots[i] = cachedSession{}
+	sh.free = append(sh.free, i)
+	return true
+}
+
+// empty drops every entry, keeping room for new ones if keep, else
+// leaving nil maps and slices behind (sh.mu held).
+func (sh *cacheShard) empty(keep bool) {
+	sh.m, sh.slots, sh.free = nil, nil, nil
+	if keep {
+		sh.m = map[tokenKey]uint32{}
+	}
 }
 
 type ownerShard struct {
@@ -221,7 +278,7 @@ func newSessionCache() *sessionCache {
 	c := &sessionCache{seed: maphash.MakeSeed(), nameIdx: map[string]uint32{}}
 	c.names.Store(&[]string{})
 	for i := range c.shards {
-		c.shards[i].m = map[tokenKey]cachedSession{}
+		c.shards[i].empty(true)
 		c.owners[i].m = map[ownerKey]uint64{}
 	}
 	return c
@@ -246,7 +303,11 @@ func (c *sessionCache) get(token string) (cachedSession, bool) {
 	}
 	sh := c.shard(&k)
 	sh.mu.RLock()
-	e, ok := sh.m[k]
+	p, ok := sh.lookup(k)
+	var e cachedSession
+	if ok {
+		e = *p
+	}
 	sh.mu.RUnlock()
 	if !ok {
 		return e, false
@@ -324,7 +385,7 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 		}
 		c.count.Add(1)
 	}
-	sh.m[k] = e
+	sh.store(k, &e)
 	c.fills.Add(1)
 }
 
@@ -395,8 +456,7 @@ func (c *sessionCache) apply(inv invalidation) {
 		if k, ok := tokenKeyOf(inv.token); ok {
 			sh := c.shard(&k)
 			sh.mu.Lock()
-			if _, ok := sh.m[k]; ok {
-				delete(sh.m, k)
+			if sh.remove(k) {
 				c.count.Add(-1)
 			}
 			sh.mu.Unlock()
@@ -433,9 +493,8 @@ func (c *sessionCache) seenAt(token string, ms int64) {
 	}
 	sh := c.shard(&k)
 	sh.mu.Lock()
-	if e, ok := sh.m[k]; ok && ms > e.seen {
+	if e, ok := sh.lookup(k); ok && ms > e.seen {
 		e.seen = ms
-		sh.m[k] = e
 	}
 	sh.mu.Unlock()
 }
@@ -462,9 +521,10 @@ func (c *sessionCache) reset(keep bool) {
 		sh, osh := &c.shards[i], &c.owners[i]
 		sh.mu.Lock()
 		osh.mu.Lock()
-		sh.m, osh.m = nil, nil
+		sh.empty(keep)
+		osh.m = nil
 		if keep {
-			sh.m, osh.m = map[tokenKey]cachedSession{}, map[ownerKey]uint64{}
+			osh.m = map[ownerKey]uint64{}
 		}
 		osh.mu.Unlock()
 		sh.mu.Unlock()

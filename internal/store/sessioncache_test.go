@@ -464,15 +464,7 @@ func BenchmarkSessionCacheMemory(b *testing.B) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		for i := range n {
-			tk := fmt.Sprintf("%064x", i) // hex SHA-256, as HashToken gives; the cache keeps it
-			r := &heartbeatRow{}
-			r.v.Session.ID = fmt.Sprintf("%032x", i)
-			r.v.Session.AppID = fmt.Sprintf("%s-4f1e-8a2b-0123456789ab", "e2ad14a6-e3f7") // a new copy per row, as the driver gives
-			r.keyID = sql.NullInt64{Int64: int64(i + 1), Valid: true}
-			r.status = sql.NullString{String: "active", Valid: true}
-			r.lk = sql.NullString{String: fmt.Sprintf("KW-%05d-%05d-%05d", i, i, i), Valid: true}
-			r.expires = sql.NullInt64{Int64: 1_800_000_000_000, Valid: true}
-			r.seen = 1_790_000_000_000
+			tk, r := cacheRow(i)
 			c.put(tk, r, c.generation())
 		}
 		runtime.GC()
@@ -491,6 +483,70 @@ func BenchmarkSessionCacheMemory(b *testing.B) {
 }
 
 // gcTime is the least time of a few full collections.
+// cacheRow is the i-th of a fleet's sessions as HeartbeatView reads it:
+// its token hash and its row.
+func cacheRow(i int) (string, *heartbeatRow) {
+	tk := fmt.Sprintf("%064x", i) // hex SHA-256, as HashToken gives; the cache keeps it
+	r := &heartbeatRow{}
+	r.v.Session.ID = fmt.Sprintf("%032x", i)
+	r.v.Session.AppID = fmt.Sprintf("%s-4f1e-8a2b-0123456789ab", "e2ad14a6-e3f7") // a new copy per row, as the driver gives
+	r.keyID = sql.NullInt64{Int64: int64(i + 1), Valid: true}
+	r.status = sql.NullString{String: "active", Valid: true}
+	r.lk = sql.NullString{String: fmt.Sprintf("KW-%05d-%05d-%05d", i, i, i), Valid: true}
+	r.expires = sql.NullInt64{Int64: 1_800_000_000_000, Valid: true}
+	r.seen = 1_790_000_000_000
+	return tk, r
+}
+
+// The cache keeps no heap object per session. Go stores a map value larger
+// than 128 bytes out of line, one object per entry behind a pointer that
+// every collection follows, and a cachedSession is larger than that; the
+// shards keep entries in a slice instead (cacheShard). So filling the
+// cache allocates only when a shard's map or slice grows.
+func TestSessionCacheFillsWithoutAnObjectPerSession(t *testing.T) {
+	const n = 20_000
+	c := newSessionCache()
+	c.max = 2 * n
+	c.on.Store(true)
+	tokens, rows := make([]string, 2*n), make([]*heartbeatRow, 2*n)
+	for i := range tokens {
+		tokens[i], rows[i] = cacheRow(i)
+	}
+	for i := range n {
+		c.put(tokens[i], rows[i], c.generation())
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := n; i < 2*n; i++ {
+		c.put(tokens[i], rows[i], c.generation())
+	}
+	runtime.ReadMemStats(&after)
+	if got := c.count.Load(); got != 2*n {
+		t.Fatalf("%d cached, want %d", got, 2*n)
+	}
+	if objs := after.Mallocs - before.Mallocs; objs > n/10 {
+		t.Errorf("caching %d more sessions made %d heap objects, want at most %d (one per session means the entries are stored out of line)", n, objs, n/10)
+	}
+	// A session removed and filled again reuses its slot.
+	for i := range n {
+		c.apply(invalidation{kind: 's', token: tokens[i]})
+	}
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		c.put(tokens[i], rows[i], c.generation())
+	}
+	runtime.ReadMemStats(&after)
+	if objs := after.Mallocs - before.Mallocs; objs > n/10 {
+		t.Errorf("filling %d removed sessions again made %d heap objects, want at most %d", n, objs, n/10)
+	}
+	for i := range 2 * n {
+		e, ok := c.get(tokens[i])
+		if !ok || string(e.id[:e.idLen]) != rows[i].v.Session.ID || string(e.key[:e.keyLen]) != rows[i].lk.String {
+			t.Fatalf("session %d: cached %v (%q, %q), want its own entry", i, ok, e.id[:e.idLen], e.key[:e.keyLen])
+		}
+	}
+}
+
 func gcTime() time.Duration {
 	best := time.Duration(1 << 62)
 	for range 5 {
