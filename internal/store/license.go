@@ -129,7 +129,18 @@ func (t licenseTx) CountUpstreamImport(ctx context.Context, appID string) error 
 	return affected(res, err)
 }
 
+// DeleteApp deletes the app; its keys, sessions and the rest go with it
+// (ON DELETE CASCADE). On PostgreSQL the app's live sessions are locked
+// first, in id order: the heartbeat flush locks the sessions it writes in
+// that order (TouchSessions), and the cascade, left to itself, locks them
+// in whatever order its deletes find them, so an app deleted while its
+// fleet was beating could deadlock with the flush and fail.
 func (t licenseTx) DeleteApp(ctx context.Context, id string) error {
+	if t.db.engine == Postgres {
+		if _, err := t.tx.ExecContext(ctx, `SELECT id FROM sessions WHERE app_id = $1 AND ended_at IS NULL ORDER BY id FOR UPDATE`, id); err != nil {
+			return translate(err)
+		}
+	}
 	res, err := t.tx.ExecContext(ctx, t.db.rebind(`DELETE FROM apps WHERE id = ?`), id)
 	return affected(res, err)
 }
