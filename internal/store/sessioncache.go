@@ -55,9 +55,11 @@ import (
 // INSERT trigger is needed). At most max sessions are kept; past that a
 // heartbeat reads SQLite as before.
 //
-// Nothing the cache keeps per session holds a pointer: the maps' keys and
-// values are fixed-size arrays and numbers (app ids and statuses are
-// indexes into names), so the garbage collector never scans them. Entries
+// Nothing the cache keeps per session holds a pointer: the entries are
+// fixed-size arrays and numbers (app ids and statuses are indexes into
+// names) kept in a slice per shard (cacheShard), and the maps' keys and
+// values are arrays and numbers too, so the garbage collector never scans
+// them. Entries
 // made of strings and pointers cost every collection a walk over every
 // cached session, which gave back half of what the cache saved
 // (docs/performance.md, "The session cache without pointers"). A token,
