@@ -28,15 +28,7 @@ func TestDeleteAppLocksSessionsInTheFlushOrder(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	o := freshOptions(t, Postgres)
-	db, err := Open(ctx, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db, o := freshDB(t, Postgres)
 	t0 := ms(cacheT0)
 	exec(t, db, `INSERT INTO apps (id, name, secret, secret_hash, created_at, updated_at) VALUES ('app', 'App', 's', 'h', ?, ?)`, t0, t0)
 	for _, id := range []string{"b", "a"} {

@@ -37,14 +37,7 @@ var unindexedForeignKeys = map[string]string{
 func TestForeignKeysHaveIndexes(t *testing.T) {
 	cacheEngines(t, func(t *testing.T, e Engine) {
 		ctx := context.Background()
-		db, err := Open(ctx, freshOptions(t, e))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		if _, err := db.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
+		db, _ := freshDB(t, e)
 		q := sqliteUnindexedForeignKeys
 		if e == Postgres {
 			q = pgUnindexedForeignKeys

@@ -73,13 +73,13 @@ func freshOptions(t *testing.T, e Engine) Options {
 	return Options{URL: u.String(), DataDir: t.TempDir()}
 }
 
-// cachedDB is a migrated database on engine e with the session cache on,
-// app "app", keys 1..keys, accounts 1..accounts, and sessions "tok-<i>":
-// the first of them on keys, then some on accounts, then some on both.
-func cachedDB(t *testing.T, e Engine, keys, accounts, sessions int) *DB {
+// freshDB opens a new, empty database on engine e (freshOptions, also
+// returned) and migrates it; it is closed when t ends.
+func freshDB(t *testing.T, e Engine) (*DB, Options) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := Open(ctx, freshOptions(t, e))
+	o := freshOptions(t, e)
+	db, err := Open(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +87,16 @@ func cachedDB(t *testing.T, e Engine, keys, accounts, sessions int) *DB {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return db, o
+}
+
+// cachedDB is a migrated database on engine e with the session cache on,
+// app "app", keys 1..keys, accounts 1..accounts, and sessions "tok-<i>":
+// the first of them on keys, then some on accounts, then some on both.
+func cachedDB(t *testing.T, e Engine, keys, accounts, sessions int) *DB {
+	t.Helper()
+	ctx := context.Background()
+	db, _ := freshDB(t, e)
 	t0 := ms(cacheT0)
 	exec(t, db, `INSERT INTO apps (id, name, secret, secret_hash, created_at, updated_at) VALUES ('app', 'App', 's', 'h', ?, ?)`, t0, t0)
 	for i := 1; i <= keys; i++ {
