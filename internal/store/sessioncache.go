@@ -59,9 +59,8 @@ import (
 // fixed-size arrays and numbers (app ids and statuses are indexes into
 // names) kept in a slice per shard (cacheShard), and the maps' keys and
 // values are arrays and numbers too, so the garbage collector never scans
-// them. Entries
-// made of strings and pointers cost every collection a walk over every
-// cached session, which gave back half of what the cache saved
+// them. Entries made of strings and pointers cost every collection a walk
+// over every cached session, which gave back half of what the cache saved
 // (docs/performance.md, "The session cache without pointers"). A token,
 // session id or key string too long for its array is not cached.
 type sessionCache struct {
