@@ -128,7 +128,7 @@ const (
 // and a cachedSession is 160 bytes. A map of small values and a slice of
 // pointer-free ones hold no pointer per entry, and a fill allocates
 // nothing once the slice has grown. A removed entry's slot goes on free
-// for the next fill.
+// for the next fill, which overwrites it.
 type cacheShard struct {
 	mu    sync.RWMutex
 	m     map[tokenKey]uint32 // index into slots
@@ -146,13 +146,9 @@ func (sh *cacheShard) lookup(k tokenKey) (*cachedSession, bool) {
 	return &sh.slots[i], true
 }
 
-// store sets k's entry to e, taking a free slot or a new one if k has none
-// (sh.mu held).
-func (sh *cacheShard) store(k tokenKey, e *cachedSession) {
-	if i, ok := sh.m[k]; ok {
-		sh.slots[i] = *e
-		return
-	}
+// insert adds e as the entry of k, which has none, in a free slot or a
+// new one (sh.mu held).
+func (sh *cacheShard) insert(k tokenKey, e *cachedSession) {
 	var i uint32
 	if n := len(sh.free); n > 0 {
 		i, sh.free = sh.free[n-1], sh.free[:n-1]
@@ -171,7 +167,6 @@ func (sh *cacheShard) remove(k tokenKey) bool {
 		return false
 	}
 	delete(sh.m, k)
-	sh.slots[i] = cachedSession{}
 	sh.free = append(sh.free, i)
 	return true
 }
@@ -380,13 +375,15 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 	sh := c.shard(&k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.m[k]; !ok {
+	if p, ok := sh.lookup(k); ok {
+		*p = e
+	} else {
 		if c.count.Load() >= c.max {
 			return
 		}
 		c.count.Add(1)
+		sh.insert(k, &e)
 	}
-	sh.store(k, &e)
 	c.fills.Add(1)
 }
 
