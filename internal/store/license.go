@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -610,15 +609,16 @@ func (r *heartbeatRow) scanLite(vals []driver.Value) error {
 // parameters, well under SQLite's 32 766 and PostgreSQL's 65 535.
 const touchChunk = 500
 
-// TouchSessions writes heartbeat times, one UPDATE … FROM (VALUES …)
-// statement per touchChunk sessions. On PostgreSQL each chunk is its own
-// write transaction, so a chunk's row locks are held only until its own
-// commit and a login ending one of those sessions waits for one chunk, not
-// the whole flush; on SQLite the whole flush is one transaction, one
-// commit (see below).
-// Ended sessions are left alone, a time never moves backwards, and unknown
-// ids are ignored. The ids go in sorted order so that concurrent flushes
-// from several processes lock rows in the same order on PostgreSQL.
+// TouchSessions writes heartbeat times. Ended sessions are left alone, a
+// time never moves backwards, and unknown ids are ignored. The ids go in
+// sorted order so that concurrent flushes from several processes lock rows
+// in the same order on PostgreSQL.
+//
+// On SQLite the whole flush is one transaction, one commit, of one
+// UPDATE … FROM (VALUES …) statement per touchChunk sessions. On
+// PostgreSQL each chunk of touchChunk sessions is its own write transaction,
+// so a chunk's row locks are held only until its own commit and a login
+// ending one of those sessions waits for one chunk, not the whole flush.
 func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
 	if len(seen) == 0 {
 		return nil
@@ -628,6 +628,9 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
+	if s.db.engine == Postgres {
+		return s.pgTouchSessions(ctx, ids, seen)
+	}
 	type chunk struct {
 		q    string
 		args []any
@@ -643,61 +646,48 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		}
 		q := full
 		if len(part) < touchChunk || q == "" {
-			q = s.db.touchQuery(len(part))
+			q = touchQuery(len(part))
 			if len(part) == touchChunk {
 				full = q
 			}
 		}
 		chunks = append(chunks, chunk{q, args})
 	}
-	run := func(tx *wtx, c chunk) error {
-		_, err := tx.ExecContext(ctx, c.q, c.args...)
-		return translate(err)
-	}
-	if s.db.engine == SQLite {
-		// One commit for the whole flush. Every commit makes each of
-		// SQLite's read connections drop its page cache and unmap the
-		// file when it next reads (WAL readers cannot tell which pages
-		// changed), and the heartbeat's read is the one that pays:
-		// committing each chunk on its own, ten to twenty commits a
-		// second at 100 000 sessions, made that read several times
-		// dearer (BenchmarkHeartbeatViewWrites). The writer is one
-		// goroutine, so no row locks are held for others to wait on.
-		return s.db.tx(ctx, func(tx *wtx) error {
-			for _, c := range chunks {
-				if err := run(tx, c); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	// PostgreSQL: each chunk commits on its own, so a login waiting for a
-	// session row's lock waits for one chunk, not the whole flush. The
-	// rows written come back (RETURNING) and, once committed, move the
-	// cached sessions' times forward: no trigger tells the cache of
-	// last-seen writes there (pgcache.go).
-	type seenRow struct {
-		token string
-		ms    int64
-	}
-	var written []seenRow
-	for _, c := range chunks {
-		err := s.db.tx(ctx, func(tx *wtx) error {
-			written = written[:0] // a retried unit starts again
-			rows, err := pgTouch(ctx, tx, c.q+` RETURNING sessions.token_hash, sessions.last_seen_at`, c.args...)
-			if err != nil {
+	// One commit for the whole flush. Every commit makes each of SQLite's
+	// read connections drop its page cache and unmap the file when it next
+	// reads (WAL readers cannot tell which pages changed), and the
+	// heartbeat's read is the one that pays: committing each chunk on its
+	// own, ten to twenty commits a second at 100 000 sessions, made that
+	// read several times dearer (BenchmarkHeartbeatViewWrites). The writer
+	// is one goroutine, so no row locks are held for others to wait on.
+	return s.db.tx(ctx, func(tx *wtx) error {
+		for _, c := range chunks {
+			if _, err := tx.ExecContext(ctx, c.q, c.args...); err != nil {
 				return translate(err)
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var r seenRow
-				if err := rows.Scan(&r.token, &r.ms); err != nil {
-					return translate(err)
-				}
-				written = append(written, r)
-			}
-			return translate(rows.Err())
+		}
+		return nil
+	})
+}
+
+// pgTouchSessions is TouchSessions on PostgreSQL: ids, sorted, in chunks
+// of touchChunk, each committed on its own. The sessions written come back
+// and, once committed, move the cached sessions' times forward: no trigger
+// tells the cache of last-seen writes there (pgcache.go).
+func (s licenseStore) pgTouchSessions(ctx context.Context, ids []string, seen map[string]time.Time) error {
+	times := make([]int64, 0, min(len(ids), touchChunk))
+	var written []touched
+	for len(ids) > 0 {
+		part := ids[:min(len(ids), touchChunk)]
+		ids = ids[len(part):]
+		times = times[:0]
+		for _, id := range part {
+			times = append(times, ms(seen[id]))
+		}
+		err := s.db.tx(ctx, func(tx *wtx) error {
+			var err error
+			written, err = pgTouch(ctx, tx.Tx, part, times, written[:0]) // a retried unit starts again
+			return err
 		})
 		if err != nil {
 			return err
@@ -709,51 +699,49 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 	return nil
 }
 
-// pgTouchPlan makes PostgreSQL look each session of a flush's chunk up by
-// its primary key (a nested loop), whatever its statistics say. With
-// statistics that put few sessions live (a table analysed while the fleet
-// was small, or mostly of ended sessions) it hashed the chunk's 500 rows and
-// read every live session to join them: at 100 000 sessions 46 ms a chunk
-// instead of 7, and most of a core at 10 000 heartbeats a second. Local to
-// the chunk's transaction.
-const pgTouchPlan = `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`
-
-// pgTouch runs q, a chunk's statement, in tx under pgTouchPlan.
-func pgTouch(ctx context.Context, tx *wtx, q string, args ...any) (*sql.Rows, error) {
-	if _, err := tx.ExecContext(ctx, pgTouchPlan); err != nil {
-		return nil, translate(err)
-	}
-	rows, err := tx.QueryContext(ctx, q, args...)
-	return rows, translate(err)
+// touched is a session a PostgreSQL flush wrote: its token hash and the
+// time written.
+type touched struct {
+	token string
+	ms    int64
 }
 
-// touchQuery is the UPDATE of n sessions' last-seen times, its arguments
-// being id and milliseconds of each in turn. VALUES names its columns column1,
-// column2 on both engines; PostgreSQL types them from the casts on the first
-// row (otherwise the times would be text).
-func (db *DB) touchQuery(n int) string {
+// pgTouch writes the last-seen times of the sessions ids (times in
+// milliseconds, in the same order) in tx, through migration 00026's
+// keyward_touch_sessions, which updates each by its primary key: a single
+// UPDATE joining the chunk's rows left PostgreSQL a choice of plans, and
+// with statistics that put few sessions live, or none (a table never
+// analysed), it read every live session once per chunk or once per session
+// in it, 46 to 290 ms a chunk at 100 000 sessions instead of 7. It appends
+// the sessions written to out.
+func pgTouch(ctx context.Context, tx *sql.Tx, ids []string, times []int64, out []touched) ([]touched, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT touched_token, touched_at FROM keyward_touch_sessions($1, $2)`, ids, times)
+	if err != nil {
+		return out, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r touched
+		if err := rows.Scan(&r.token, &r.ms); err != nil {
+			return out, translate(err)
+		}
+		out = append(out, r)
+	}
+	return out, translate(rows.Err())
+}
+
+// touchQuery is SQLite's UPDATE of n sessions' last-seen times, its
+// arguments being id and milliseconds of each in turn (VALUES names its
+// columns column1, column2).
+func touchQuery(n int) string {
 	var b strings.Builder
-	b.Grow(160 + n*16)
+	b.Grow(160 + n*6)
 	b.WriteString(`UPDATE sessions SET last_seen_at = v.column2 FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		if db.engine == Postgres {
-			b.WriteString("($")
-			b.WriteString(strconv.Itoa(2*i + 1))
-			if i == 0 {
-				b.WriteString("::text")
-			}
-			b.WriteString(",$")
-			b.WriteString(strconv.Itoa(2*i + 2))
-			if i == 0 {
-				b.WriteString("::bigint")
-			}
-			b.WriteByte(')')
-		} else {
-			b.WriteString("(?,?)")
-		}
+		b.WriteString("(?,?)")
 	}
 	b.WriteString(`) AS v WHERE sessions.id = v.column1 AND sessions.ended_at IS NULL AND sessions.last_seen_at < v.column2`)
 	return b.String()
