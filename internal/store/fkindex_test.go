@@ -12,17 +12,8 @@ import (
 // so a deletion reads the child table once or a few times. A key, an
 // account or a session is deleted by the thousand when an app goes (a
 // cascade), so a foreign key to one of them must be indexed.
-//
-// sessions.key_id and sessions.account_id are the exception, for now: with
-// full indexes on them (migration 00026, tried on 2026-11-27), the load
-// tool's heartbeat phase on PostgreSQL at 100 000 sessions fell from 74 %
-// of the echo to 43–51 % in three runs, for a reason not yet found. Until
-// it is, deleting an app reads the sessions table once for each of its
-// keys and accounts.
 var unindexedForeignKeys = map[string]string{
 	"sessions.app_id":       "an app is deleted alone (sessions_app_live holds its live sessions)",
-	"sessions.key_id":       "not yet: see above",
-	"sessions.account_id":   "not yet: see above",
 	"license_files.app_id":  "an app is deleted alone",
 	"orders.plan_id":        "an app has a few price plans",
 	"subscriptions.plan_id": "an app has a few price plans",
