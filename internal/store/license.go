@@ -605,8 +605,10 @@ func (r *heartbeatRow) scanLite(vals []driver.Value) error {
 	return nil
 }
 
-// touchChunk is how many sessions one TouchSessions statement writes: 1 000
-// parameters, well under SQLite's 32 766 and PostgreSQL's 65 535.
+// touchChunk is how many sessions one TouchSessions statement writes: on
+// SQLite 1 000 parameters, well under its 32 766; on PostgreSQL one call of
+// keyward_touch_sessions, one transaction, whose row locks a login ending
+// one of those sessions may wait for.
 const touchChunk = 500
 
 // TouchSessions writes heartbeat times. Ended sessions are left alone, a
