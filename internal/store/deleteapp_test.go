@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -23,10 +22,7 @@ import (
 // holding nothing the flush needs.
 func TestDeleteAppLocksSessionsInTheFlushOrder(t *testing.T) {
 	// SQLite has one writer and no row locks: nothing there to deadlock.
-	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
-		t.Skip("KEYWARD_TEST_DATABASE_URL is not set: this PostgreSQL test did not run")
-	}
-	t.Parallel()
+	postgresOnly(t)
 	ctx := context.Background()
 	db, o := freshDB(t, Postgres)
 	t0 := ms(cacheT0)

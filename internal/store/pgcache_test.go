@@ -17,10 +17,7 @@ import (
 // plain handle on the same database writing as psql would: no notices.
 func pgCachedDB(t *testing.T, keys, sessions int) (*DB, *sql.DB) {
 	t.Helper()
-	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
-		t.Skip("KEYWARD_TEST_DATABASE_URL is not set: this PostgreSQL test did not run")
-	}
-	t.Parallel()
+	postgresOnly(t)
 	db := cachedDB(t, Postgres, keys, 0, sessions)
 	db.sessions.deaf.Store(false)
 	raw, err := sql.Open("pgx", db.pgConfig.ConnString())
@@ -29,6 +26,16 @@ func pgCachedDB(t *testing.T, keys, sessions int) (*DB, *sql.DB) {
 	}
 	t.Cleanup(func() { raw.Close() })
 	return db, raw
+}
+
+// postgresOnly skips t, saying so, when no PostgreSQL is configured, and
+// otherwise runs it in parallel with the other tests.
+func postgresOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("KEYWARD_TEST_DATABASE_URL") == "" {
+		t.Skip("KEYWARD_TEST_DATABASE_URL is not set: this PostgreSQL test did not run")
+	}
+	t.Parallel()
 }
 
 // rawExec runs q on the plain handle.
@@ -255,33 +262,19 @@ func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
 				ids[i], times[i] = fmt.Sprintf("s-%d", 1+i*9), 100
 				args = append(args, ids[i], times[i])
 			}
-			// scans runs f in a transaction, rolled back, and returns how
-			// often it looked a session up by key and how often it read
-			// sessions any other way (the table, or another index). The
-			// counters also hold the connection's earlier transactions
-			// not yet reported, so f's share is the difference.
+			// scans runs f in a transaction, rolled back, and returns what
+			// it wrote and how it read sessions (sessionScans).
 			scans := func(f func(tx *sql.Tx) (int, error)) (written int, byKey, other int64) {
 				tx, err := raw.BeginTx(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer tx.Rollback()
-				count := func() (byKey, other int64) {
-					err := tx.QueryRowContext(ctx, `SELECT
-						coalesce(sum(pg_stat_get_xact_numscans(indexrelid)) FILTER (WHERE indexrelid = 'sessions_pkey'::regclass), 0),
-						coalesce(sum(pg_stat_get_xact_numscans(indexrelid)) FILTER (WHERE indexrelid <> 'sessions_pkey'::regclass), 0)
-							+ pg_stat_get_xact_numscans('sessions'::regclass)
-						FROM pg_index WHERE indrelid = 'sessions'::regclass`).Scan(&byKey, &other)
-					if err != nil {
-						t.Fatal(err)
-					}
-					return byKey, other
-				}
-				key0, other0 := count()
+				key0, other0 := sessionScans(t, tx)
 				if written, err = f(tx); err != nil {
 					t.Fatal(err)
 				}
-				byKey, other = count()
+				byKey, other = sessionScans(t, tx)
 				return written, byKey - key0, other - other0
 			}
 			_, byKey, other := scans(func(tx *sql.Tx) (int, error) {
@@ -310,6 +303,23 @@ func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sessionScans counts, on tx's connection, the lookups of sessions by
+// primary key and every other read of them (the table, or another index).
+// The counters also hold the connection's earlier transactions not yet
+// reported, so a caller takes the difference of two counts.
+func sessionScans(t *testing.T, tx *sql.Tx) (byKey, other int64) {
+	t.Helper()
+	err := tx.QueryRow(`SELECT
+		coalesce(sum(pg_stat_get_xact_numscans(indexrelid)) FILTER (WHERE indexrelid = 'sessions_pkey'::regclass), 0),
+		coalesce(sum(pg_stat_get_xact_numscans(indexrelid)) FILTER (WHERE indexrelid <> 'sessions_pkey'::regclass), 0)
+			+ pg_stat_get_xact_numscans('sessions'::regclass)
+		FROM pg_index WHERE indrelid = 'sessions'::regclass`).Scan(&byKey, &other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return byKey, other
 }
 
 // pgJoinTouch is the flush's statement on PostgreSQL before migration
