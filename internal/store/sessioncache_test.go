@@ -584,3 +584,62 @@ func TestSessionCacheEntriesHoldNoPointers(t *testing.T) {
 		}
 	}
 }
+
+// A key's change drops its owner's version, and the slot that held it is
+// given to the next owner filled. An entry of the first key names that
+// slot still: it must find the new owner's version there, not its own, and
+// stay invalid; an entry of the new owner is valid.
+func TestSessionCacheOwnerSlotReused(t *testing.T) {
+	c := newSessionCache()
+	c.max = 10
+	c.on.Store(true)
+	tk1, r1 := cacheRow(1) // key 2
+	tk2, r2 := cacheRow(2) // key 3
+	c.put(tk1, r1, c.generation())
+	e1, ok := c.get(tk1)
+	if !ok {
+		t.Fatal("the first session is not cached")
+	}
+	c.apply(invalidation{kind: 'k', id: r1.keyID.Int64})
+	c.put(tk2, r2, c.generation())
+	e2, ok := c.get(tk2)
+	if !ok {
+		t.Fatal("the second session is not cached")
+	}
+	if e2.slot != e1.slot {
+		t.Fatalf("the second key got slot %d, not the freed slot %d: the test does not reach reuse", e2.slot, e1.slot)
+	}
+	if _, ok := c.get(tk1); ok {
+		t.Fatal("the first session is valid after its key changed: it read the slot's new owner's version")
+	}
+	c.reset(true)
+	if _, ok := c.get(tk2); ok {
+		t.Fatal("a session is valid after the cache was emptied")
+	}
+}
+
+// BenchmarkSessionCacheGet times a heartbeat's read of the cache holding
+// 100 000 sessions, each on its own key, read in an order that jumps
+// across the whole cache as a fleet's heartbeats do (so the maps' and
+// entries' memory is mostly out of the processor's caches).
+//
+//	go test ./internal/store -run '^$' -bench SessionCacheGet
+func BenchmarkSessionCacheGet(b *testing.B) {
+	const n = 100_000
+	c := newSessionCache()
+	c.max = n
+	c.on.Store(true)
+	tokens := make([]string, n)
+	for i := range n {
+		tk, r := cacheRow(i)
+		c.put(tk, r, c.generation())
+		tokens[i] = tk
+	}
+	i := 0
+	for b.Loop() {
+		i = (i + 7919) % n // a prime stride: every session, far apart
+		if _, ok := c.get(tokens[i]); !ok {
+			b.Fatalf("session %d not cached", i)
+		}
+	}
+}
