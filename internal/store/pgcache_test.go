@@ -250,7 +250,7 @@ func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
 		settings: `SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`,
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			_, raw := pgCachedDB(t, 2, 0)
+			db, raw := pgCachedDB(t, 2, 0)
 			ctx := context.Background()
 			rawExec(t, raw, `ALTER TABLE sessions SET (autovacuum_enabled = false)`)
 			for _, q := range c.setup {
@@ -283,7 +283,7 @@ func TestPGTouchLooksSessionsUpByKey(t *testing.T) {
 						return 0, err
 					}
 				}
-				res, err := tx.ExecContext(ctx, pgJoinTouch(touchChunk), args...)
+				res, err := tx.ExecContext(ctx, pgJoinTouch(db, touchChunk), args...)
 				if err != nil {
 					return 0, err
 				}
@@ -323,13 +323,8 @@ func sessionScans(t *testing.T, tx *sql.Tx) (byKey, other int64) {
 }
 
 // pgJoinTouch is the flush's statement on PostgreSQL before migration
-// 00026: one UPDATE joining n (id, time) rows.
-func pgJoinTouch(n int) string {
-	var b strings.Builder
-	b.WriteString(`UPDATE sessions SET last_seen_at = v.column2 FROM (VALUES ($1::text, $2::bigint)`)
-	for i := 1; i < n; i++ {
-		fmt.Fprintf(&b, ",($%d,$%d)", 2*i+1, 2*i+2)
-	}
-	b.WriteString(`) AS v WHERE sessions.id = v.column1 AND sessions.ended_at IS NULL AND sessions.last_seen_at < v.column2`)
-	return b.String()
+// 00026: SQLite's one UPDATE joining n (id, time) rows, its first row cast
+// so PostgreSQL types the VALUES columns (the times would be text).
+func pgJoinTouch(db *DB, n int) string {
+	return strings.Replace(db.rebind(touchQuery(n)), "($1,$2)", "($1::text,$2::bigint)", 1)
 }
