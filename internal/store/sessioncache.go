@@ -81,10 +81,9 @@ type sessionCache struct {
 	// was filled under.
 	owners ownerTable
 
-	// mu orders fills (put) with invalidations; nextVer and nameIdx are
-	// under it.
-	mu      sync.Mutex
-	nextVer uint64
+	// mu orders fills (put) with invalidations; owners' slots and nameIdx
+	// are under it.
+	mu sync.Mutex
 	// names are the app ids and statuses entries refer to by index: a few
 	// distinct values shared by every session, each kept once. The slice
 	// is replaced, never changed, so readers load it without mu.
@@ -185,13 +184,14 @@ func (sh *cacheShard) empty(keep bool) {
 // which had been two fifths of a cache read (BenchmarkSessionCacheGet at
 // 100 000 sessions: 870 ns a read with a map of versions, 630 with
 // slots). Slots and the slot map change only under sessionCache.mu. A
-// dropped owner's slot is zeroed and reused; versions never are (nextVer
-// only grows, and starts at 1), so an entry naming a reused slot finds
-// another version there and is not valid.
+// dropped owner's slot is zeroed and reused; versions never are (last
+// only grows, even across reset, and the first is 1), so an entry naming a
+// reused slot finds another version there and is not valid.
 type ownerTable struct {
 	slot map[ownerKey]uint32 // each owner's slot
 	free []uint32
 	n    uint32 // slots handed out
+	last uint64 // the latest version given
 	// chunks are the slots, ownerChunkLen at a time, replaced (never
 	// changed) when one is added, so get loads them without a lock.
 	chunks atomic.Pointer[[]*ownerChunk]
@@ -212,9 +212,9 @@ func (t *ownerTable) version(i uint32) uint64 {
 	return (*cs)[i/ownerChunkLen][i%ownerChunkLen].Load()
 }
 
-// of returns o's slot and version, giving o a slot and the version next
-// returns if it has none (sessionCache.mu held).
-func (t *ownerTable) of(o ownerKey, next func() uint64) (uint32, uint64) {
+// of returns o's slot and version, giving o a slot and a new version if it
+// has none (sessionCache.mu held).
+func (t *ownerTable) of(o ownerKey) (uint32, uint64) {
 	if i, ok := t.slot[o]; ok {
 		return i, t.version(i)
 	}
@@ -233,7 +233,8 @@ func (t *ownerTable) of(o ownerKey, next func() uint64) (uint32, uint64) {
 			t.chunks.Store(&grown)
 		}
 	}
-	v := next()
+	t.last++
+	v := t.last
 	(*t.chunks.Load())[i/ownerChunkLen][i%ownerChunkLen].Store(v)
 	t.slot[o] = i
 	return i, v
@@ -429,7 +430,7 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 	if !ok1 || !ok2 {
 		return
 	}
-	e.slot, e.ver = c.owners.of(e.owner(), func() uint64 { c.nextVer++; return c.nextVer })
+	e.slot, e.ver = c.owners.of(e.owner())
 	sh := c.shard(&k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
