@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,6 +187,10 @@ type Report struct {
 	Rounds   int // Options.Rounds
 	Echo     Result
 	Target   Result
+	// RoundRatios is each round's mode throughput as a fraction of the
+	// echo measured just before it, in order (Rounds of them): the spread
+	// a machine's own noise puts around Ratio.
+	RoundRatios []float64
 	// Half is the mode at half Target's rate (Options.HalfRate), or nil;
 	// HalfEcho the echo at that same rate.
 	Half, HalfEcho *Result
@@ -225,11 +230,14 @@ func (r *Report) Failures() int64 {
 }
 
 // Ratio is the measured mode's throughput as a fraction of the echo baseline.
-func (r *Report) Ratio() float64 {
-	if r.Echo.RPS() == 0 {
+func (r *Report) Ratio() float64 { return ratio(r.Target, r.Echo) }
+
+// ratio is mode's throughput as a fraction of echo's (0 without an echo).
+func ratio(mode, echo Result) float64 {
+	if echo.RPS() == 0 {
 		return 0
 	}
-	return r.Target.RPS() / r.Echo.RPS()
+	return mode.RPS() / echo.RPS()
 }
 
 // Print writes the report as a small table.
@@ -260,6 +268,14 @@ func (r *Report) Print(w io.Writer) {
 			fmtDur(res.P50), fmtDur(res.P99), res.Errors)
 	}
 	fmt.Fprintf(w, "%s / echo: %.0f%%\n", r.Mode, 100*r.Ratio())
+	if len(r.RoundRatios) > 1 {
+		fmt.Fprintf(w, "%s / echo by round:", r.Mode)
+		for _, x := range r.RoundRatios {
+			fmt.Fprintf(w, " %.0f%%", 100*x)
+		}
+		lo, hi := slices.Min(r.RoundRatios), slices.Max(r.RoundRatios)
+		fmt.Fprintf(w, " (spread %.0f points)\n", 100*(hi-lo))
+	}
 	if len(r.PerURL) > 1 {
 		fmt.Fprintf(w, "%s requests per address:", r.Mode)
 		for i, u := range r.PerURL {
@@ -336,7 +352,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			of = fmt.Sprintf("round %d of %d: ", r+1, o.Rounds)
 		}
 		fmt.Fprintf(o.Progress, "%smeasuring echo baseline for %s\n", of, round)
-		rep.Echo.add(Measure(ctx, "echo", o.Conns, o.Warmup, round, echo))
+		roundEcho := Measure(ctx, "echo", o.Conns, o.Warmup, round, echo)
+		rep.Echo.add(roundEcho)
 		if r == 0 && o.Mode == Heartbeat {
 			// A running fleet: every session has beaten before (each every
 			// 30 s), and the measured phase is that steady state, not each
@@ -354,7 +371,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if r == 0 {
 			o.measured(true)
 		}
-		rep.Target.add(Measure(ctx, string(o.Mode), o.Conns, 0, round, do))
+		roundTarget := Measure(ctx, string(o.Mode), o.Conns, 0, round, do)
+		rep.Target.add(roundTarget)
+		rep.RoundRatios = append(rep.RoundRatios, ratio(roundTarget, roundEcho))
 		if r == 0 {
 			o.measured(false)
 		}

@@ -2,6 +2,7 @@ package loadtest_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -163,10 +164,40 @@ func TestRunAlternatesRounds(t *testing.T) {
 	if len(rep.PerURL) != 1 || rep.PerURL[0].Requests != rep.Target.Requests {
 		t.Errorf("per address %+v, want the mode's %d requests", rep.PerURL, rep.Target.Requests)
 	}
+	if len(rep.RoundRatios) != 3 {
+		t.Fatalf("round ratios %v, want one per round", rep.RoundRatios)
+	}
+	for i, x := range rep.RoundRatios {
+		if !(x > 0) || math.IsInf(x, 0) {
+			t.Errorf("round %d ratio %v", i+1, x)
+		}
+	}
 	var out strings.Builder
 	rep.Print(&out)
-	if !strings.Contains(out.String(), "in 3 alternating rounds") {
+	if !strings.Contains(out.String(), "in 3 alternating rounds") || !strings.Contains(out.String(), "heartbeat / echo by round:") {
 		t.Errorf("report does not say the rounds:\n%s", out.String())
+	}
+}
+
+// TestPrintShowsEachRound checks the report's line of per-round ratios:
+// each round's figure in order and the spread between the lowest and the
+// highest, and no such line for a single round.
+func TestPrintShowsEachRound(t *testing.T) {
+	rep := &loadtest.Report{Mode: loadtest.Heartbeat, Sessions: 10, Conns: 2, Rounds: 3,
+		Echo:        loadtest.Result{Name: "echo", Requests: 300, Elapsed: time.Second},
+		Target:      loadtest.Result{Name: "heartbeat", Requests: 255, Elapsed: time.Second},
+		RoundRatios: []float64{0.81, 0.894, 0.846},
+	}
+	var out strings.Builder
+	rep.Print(&out)
+	if want := "heartbeat / echo: 85%\nheartbeat / echo by round: 81% 89% 85% (spread 8 points)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("report:\n%s\nwant it to hold:\n%s", out.String(), want)
+	}
+	rep.Rounds, rep.RoundRatios = 1, []float64{0.85}
+	out.Reset()
+	rep.Print(&out)
+	if strings.Contains(out.String(), "by round") {
+		t.Errorf("a single round's report lists rounds:\n%s", out.String())
 	}
 }
 
