@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +32,25 @@ type Metrics struct {
 	upstream  *prometheus.CounterVec
 	seats     prometheus.Counter
 	files     *prometheus.CounterVec
+
+	// series holds the request counter and latency observer Request
+	// resolved for each requestKey, so a repeated request (every
+	// heartbeat) skips the vectors' label hashing and locked lookups.
+	// Its keys are bounded as the series are: route patterns, known
+	// methods, status codes, wire error codes. Nothing deletes a series.
+	series sync.Map // requestKey → *requestSeries
+}
+
+// requestKey names the series of one kind of answered request.
+type requestKey struct {
+	route, method, code string
+	status              int
+}
+
+// requestSeries is the counter and observer of one requestKey.
+type requestSeries struct {
+	count prometheus.Counter
+	took  prometheus.Observer
 }
 
 // New returns the metrics of one server, with the Go runtime and process
@@ -86,8 +106,17 @@ func (m *Metrics) Request(route, method string, status int, code string, d time.
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(route, method, statusLabel(status), code).Inc()
-	m.latency.WithLabelValues(route).Observe(d.Seconds())
+	k := requestKey{route: route, method: method, code: code, status: status}
+	v, ok := m.series.Load(k)
+	if !ok {
+		v, _ = m.series.LoadOrStore(k, &requestSeries{
+			count: m.requests.WithLabelValues(route, method, statusLabel(status), code),
+			took:  m.latency.WithLabelValues(route),
+		})
+	}
+	s := v.(*requestSeries)
+	s.count.Inc()
+	s.took.Observe(d.Seconds())
 }
 
 // statusLabels are the decimal forms of the HTTP status codes, made once:
