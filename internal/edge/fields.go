@@ -193,7 +193,7 @@ func (f Fields) Bool(name string) (bool, bool, error) {
 //
 //go:noinline
 func ScanBytes(b []byte, names []string, out [][]byte) bool {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return false
 	}
 	i := skipJSONSpace(b, 0)
