@@ -49,18 +49,14 @@ func jsonLiteral(b []byte, i int, lit string) (int, bool) {
 
 // jsonObject checks the object whose '{' is at b[i].
 func jsonObject(b []byte, i, depth int) (int, bool) {
-	if depth > maxJSONDepth {
-		return i, false
-	}
-	i = skipJSONSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
+	i, empty, ok := jsonOpen(b, i, depth, '}')
+	if empty || !ok {
+		return i, ok
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return i, false
 		}
-		var ok bool
 		if i, ok = jsonString(b, i); !ok {
 			return i, false
 		}
@@ -71,48 +67,58 @@ func jsonObject(b []byte, i, depth int) (int, bool) {
 		if i, ok = jsonValue(b, skipJSONSpace(b, i+1), depth); !ok {
 			return i, false
 		}
-		i = skipJSONSpace(b, i)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case '}':
-			return i + 1, true
-		case ',':
-			i = skipJSONSpace(b, i+1)
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = jsonAfterMember(b, i, '}'); done || !ok {
+			return i, ok
 		}
 	}
 }
 
 // jsonArray checks the array whose '[' is at b[i].
 func jsonArray(b []byte, i, depth int) (int, bool) {
-	if depth > maxJSONDepth {
-		return i, false
-	}
-	i = skipJSONSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
+	i, empty, ok := jsonOpen(b, i, depth, ']')
+	if empty || !ok {
+		return i, ok
 	}
 	for {
-		var ok bool
 		if i, ok = jsonValue(b, i, depth); !ok {
 			return i, false
 		}
-		i = skipJSONSpace(b, i)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ']':
-			return i + 1, true
-		case ',':
-			i = skipJSONSpace(b, i+1)
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = jsonAfterMember(b, i, ']'); done || !ok {
+			return i, ok
 		}
 	}
+}
+
+// jsonOpen reads the opening of a container closed by end at b[i], inside
+// depth containers counting itself: past the limit, not ok; empty (the
+// index after end); or the index of its first member.
+func jsonOpen(b []byte, i, depth int, end byte) (next int, empty, ok bool) {
+	if depth > maxJSONDepth {
+		return i, false, false
+	}
+	i = skipJSONSpace(b, i+1)
+	if i < len(b) && b[i] == end {
+		return i + 1, true, true
+	}
+	return i, false, true
+}
+
+// jsonAfterMember reads what follows a member of a container closed by
+// end: end itself (done, the index after it) or a comma (the index of the
+// next member).
+func jsonAfterMember(b []byte, i int, end byte) (next int, done, ok bool) {
+	i = skipJSONSpace(b, i)
+	switch {
+	case i >= len(b):
+		return i, false, false
+	case b[i] == end:
+		return i + 1, true, true
+	case b[i] == ',':
+		return skipJSONSpace(b, i+1), false, true
+	}
+	return i, false, false
 }
 
 // jsonString checks the string whose opening quote is at b[i]: no control
