@@ -3,9 +3,10 @@ package edge
 // validJSON reports what json.Valid(b) reports — b is one JSON value with
 // optional whitespace around it, nested at most maxJSONDepth deep — in one
 // pass without the standard scanner's per-byte state function: 170–200 ns
-// on a heartbeat body against json.Valid's 510–550. ScanBytes, on the heartbeat's
-// path, calls it first. Like json.Valid it accepts any byte from 0x20 up
-// in a string, valid UTF-8 or not. FuzzValidJSON holds it to json.Valid.
+// on a heartbeat body against json.Valid's 510–550. ScanBytes, on the
+// heartbeat's path, calls it first. Like json.Valid it accepts any byte
+// from 0x20 up in a string, valid UTF-8 or not. FuzzValidJSON holds it to
+// json.Valid.
 func validJSON(b []byte) bool {
 	i, ok := jsonValue(b, skipJSONSpace(b, 0), 0)
 	return ok && skipJSONSpace(b, i) == len(b)
