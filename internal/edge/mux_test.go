@@ -194,15 +194,18 @@ func FuzzMuxExact(f *testing.F) {
 	})
 }
 
-// BenchmarkMuxExact routes a heartbeat among two hundred patterns, through
-// the exact table and through the ServeMux alone.
+// BenchmarkMuxExact routes a heartbeat among 115 routes (keyward's count),
+// with the fallbacks Mount adds, through the exact table and through the
+// ServeMux alone.
 func BenchmarkMuxExact(b *testing.B) {
 	e := New(Options{Log: slog.New(slog.DiscardHandler), Now: time.Now})
 	m := e.NewMux()
 	ok := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-	for i := range 60 {
+	for i := range 40 {
 		e.Mount(m, Route{Pattern: fmt.Sprintf("GET /api/admin/thing%d.php", i), Handler: ok},
 			Route{Pattern: fmt.Sprintf("POST /api/admin/thing%d.php", i), Handler: ok})
+	}
+	for i := range 34 {
 		e.Mount(m, Route{Pattern: fmt.Sprintf("GET /api/admin/thing%d/{id}", i), Handler: ok})
 	}
 	e.Mount(m, Route{Pattern: "POST /api/auth/heartbeat.php", Handler: ok})
