@@ -99,8 +99,8 @@ func sameAnswer(t testing.TB, raw string, mux, plain *httptest.ResponseRecorder)
 func TestMuxExactAgreesWithServeMux(t *testing.T) {
 	m := newTestMux(t)
 	// Exact patterns are in the table, Mount's HEAD refusals of GET-only
-	// paths among them; wildcards, subtrees, escapes and
-	// Mount's method-less fallbacks are not.
+	// paths among them; wildcards, subtrees, escapes and Mount's
+	// method-less fallbacks are not.
 	var held []string
 	for k, rt := range m.exact {
 		if k.method+" "+k.path != rt.pattern {

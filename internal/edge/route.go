@@ -79,6 +79,8 @@ func (rt Route) Path() string {
 // Mux is a ServeMux with the per-path facts the middleware outside it needs
 // (the limiter bucket of each registered path), and a table of its exact
 // patterns that answers most requests without walking the ServeMux's tree.
+// Everything is registered before it serves: unlike the ServeMux, its
+// tables take no lock.
 type Mux struct {
 	mux    *http.ServeMux
 	limits map[string]Limit
