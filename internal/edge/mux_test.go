@@ -159,18 +159,20 @@ func TestMuxHostPatternTurnsExactOff(t *testing.T) {
 	}
 }
 
-func TestSplitPattern(t *testing.T) {
-	for pattern, want := range map[string][3]string{
-		"POST /a":           {"POST", "", "/a"},
-		"POST \t /a":        {"POST", "", "/a"},
-		"GET\t/a/{id}":      {"GET", "", "/a/{id}"},
-		"/dashboard/":       {"", "", "/dashboard/"},
-		"example.com/a":     {"", "example.com", "/a"},
-		"GET example.com/a": {"GET", "example.com", "/a"},
+func TestSplitMethod(t *testing.T) {
+	for pattern, want := range map[string][2]string{
+		"POST /a":           {"POST", "/a"},
+		"POST \t /a":        {"POST", "/a"},
+		"GET\t/a/{id}":      {"GET", "/a/{id}"},
+		"/dashboard/":       {"", "/dashboard/"},
+		"example.com/a":     {"", "example.com/a"},
+		"GET example.com/a": {"GET", "example.com/a"},
 	} {
-		m, h, p := splitPattern(pattern)
-		if [3]string{m, h, p} != want {
-			t.Errorf("splitPattern(%q) = %q, %q, %q; want %q", pattern, m, h, p, want)
+		if m, rest := splitMethod(pattern); [2]string{m, rest} != want {
+			t.Errorf("splitMethod(%q) = %q, %q; want %q", pattern, m, rest, want)
+		}
+		if rt := (Route{Pattern: pattern}); [2]string{rt.Method(), rt.Path()} != want {
+			t.Errorf("Route{%q}: Method %q, Path %q; want %q", pattern, rt.Method(), rt.Path(), want)
 		}
 	}
 }

@@ -61,19 +61,23 @@ type Route struct {
 
 // Method is the route's method ("" for a pattern without one).
 func (rt Route) Method() string {
-	m, _, ok := strings.Cut(rt.Pattern, " ")
-	if !ok {
-		return ""
-	}
+	m, _ := splitMethod(rt.Pattern)
 	return m
 }
 
 // Path is the route's path.
 func (rt Route) Path() string {
-	if _, p, ok := strings.Cut(rt.Pattern, " "); ok {
-		return p
+	_, p := splitMethod(rt.Pattern)
+	return p
+}
+
+// splitMethod splits a ServeMux pattern "[METHOD ][HOST]/[PATH]" into its
+// method and the rest, as the ServeMux does (net/http's parsePattern).
+func splitMethod(pattern string) (method, rest string) {
+	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
+		return pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
 	}
-	return rt.Pattern
+	return "", pattern
 }
 
 // Mux is a ServeMux with the per-path facts the middleware outside it needs
@@ -135,27 +139,13 @@ func (m *Mux) handle(pattern string, h http.Handler) {
 	if m.exact == nil {
 		return
 	}
-	method, host, p := splitPattern(pattern)
+	method, p := splitMethod(pattern)
 	switch {
-	case host != "":
+	case !strings.HasPrefix(p, "/"): // a host before the path
 		m.exact = nil
 	case method != "" && !strings.HasSuffix(p, "/") && !strings.ContainsAny(p, "{}%"):
 		m.exact[exactKey{method, p}] = exactRoute{pattern: pattern, h: h}
 	}
-}
-
-// splitPattern splits a ServeMux pattern "[METHOD ][HOST]/[PATH]" as the
-// ServeMux does (net/http's parsePattern).
-func splitPattern(pattern string) (method, host, path string) {
-	rest := pattern
-	if i := strings.IndexAny(pattern, " \t"); i >= 0 {
-		method, rest = pattern[:i], strings.TrimLeft(pattern[i+1:], " \t")
-	}
-	i := strings.IndexByte(rest, '/')
-	if i < 0 {
-		return method, rest, ""
-	}
-	return method, rest[:i], rest[i:]
 }
 
 // Mount registers routes, each at its method pattern with the handler its
