@@ -224,7 +224,8 @@ func SealedWith(v, kid string) bool {
 }
 
 // Parse splits a sealed value into its key id and nonce|ciphertext, checking
-// the form only (not the authentication).
+// the form only (not the authentication). Only the form Seal writes is
+// accepted, so one blob has one text.
 func Parse(v string) (kid string, blob []byte, err error) {
 	if len(v) > maxSealed {
 		return "", nil, ErrMalformed
@@ -238,6 +239,11 @@ func Parse(v string) (kid string, blob []byte, err error) {
 		return "", nil, ErrMalformed
 	}
 	if _, err := hex.DecodeString(kid); err != nil || strings.ToLower(kid) != kid {
+		return "", nil, ErrMalformed
+	}
+	// Go's base64 decoder skips CR and LF anywhere, strict or not: the
+	// same blob with line breaks is another text for it (FuzzParse).
+	if strings.ContainsAny(b64, "\r\n") {
 		return "", nil, ErrMalformed
 	}
 	blob, err = base64.RawStdEncoding.Strict().DecodeString(b64)

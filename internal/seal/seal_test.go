@@ -113,6 +113,30 @@ func TestLegacyPlaintextPassesThrough(t *testing.T) {
 	}
 }
 
+// TestParseRefusesLineBreaks: a sealed value with a line break inside its
+// base64 is not the text Seal wrote, though Go's base64 decoder (even
+// strict) skips CR and LF and would decode it to the same blob.
+func TestParseRefusesLineBreaks(t *testing.T) {
+	kr := testRing(t)
+	v, err := kr.SealString("p", "1", "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Parse(v); err != nil {
+		t.Fatalf("Parse(sealed) = %v", err)
+	}
+	cut := len(Prefix) + 16 + 1 + 8 // inside the base64
+	for _, br := range []string{"\n", "\r", "\r\n"} {
+		bent := v[:cut] + br + v[cut:]
+		if _, _, err := Parse(bent); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Parse with %q inside the base64: %v, want ErrMalformed", br, err)
+		}
+		if _, err := kr.Open("p", "1", bent); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Open with %q inside the base64: %v, want ErrMalformed", br, err)
+		}
+	}
+}
+
 func TestRotationKeyring(t *testing.T) {
 	old := testRing(t)
 	v, _ := old.SealString("p", "1", "x")
