@@ -23,7 +23,6 @@ import (
 	"github.com/keyward/keyward/internal/config"
 	"github.com/keyward/keyward/internal/seal"
 	"github.com/keyward/keyward/internal/server"
-	"github.com/keyward/keyward/internal/store"
 )
 
 // Clock is a settable clock for servers under test.
@@ -118,58 +117,6 @@ func MigratedPostgresURL(t testing.TB) string {
 		t.Fatalf("migrated template database: %v", err)
 	}
 	return pooledDB(t, base, tpl)
-}
-
-var template struct {
-	once sync.Once
-	name string
-	err  error
-}
-
-// migratedTemplate returns the name of the migrated template database on
-// the server of base, building it when no test process has: migrated under
-// a temporary name, then renamed, so a template that exists is complete.
-func migratedTemplate(base string) (string, error) {
-	template.once.Do(func() {
-		name := "kw_tpl_" + store.MigrationsDigest()[:16]
-		admin, err := sql.Open("pgx", base)
-		if err != nil {
-			template.err = err
-			return
-		}
-		defer admin.Close()
-		exists := func() bool {
-			var one int
-			return admin.QueryRow(`SELECT 1 FROM pg_database WHERE datname = $1`, name).Scan(&one) == nil
-		}
-		if !exists() {
-			build := randomName("kw_tplb_")
-			if _, err := admin.Exec("CREATE DATABASE " + build); err != nil {
-				template.err = err
-				return
-			}
-			u, _ := url.Parse(base)
-			u.Path = "/" + build
-			ctx := context.Background()
-			db, err := store.Open(ctx, store.Options{URL: u.String()})
-			if err == nil {
-				_, err = db.Migrate(ctx)
-				db.Close()
-			}
-			if err == nil {
-				_, err = admin.Exec("ALTER DATABASE " + build + " RENAME TO " + name)
-			}
-			if err != nil {
-				admin.Exec("DROP DATABASE IF EXISTS " + build + " WITH (FORCE)")
-				if !exists() { // another process may have won the rename
-					template.err = err
-					return
-				}
-			}
-		}
-		template.name = name
-	})
-	return template.name, template.err
 }
 
 func randomName(prefix string) string {
