@@ -271,12 +271,22 @@ func (s *Service) sign(u *User, aud string, ttl time.Duration) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.key)
 }
 
+// maxTokenLen bounds a bearer token: the JWTs keyward signs are some 300
+// characters and access tokens shorter, and a JWT's header and claims are
+// decoded as JSON before its signature is checked.
+const maxTokenLen = 4096
+
 // parse verifies a JWT's signature, issuer and expiry and that its audience
-// is aud ("" = none).
+// is aud ("" = none). Only the text sign wrote is accepted: strict decoding
+// refuses the other base64 spellings of the same signature (the unused low
+// bits of its last character set), which the default decoder takes.
 func (s *Service) parse(token, aud string) (jwt.MapClaims, error) {
+	if len(token) > maxTokenLen {
+		return nil, errUnauthorized
+	}
 	parsed, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return s.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("keyward"), jwt.WithExpirationRequired(),
-		jwt.WithTimeFunc(s.now))
+		jwt.WithTimeFunc(s.now), jwt.WithStrictDecoding())
 	if err != nil {
 		return nil, errUnauthorized
 	}

@@ -69,14 +69,15 @@ func (s *Service) sign(c claims, now time.Time) (string, error) {
 
 // parse verifies a customer token's signature (HS256 only), issuer,
 // audience and expiry and reads its claims. Anything else — another
-// algorithm, an admin token, a malformed or expired one — is UNAUTHORIZED.
+// algorithm, an admin token, a malformed or expired one, another base64
+// spelling of a token's signature (strict decoding) — is UNAUTHORIZED.
 func (s *Service) parse(token string) (*claims, error) {
 	if token == "" || len(token) > 4096 {
 		return nil, errUnauthorized
 	}
 	parsed, err := jwt.Parse(token, func(*jwt.Token) (any, error) { return s.key, nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer("keyward"), jwt.WithAudience(Audience),
-		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.now))
+		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.now), jwt.WithStrictDecoding())
 	if err != nil || !parsed.Valid {
 		return nil, errUnauthorized
 	}

@@ -17,6 +17,8 @@ func (secretStore) ServerSecret(ctx context.Context, name string, generate func(
 	return generate()
 }
 
+const b64url = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 var fuzzNow = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
 func newTestService(t testing.TB) *Service {
@@ -96,7 +98,10 @@ func fuzzSeeds(t testing.TB, s *Service) map[string]string {
 		"account no pw":  sign(s.key, with("sub", "account:alice")),
 		"swapped body":   parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`{"sub":"key:KEY-BBBBB"}`)) + "." + parts[2],
 		"dropped sig":    parts[0] + "." + parts[1] + ".",
-		"long":           strings.Repeat("a", 5000),
+		// The signature's last character with its unused lowest bit
+		// flipped: the same bytes, another text (strict decoding).
+		"respelled": good[:len(good)-1] + string(b64url[strings.IndexByte(b64url, good[len(good)-1])^1]),
+		"long":      strings.Repeat("a", 5000),
 	}
 }
 
