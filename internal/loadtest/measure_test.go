@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 )
@@ -28,5 +30,24 @@ func TestResultAddMergesRounds(t *testing.T) {
 	// Nearest rank over 1 2 3 4 10 20 ms: p50 the 3rd, p99 the 6th.
 	if r.P50 != 3*time.Millisecond || r.P99 != 20*time.Millisecond {
 		t.Errorf("p50 %v p99 %v, want 3ms 20ms", r.P50, r.P99)
+	}
+}
+
+// A sequence numbers each phase's requests on from where the phase before
+// it stopped, so that phases shorter than a pass over the sessions do not
+// all beat the same first ones.
+func TestSequenceGoesOnAcrossPhases(t *testing.T) {
+	var seq sequence
+	var got []int
+	record := func(_ context.Context, i int) error { got = append(got, i); return nil }
+	for _, n := range []int{3, 2, 4} {
+		do := seq.phase(record)
+		for i := range n {
+			do(context.Background(), i)
+		}
+		seq.done(int64(n))
+	}
+	if want := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(got, want) {
+		t.Errorf("request numbers %v, want %v", got, want)
 	}
 }
