@@ -76,22 +76,12 @@ func firstErr(a, b error) error {
 // dropStalePools drops pool databases of other migration digests that no
 // test holds.
 func dropStalePools(admin *sql.DB, keep string) error {
-	rows, err := admin.Query(`SELECT quote_ident(datname) FROM pg_database WHERE datname LIKE 'kw\_pool\_%' AND datname NOT LIKE $1`,
+	ctx := context.Background()
+	stale, err := names(ctx, admin, `SELECT quote_ident(datname) FROM pg_database WHERE datname LIKE 'kw\_pool\_%' AND datname NOT LIKE $1`,
 		strings.ReplaceAll(keep, "_", `\_`)+"%")
 	if err != nil {
 		return err
 	}
-	var stale []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		stale = append(stale, n)
-	}
-	rows.Close()
-	ctx := context.Background()
 	conn, err := admin.Conn(ctx)
 	if err != nil {
 		return err
@@ -112,6 +102,24 @@ func dropStalePools(admin *sql.DB, keep string) error {
 		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, poolLockClass, n)
 	}
 	return nil
+}
+
+// names runs a query of one text column on admin and returns its rows.
+func names(ctx context.Context, admin *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := admin.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // dbURL is base with its database name replaced by name.

@@ -108,22 +108,9 @@ func buildTemplate(ctx context.Context, admin *sql.DB, base, name string) error 
 // someone is connected to is left alone (and DROP DATABASE without FORCE
 // refuses one someone connects to meanwhile).
 func dropStaleTemplates(ctx context.Context, admin *sql.DB, keep string) error {
-	rows, err := admin.QueryContext(ctx, `SELECT datname FROM pg_database
+	stale, err := names(ctx, admin, `SELECT datname FROM pg_database
 		WHERE (datname LIKE 'kw\_tpl\_%' AND datname <> $1) OR datname LIKE 'kw\_tplb\_%'`, keep)
 	if err != nil {
-		return err
-	}
-	var stale []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return err
-		}
-		stale = append(stale, n)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	if len(stale) == 0 {
