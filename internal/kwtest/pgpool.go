@@ -94,14 +94,21 @@ func dropStalePools(admin *sql.DB, keep string) error {
 		if _, err := fmt.Sscanf(name[strings.LastIndexByte(name, '_')+1:], "%d", &n); err != nil {
 			continue
 		}
-		var ok bool
-		if conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, $2)`, poolLockClass, n).Scan(&ok) != nil || !ok {
-			continue
-		}
-		conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
-		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, poolLockClass, n)
+		dropUnheld(ctx, conn, name, poolLockClass, n)
 	}
 	return nil
+}
+
+// dropUnheld drops database name if nobody holds the advisory lock (class,
+// key), holding it itself meanwhile. A drop that fails (someone is
+// connected) leaves the database for a later cleanup.
+func dropUnheld(ctx context.Context, conn *sql.Conn, name string, class, key int32) {
+	var ok bool
+	if conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, $2)`, class, key).Scan(&ok) != nil || !ok {
+		return
+	}
+	conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+	conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, class, key)
 }
 
 // names runs a query of one text column on admin and returns its rows.

@@ -131,11 +131,7 @@ func dropStaleTemplates(ctx context.Context, admin *sql.DB, keep string) error {
 		if conn.QueryRowContext(ctx, `SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = $1)`, name).Scan(&ok) != nil || !ok {
 			continue
 		}
-		if conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1, $2)`, tplLockClass, tplLockKey(name)).Scan(&ok) != nil || !ok {
-			continue
-		}
-		conn.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
-		conn.ExecContext(ctx, `SELECT pg_advisory_unlock($1, $2)`, tplLockClass, tplLockKey(name))
+		dropUnheld(ctx, conn, name, tplLockClass, tplLockKey(name))
 	}
 	return nil
 }
