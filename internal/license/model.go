@@ -207,10 +207,23 @@ type HeartbeatView struct {
 	KeyExpiry *time.Time
 	KeyString string
 	KeyExists bool
+	// SeenKey names the session's last-seen time in the store (0: it has
+	// none to write, as an ended session): a heartbeat's Touch hands it
+	// back, so the flush writes the time without looking the session up.
+	SeenKey int64
 	// Cached: the view comes from the store's session cache. It is exact
 	// but for LastSeenAt, which on PostgreSQL may trail a heartbeat another
 	// process wrote: a cached view may keep a session alive, never end it.
 	Cached bool
+}
+
+// Touch is one heartbeat's time for Store.TouchSessions: the session's
+// HeartbeatView.SeenKey, its token hash (the store's session cache moves
+// that session's time forward once the write commits) and the time.
+type Touch struct {
+	SeenKey   int64
+	TokenHash string
+	At        time.Time
 }
 
 // ResetRequest is an end user's request, queued for the owner, to clear a

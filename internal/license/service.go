@@ -336,7 +336,7 @@ func (s *Service) Heartbeat(ctx context.Context, app *App, token, licenseKey []b
 		return sessionKill(sess, reason, app)
 	}
 	if now.Sub(sess.LastSeenAt) >= s.touchResolution() {
-		s.touches.touch(sess.ID, now)
+		s.touches.touch(sess.ID, Touch{SeenKey: v.SeenKey, TokenHash: hash, At: now})
 	}
 	return nil
 }
@@ -414,7 +414,11 @@ func (s *Service) FlushTouches(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	if err := s.store.TouchSessions(ctx, batch); err != nil {
+	touches := make([]Touch, 0, len(batch))
+	for _, t := range batch {
+		touches = append(touches, t)
+	}
+	if err := s.store.TouchSessions(ctx, touches); err != nil {
 		s.touches.putBack(batch) // for the next flush, unless newer
 		return err
 	}

@@ -40,10 +40,12 @@ type Store interface {
 	// FreshHeartbeatView is HeartbeatView read from the database, never
 	// from a cache: what a decision to end a session is made on.
 	FreshHeartbeatView(ctx context.Context, tokenHash string) (*HeartbeatView, error)
-	// TouchSessions records last-seen times of live sessions (in writes of
-	// a few hundred each; a failure may leave some written, and writing
-	// them again is harmless).
-	TouchSessions(ctx context.Context, seen map[string]time.Time) error
+	// TouchSessions records heartbeat times of live sessions, each by the
+	// SeenKey its HeartbeatView gave (in writes of a few hundred each; a
+	// failure may leave some written, and writing them again is harmless).
+	// A time never moves back, and the key of a session that ended, was
+	// deleted or never existed is ignored.
+	TouchSessions(ctx context.Context, touches []Touch) error
 	// ReapSessions ends live sessions last seen before cutoff and deletes ended
 	// sessions older than purgeBefore. It returns how many it ended.
 	ReapSessions(ctx context.Context, cutoff, now, purgeBefore time.Time) (int, error)

@@ -20,11 +20,11 @@ type touchBuffer struct {
 
 type touchShard struct {
 	mu      sync.Mutex
-	touched map[string]time.Time // session ID → last heartbeat not yet written
+	touched map[string]Touch // session ID → last heartbeat not yet written
 	// flushed is the part of the batch the last flush wrote (or is
 	// writing), kept until the next one so a read racing the write still
 	// sees its times.
-	flushed map[string]time.Time
+	flushed map[string]Touch
 	_       [32]byte // keeps neighbouring shards' locks off one cache line
 }
 
@@ -36,12 +36,13 @@ func (b *touchBuffer) shard(id string) *touchShard {
 	return &b.shards[maphash.String(b.seed, id)%touchShards]
 }
 
-// touch records a heartbeat of session id at t.
-func (b *touchBuffer) touch(id string, t time.Time) {
+// touch records a heartbeat of session id: t says when, and where the
+// store writes it.
+func (b *touchBuffer) touch(id string, t Touch) {
 	sh := b.shard(id)
 	sh.mu.Lock()
 	if sh.touched == nil {
-		sh.touched = map[string]time.Time{}
+		sh.touched = map[string]Touch{}
 	}
 	sh.touched[id] = t
 	sh.mu.Unlock()
@@ -52,11 +53,11 @@ func (b *touchBuffer) last(id string) (time.Time, bool) {
 	sh := b.shard(id)
 	sh.mu.Lock()
 	t, ok := sh.touched[id]
-	if f, fok := sh.flushed[id]; fok && (!ok || f.After(t)) {
+	if f, fok := sh.flushed[id]; fok && (!ok || f.At.After(t.At)) {
 		t, ok = f, true
 	}
 	sh.mu.Unlock()
-	return t, ok
+	return t.At, ok
 }
 
 // forget drops session id's buffered time (the session ended).
@@ -69,8 +70,8 @@ func (b *touchBuffer) forget(id string) {
 
 // take empties the buffer into one batch to write. Each shard's part stays
 // visible (flushed) until a later take finds the shard with times again.
-func (b *touchBuffer) take() map[string]time.Time {
-	var batch map[string]time.Time
+func (b *touchBuffer) take() map[string]Touch {
+	var batch map[string]Touch
 	for i := range b.shards {
 		sh := &b.shards[i]
 		sh.mu.Lock()
@@ -83,7 +84,7 @@ func (b *touchBuffer) take() map[string]time.Time {
 		sh.flushed = part
 		sh.mu.Unlock()
 		if batch == nil {
-			batch = make(map[string]time.Time, len(part)*touchShards)
+			batch = make(map[string]Touch, len(part)*touchShards)
 		}
 		for id, t := range part {
 			batch[id] = t
@@ -93,14 +94,14 @@ func (b *touchBuffer) take() map[string]time.Time {
 }
 
 // putBack returns a batch that could not be written, keeping newer times.
-func (b *touchBuffer) putBack(batch map[string]time.Time) {
+func (b *touchBuffer) putBack(batch map[string]Touch) {
 	for id, t := range batch {
 		sh := b.shard(id)
 		sh.mu.Lock()
 		if sh.touched == nil {
-			sh.touched = map[string]time.Time{}
+			sh.touched = map[string]Touch{}
 		}
-		if cur, ok := sh.touched[id]; !ok || cur.Before(t) {
+		if cur, ok := sh.touched[id]; !ok || cur.At.Before(t.At) {
 			sh.touched[id] = t
 		}
 		sh.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/keyward/keyward/internal/kwtest"
+	"github.com/keyward/keyward/internal/license"
 )
 
 // BenchmarkHeartbeatViewWrites measures the heartbeat's session read over
@@ -27,6 +28,7 @@ func BenchmarkHeartbeatViewWrites(b *testing.B) {
 	db := benchApp(b)
 	insertSessions(b, db, n)
 	ls := db.LicenseStore()
+	touches := touchesOf(b, ls, n, func(int) time.Time { return benchT0 })
 	for _, cache := range []string{"off", "on"} {
 		if cache == "on" {
 			// The session cache, every session read once.
@@ -54,8 +56,9 @@ func BenchmarkHeartbeatViewWrites(b *testing.B) {
 						case <-stop:
 							return
 						case <-tick.C:
-							seen := map[string]time.Time{fmt.Sprintf("%032x", i%n): benchT0.Add(time.Duration(i) * time.Second)}
-							if err := ls.TouchSessions(ctx, seen); err != nil {
+							t := touches[i%n]
+							t.At = benchT0.Add(time.Duration(i) * time.Second)
+							if err := ls.TouchSessions(ctx, []license.Touch{t}); err != nil {
 								b.Error(err)
 								return
 							}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -445,7 +446,12 @@ func (t licenseTx) DeleteDevices(ctx context.Context, keyID int64) (int, error) 
 	return keyDevices.delete(ctx, t, keyID)
 }
 
-const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.app_version, s.created_at, s.last_seen_at, s.ended_at, s.end_reason`
+// seenOf is the last-seen time of the session s: its session_seen row's
+// while it is live, else the time the row gave back when it ended
+// (migration 00028).
+const seenOf = `COALESCE((SELECT x.last_seen_at FROM session_seen x WHERE x.seen_key = s.seen_key), s.last_seen_at)`
+
+const sessionCols = `s.id, s.token_hash, s.app_id, s.key_id, s.account_id, s.hwid, s.ip, s.app_version, s.created_at, ` + seenOf + `, s.ended_at, s.end_reason`
 
 func scanSession(row interface{ Scan(...any) error }, extra ...any) (*license.Session, error) {
 	var ss license.Session
@@ -508,10 +514,11 @@ func (s licenseStore) Sessions(ctx context.Context, f license.SessionFilter) ([]
 // byte (Go's one-byte strings are static), so the names cost no
 // allocation (issue 21: ten of a heartbeat's allocations). The letters
 // follow the columns' order; heartbeatView reads them by position.
-var heartbeatViewQuery = `SELECT s.id AS a, s.app_id AS b, s.key_id AS c, s.account_id AS d, s.last_seen_at AS e,
-	s.ended_at AS f, s.end_reason AS g, COALESCE(k.status, a.status) AS h,
-	CASE WHEN s.key_id IS NOT NULL THEN k.expires_at ELSE a.expires_at END AS i, k.license_key AS j
-	FROM sessions s LEFT JOIN license_keys k ON k.id = s.key_id LEFT JOIN accounts a ON a.id = s.account_id
+var heartbeatViewQuery = `SELECT s.id AS a, s.app_id AS b, s.key_id AS c, s.account_id AS d,
+	COALESCE(x.last_seen_at, s.last_seen_at) AS e, s.ended_at AS f, s.end_reason AS g, COALESCE(k.status, a.status) AS h,
+	CASE WHEN s.key_id IS NOT NULL THEN k.expires_at ELSE a.expires_at END AS i, k.license_key AS j, x.seen_key AS k
+	FROM sessions s LEFT JOIN session_seen x ON x.seen_key = s.seen_key
+	LEFT JOIN license_keys k ON k.id = s.key_id LEFT JOIN accounts a ON a.id = s.account_id
 	WHERE s.token_hash = ?`
 
 // heartbeatRow is what heartbeatViewQuery reads, with the view built from it:
@@ -521,6 +528,7 @@ var heartbeatViewQuery = `SELECT s.id AS a, s.app_id AS b, s.key_id AS c, s.acco
 type heartbeatRow struct {
 	v                                license.HeartbeatView
 	keyID, accountID, ended, expires sql.NullInt64
+	seenKey                          sql.NullInt64
 	reason, status, lk               sql.NullString
 	seen                             int64
 	endedAt, expiresAt               time.Time
@@ -567,6 +575,7 @@ func (s licenseStore) FreshHeartbeatView(ctx context.Context, tokenHash string) 
 		r.v.KeyExpiry = &r.expiresAt
 	}
 	ss.TokenHash, ss.LastSeenAt, ss.EndReason = tokenHash, fromMS(r.seen), r.reason.String
+	r.v.SeenKey = r.seenKey.Int64
 	r.v.KeyExists = r.status.Valid
 	r.v.KeyStatus, r.v.KeyString = license.Status(r.status.String), r.lk.String
 	c.put(tokenHash, r, gen)
@@ -581,21 +590,21 @@ func (db *DB) readHeartbeatRow(ctx context.Context, tokenHash string, r *heartbe
 		return lite.row(ctx, heartbeatViewQuery, tokenHash, r.scanLite)
 	}
 	return db.hotRow(ctx, heartbeatViewQuery, tokenHash).Scan(&r.v.Session.ID, &r.v.Session.AppID, &r.keyID, &r.accountID, &r.seen,
-		&r.ended, &r.reason, &r.status, &r.expires, &r.lk)
+		&r.ended, &r.reason, &r.status, &r.expires, &r.lk, &r.seenKey)
 }
 
 // scanLite is the Scan of HeartbeatView's SQLite path (liteReads), over the
 // columns of heartbeatViewQuery in order.
 func (r *heartbeatRow) scanLite(vals []driver.Value) error {
-	if len(vals) != 10 {
-		return fmt.Errorf("heartbeat view: %d columns, want 10", len(vals))
+	if len(vals) != 11 {
+		return fmt.Errorf("heartbeat view: %d columns, want 11", len(vals))
 	}
 	ss := &r.v.Session
 	errs := [...]error{
 		liteString(vals[0], &ss.ID), liteString(vals[1], &ss.AppID), liteNullInt(vals[2], &r.keyID),
 		liteNullInt(vals[3], &r.accountID), liteInt(vals[4], &r.seen), liteNullInt(vals[5], &r.ended),
 		liteNullString(vals[6], &r.reason), liteNullString(vals[7], &r.status), liteNullInt(vals[8], &r.expires),
-		liteNullString(vals[9], &r.lk),
+		liteNullString(vals[9], &r.lk), liteNullInt(vals[10], &r.seenKey),
 	}
 	for i, err := range errs {
 		if err != nil {
@@ -607,44 +616,67 @@ func (r *heartbeatRow) scanLite(vals []driver.Value) error {
 
 // touchChunk is how many sessions one TouchSessions statement writes: on
 // SQLite 1 000 parameters, well under its 32 766; on PostgreSQL one call of
-// keyward_touch_sessions, one transaction, whose row locks a login ending
-// one of those sessions may wait for.
+// keyward_touch_seen, one transaction, whose row locks a login ending one
+// of those sessions may wait for.
 const touchChunk = 500
 
-// TouchSessions writes heartbeat times. Ended sessions are left alone, a
-// time never moves backwards, and unknown ids are ignored. The ids go in
-// sorted order so that concurrent flushes from several processes lock rows
-// in the same order on PostgreSQL.
+// TouchSessions writes heartbeat times into session_seen, each row found by
+// its key (migration 00028): no session is looked up. The row of a session
+// that ended or was deleted is gone, so its key writes nothing; a time never
+// moves backwards. The keys go in ascending order so that concurrent
+// flushes from several processes lock rows in the same order on
+// PostgreSQL. Once written, the cached views of those sessions move their
+// times forward (sessionCache.seenAt): a touch of a row that was not
+// written names a session the cache no longer holds, or a time it already
+// has.
 //
 // On SQLite the whole flush is one transaction, one commit, of one
 // UPDATE … FROM (VALUES …) statement per touchChunk sessions. On
 // PostgreSQL each chunk of touchChunk sessions is its own write transaction,
 // so a chunk's row locks are held only until its own commit and a login
 // ending one of those sessions waits for one chunk, not the whole flush.
-func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
-	if len(seen) == 0 {
+func (s licenseStore) TouchSessions(ctx context.Context, touches []license.Touch) error {
+	touches = slices.DeleteFunc(slices.Clone(touches), func(t license.Touch) bool { return t.SeenKey <= 0 })
+	if len(touches) == 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
+	slices.SortFunc(touches, func(a, b license.Touch) int { return cmp.Compare(a.SeenKey, b.SeenKey) })
+	var err error
 	if s.db.engine == Postgres {
-		return s.pgTouchSessions(ctx, ids, seen)
+		err = s.pgTouchSessions(ctx, touches)
+	} else {
+		err = s.liteTouchSessions(ctx, touches)
 	}
+	if err != nil {
+		return err
+	}
+	for _, t := range touches {
+		s.db.sessions.seenAt(t.TokenHash, ms(t.At))
+	}
+	return nil
+}
+
+// liteTouchSessions is TouchSessions on SQLite: one commit for the whole
+// flush. Every commit makes each of SQLite's read connections drop its
+// page cache and unmap the file when it next reads (WAL readers cannot
+// tell which pages changed), and the heartbeat's read is the one that
+// pays: committing each chunk on its own, ten to twenty commits a second
+// at 100 000 sessions, made that read several times dearer
+// (BenchmarkHeartbeatViewWrites). The writer is one goroutine, so no row
+// locks are held for others to wait on.
+func (s licenseStore) liteTouchSessions(ctx context.Context, touches []license.Touch) error {
 	type chunk struct {
 		q    string
 		args []any
 	}
-	chunks := make([]chunk, 0, (len(ids)+touchChunk-1)/touchChunk)
+	chunks := make([]chunk, 0, (len(touches)+touchChunk-1)/touchChunk)
 	var full string // the statement of a whole chunk, built once
-	for len(ids) > 0 {
-		part := ids[:min(len(ids), touchChunk)]
-		ids = ids[len(part):]
+	for len(touches) > 0 {
+		part := touches[:min(len(touches), touchChunk)]
+		touches = touches[len(part):]
 		args := make([]any, 0, 2*len(part))
-		for _, id := range part {
-			args = append(args, id, ms(seen[id]))
+		for _, t := range part {
+			args = append(args, t.SeenKey, ms(t.At))
 		}
 		q := full
 		if len(part) < touchChunk || q == "" {
@@ -655,13 +687,6 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 		}
 		chunks = append(chunks, chunk{q, args})
 	}
-	// One commit for the whole flush. Every commit makes each of SQLite's
-	// read connections drop its page cache and unmap the file when it next
-	// reads (WAL readers cannot tell which pages changed), and the
-	// heartbeat's read is the one that pays: committing each chunk on its
-	// own, ten to twenty commits a second at 100 000 sessions, made that
-	// read several times dearer (BenchmarkHeartbeatViewWrites). The writer
-	// is one goroutine, so no row locks are held for others to wait on.
 	return s.db.tx(ctx, func(tx *wtx) error {
 		for _, c := range chunks {
 			if _, err := tx.ExecContext(ctx, c.q, c.args...); err != nil {
@@ -672,80 +697,53 @@ func (s licenseStore) TouchSessions(ctx context.Context, seen map[string]time.Ti
 	})
 }
 
-// pgTouchSessions is TouchSessions on PostgreSQL: ids, sorted, in chunks
-// of touchChunk, each committed on its own. The sessions written come back
-// and, once committed, move the cached sessions' times forward: no trigger
-// tells the cache of last-seen writes there (pgcache.go).
-func (s licenseStore) pgTouchSessions(ctx context.Context, ids []string, seen map[string]time.Time) error {
-	times := make([]int64, 0, min(len(ids), touchChunk))
-	var written []touched
-	for len(ids) > 0 {
-		part := ids[:min(len(ids), touchChunk)]
-		ids = ids[len(part):]
-		times = times[:0]
-		for _, id := range part {
-			times = append(times, ms(seen[id]))
+// pgTouchSessions is TouchSessions on PostgreSQL: keys in chunks of
+// touchChunk, each committed on its own through migration 00028's
+// keyward_touch_seen, which updates each row by its key: a single UPDATE
+// joining the chunk's rows left PostgreSQL a choice of plans, and with
+// statistics that put few sessions live, or none (a table never analysed),
+// it read every live session once per chunk or once per session in it
+// (migration 00026).
+func (s licenseStore) pgTouchSessions(ctx context.Context, touches []license.Touch) error {
+	keys := make([]int64, 0, min(len(touches), touchChunk))
+	times := make([]int64, 0, min(len(touches), touchChunk))
+	for len(touches) > 0 {
+		part := touches[:min(len(touches), touchChunk)]
+		touches = touches[len(part):]
+		keys, times = keys[:0], times[:0]
+		for _, t := range part {
+			keys = append(keys, t.SeenKey)
+			times = append(times, ms(t.At))
 		}
-		err := s.db.tx(ctx, func(tx *wtx) error {
-			var err error
-			written, err = pgTouch(ctx, tx.Tx, part, times, written[:0]) // a retried unit starts again
-			return err
-		})
+		err := s.db.tx(ctx, func(tx *wtx) error { return pgTouch(ctx, tx.Tx, keys, times) })
 		if err != nil {
 			return err
-		}
-		for _, r := range written {
-			s.db.sessions.seenAt(r.token, r.ms)
 		}
 	}
 	return nil
 }
 
-// touched is a session a PostgreSQL flush wrote: its token hash and the
-// time written.
-type touched struct {
-	token string
-	ms    int64
+// pgTouch writes the last-seen times of the rows keys (times in
+// milliseconds, in the same order) in tx.
+func pgTouch(ctx context.Context, tx *sql.Tx, keys, times []int64) error {
+	_, err := tx.ExecContext(ctx, `SELECT keyward_touch_seen($1, $2)`, keys, times)
+	return translate(err)
 }
 
-// pgTouch writes the last-seen times of the sessions ids (times in
-// milliseconds, in the same order) in tx, through migration 00026's
-// keyward_touch_sessions, which updates each by its primary key: a single
-// UPDATE joining the chunk's rows left PostgreSQL a choice of plans, and
-// with statistics that put few sessions live, or none (a table never
-// analysed), it read every live session once per chunk or once per session
-// in it, 46 to 290 ms a chunk at 100 000 sessions instead of 7. It appends
-// the sessions written to out.
-func pgTouch(ctx context.Context, tx *sql.Tx, ids []string, times []int64, out []touched) ([]touched, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT touched_token, touched_at FROM keyward_touch_sessions($1, $2)`, ids, times)
-	if err != nil {
-		return out, translate(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r touched
-		if err := rows.Scan(&r.token, &r.ms); err != nil {
-			return out, translate(err)
-		}
-		out = append(out, r)
-	}
-	return out, translate(rows.Err())
-}
-
-// touchQuery is SQLite's UPDATE of n sessions' last-seen times, its
-// arguments being id and milliseconds of each in turn (VALUES names its
-// columns column1, column2).
+// touchQuery is SQLite's UPDATE of n last-seen times, its arguments being
+// the seen key and milliseconds of each in turn (VALUES names its columns
+// column1, column2).
 func touchQuery(n int) string {
 	var b strings.Builder
-	b.Grow(160 + n*6)
-	b.WriteString(`UPDATE sessions SET last_seen_at = v.column2 FROM (VALUES `)
+	b.Grow(140 + n*6)
+	b.WriteString(`UPDATE session_seen SET last_seen_at = v.column2 FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteString("(?,?)")
 	}
-	b.WriteString(`) AS v WHERE sessions.id = v.column1 AND sessions.ended_at IS NULL AND sessions.last_seen_at < v.column2`)
+	b.WriteString(`) AS v WHERE session_seen.seen_key = v.column1 AND session_seen.last_seen_at < v.column2`)
 	return b.String()
 }
 
@@ -766,8 +764,8 @@ func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore
 			in, args := inList(part)
 			// The time is checked again: a heartbeat flushed since the
 			// read keeps its session.
-			res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE sessions SET ended_at = ?, end_reason = ?
-				WHERE id IN `+in+` AND ended_at IS NULL AND last_seen_at < ?`),
+			res, err := tx.ExecContext(ctx, s.db.rebind(`UPDATE sessions AS s SET ended_at = ?, end_reason = ?
+				WHERE s.id IN `+in+` AND s.ended_at IS NULL AND `+seenOf+` < ?`),
 				append(append([]any{ms(now), license.CodeSessionExpired}, args...), ms(cutoff))...)
 			if err != nil {
 				return translate(err)
@@ -792,12 +790,13 @@ func (s licenseStore) ReapSessions(ctx context.Context, cutoff, now, purgeBefore
 var afterReapScan func()
 
 // silentSessions returns the ids of the live sessions last seen before
-// cutoff. No index holds last_seen_at — every heartbeat written would update
+// cutoff. No index holds the times — every heartbeat written would update
 // it, and that was a quarter of the flush's cost (migration 00025) — so this
-// reads every live session, on a read connection: on SQLite the one writer is
-// not held for the scan.
+// reads every live session's, on a read connection: on SQLite the one writer
+// is not held for the scan.
 func (s licenseStore) silentSessions(ctx context.Context, cutoff time.Time) ([]string, error) {
-	ids, err := stringsOf(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT id FROM sessions WHERE ended_at IS NULL AND last_seen_at < ?`), ms(cutoff)))
+	ids, err := stringsOf(s.db.read.QueryContext(ctx, s.db.rebind(`SELECT s.id FROM sessions s JOIN session_seen x ON x.seen_key = s.seen_key
+		WHERE s.ended_at IS NULL AND x.last_seen_at < ?`), ms(cutoff)))
 	return ids, translate(err)
 }
 

@@ -46,10 +46,14 @@ func TestReapSparesASessionSeenAfterTheScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	v, err := ls.HeartbeatView(ctx, "tok-seen-late")
+	if err != nil {
+		t.Fatal(err)
+	}
 	scanned := false
 	afterReapScan = func() {
 		scanned = true
-		if err := ls.TouchSessions(ctx, map[string]time.Time{"seen-late": now}); err != nil {
+		if err := ls.TouchSessions(ctx, []license.Touch{{SeenKey: v.SeenKey, TokenHash: "tok-seen-late", At: now}}); err != nil {
 			t.Error(err)
 		}
 	}

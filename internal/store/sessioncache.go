@@ -34,9 +34,10 @@ import (
 //   - a key's status, expiry or string, or an account's status or expiry
 //     (UPDATE OF, DELETE): every entry of that key or account goes, by its
 //     owner's version (owners) going;
-//   - a session's last_seen_at (the heartbeat flush): the entry's time
-//     moves forward, since the flush writes every touched session and
-//     dropping them would empty the cache every few seconds.
+//   - a session's last-seen time (the heartbeat flush, in session_seen): no
+//     trigger; TouchSessions moves the entries' times forward once its
+//     write commits, since dropping them would empty the cache every few
+//     seconds.
 //
 // An invalidation is applied when the trigger fires and again after the
 // batch that ran it commits or rolls back (settle), and each bumps gen: a
@@ -321,6 +322,7 @@ type ownerKey struct {
 type cachedSession struct {
 	keyID, accountID int64
 	seen             int64 // last_seen_at, ms
+	seenKey          int64 // session_seen's key
 	expires          int64
 	ver              uint64
 	slot             uint32
@@ -415,7 +417,7 @@ func (c *sessionCache) put(token string, r *heartbeatRow, gen uint64) {
 	default:
 		return
 	}
-	e.seen = r.seen
+	e.seen, e.seenKey = r.seen, r.seenKey.Int64
 	e.expires, e.hasExpires = r.expires.Int64, r.expires.Valid
 	e.idLen = uint8(copy(e.id[:], id))
 	e.keyLen = uint8(copy(e.key[:], r.lk.String))
@@ -481,7 +483,7 @@ func (c *sessionCache) view(e *cachedSession, token string) *heartbeatRow {
 		r.accountID.Int64, r.accountID.Valid = e.accountID, true
 		ss.AccountID = &r.accountID.Int64
 	}
-	ss.LastSeenAt = fromMS(e.seen)
+	ss.LastSeenAt, r.v.SeenKey = fromMS(e.seen), e.seenKey
 	if e.hasExpires {
 		r.expiresAt = fromMS(e.expires)
 		r.v.KeyExpiry = &r.expiresAt
@@ -537,8 +539,8 @@ func (c *sessionCache) settle() {
 	}
 }
 
-// seenAt is the last-seen trigger's callback: the entry's time moves
-// forward (a flush never moves a session's time back).
+// seenAt moves token's entry's time forward to ms, once a heartbeat flush
+// wrote it (a flush never moves a session's time back).
 func (c *sessionCache) seenAt(token string, ms int64) {
 	k, ok := tokenKeyOf(token)
 	if !ok {
@@ -592,8 +594,6 @@ var sessionTriggers = []string{
 	BEGIN SELECT keyward_session_changed('s', OLD.token_hash), keyward_session_changed('s', NEW.token_hash); END`,
 	`CREATE TEMP TRIGGER IF NOT EXISTS keyward_cache_session_delete AFTER DELETE ON main.sessions
 	BEGIN SELECT keyward_session_changed('s', OLD.token_hash); END`,
-	`CREATE TEMP TRIGGER IF NOT EXISTS keyward_cache_session_seen AFTER UPDATE OF last_seen_at ON main.sessions
-	BEGIN SELECT keyward_session_seen(NEW.token_hash, NEW.last_seen_at); END`,
 	`CREATE TEMP TRIGGER IF NOT EXISTS keyward_cache_key_update
 	AFTER UPDATE OF id, status, expires_at, license_key ON main.license_keys
 	BEGIN SELECT keyward_session_changed('k', OLD.id); END`,
@@ -607,7 +607,7 @@ var sessionTriggers = []string{
 }
 
 // writeDriver is the driver of SQLite's write connection: the modernc
-// driver with the triggers' two functions bound to c, and a hook that gives
+// driver with the triggers' function bound to c, and a hook that gives
 // the triggers to a connection opened while the cache wants them (should
 // database/sql ever replace the one write connection).
 func writeDriver(c *sessionCache) *sqlite.Driver {
@@ -623,14 +623,6 @@ func writeDriver(c *sessionCache) *sqlite.Driver {
 			if id, ok := args[1].(int64); ok {
 				c.changed(invalidation{kind: kind[0], id: id})
 			}
-		}
-		return nil, nil
-	})
-	d.MustRegisterScalarFunction("keyward_session_seen", 2, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-		t, ok1 := args[0].(string)
-		ms, ok2 := args[1].(int64)
-		if ok1 && ok2 {
-			c.seenAt(t, ms)
 		}
 		return nil, nil
 	})

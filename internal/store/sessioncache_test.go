@@ -274,11 +274,12 @@ func testSessionCacheAgrees(t *testing.T, e Engine) {
 		case 7:
 			what = "heartbeat flush"
 			seen = seen.Add(time.Duration(1+rng.IntN(30)) * time.Second)
-			touch := map[string]time.Time{}
+			var touch []license.Touch
 			for range 1 + rng.IntN(8) {
-				var id string
-				if err := db.read.QueryRowContext(ctx, db.rebind(`SELECT id FROM sessions WHERE token_hash = ?`), tok()).Scan(&id); err == nil {
-					touch[id] = seen
+				tk := tok()
+				var key int64
+				if err := db.read.QueryRowContext(ctx, db.rebind(`SELECT seen_key FROM sessions WHERE token_hash = ? AND seen_key IS NOT NULL`), tk).Scan(&key); err == nil {
+					touch = append(touch, license.Touch{SeenKey: key, TokenHash: tk, At: seen})
 				}
 			}
 			if err := (licenseStore{db}).TouchSessions(ctx, touch); err != nil {

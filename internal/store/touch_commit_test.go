@@ -42,6 +42,22 @@ func insertSessions(tb testing.TB, db *store.DB, n int) {
 	}
 }
 
+// touchesOf is the heartbeat touches of insertSessions' first n sessions,
+// session i's at at(i).
+func touchesOf(tb testing.TB, ls license.Store, n int, at func(i int) time.Time) []license.Touch {
+	tb.Helper()
+	out := make([]license.Touch, n)
+	for i := range out {
+		tok := fmt.Sprintf("tok-%d", i)
+		v, err := ls.FreshHeartbeatView(context.Background(), tok)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[i] = license.Touch{SeenKey: v.SeenKey, TokenHash: tok, At: at(i)}
+	}
+	return out
+}
+
 // On SQLite a heartbeat flush is one commit however many statements it
 // takes: each commit costs every read connection its page cache and memory
 // map (BenchmarkHeartbeatViewWrites), so the flush of 1 200 sessions (three
@@ -55,10 +71,7 @@ func TestTouchSessionsCommitsOnceOnSQLite(t *testing.T) {
 	const n = 1200
 	insertSessions(t, db, n)
 	later := benchT0.Add(time.Minute).Truncate(time.Millisecond)
-	seen := make(map[string]time.Time, n)
-	for i := range n {
-		seen[fmt.Sprintf("%032x", i)] = later
-	}
+	seen := touchesOf(t, ls, n, func(int) time.Time { return later })
 	b0, _ := db.WriteBatches()
 	if err := ls.TouchSessions(ctx, seen); err != nil {
 		t.Fatal(err)

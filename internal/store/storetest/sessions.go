@@ -279,9 +279,6 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 	s2 := newSession("s-2", "app", k, t0)
 	s3 := newSession("s-3", "app", k, t0)
 	addSessions(t, db, s1, s2, s3)
-	inTx(t, db, func(ctx context.Context, tx storeTx) error {
-		return tx.EndSession(ctx, s3.ID, license.CodeSessionRevoked, t0)
-	})
 	seen := func(s *license.Session) time.Time {
 		t.Helper()
 		v, err := ls.HeartbeatView(ctx, s.TokenHash)
@@ -290,23 +287,52 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 		}
 		return v.Session.LastSeenAt
 	}
-
-	if err := ls.TouchSessions(ctx, map[string]time.Time{}); err != nil {
-		t.Fatalf("TouchSessions(empty): %v", err)
+	// touchOf is the heartbeat's Touch of s at at, with the key its view
+	// gives now.
+	touchOf := func(s *license.Session, at time.Time) license.Touch {
+		t.Helper()
+		v, err := ls.HeartbeatView(ctx, s.TokenHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return license.Touch{SeenKey: v.SeenKey, TokenHash: s.TokenHash, At: at}
 	}
 	later := t0.Add(10 * time.Second)
-	err := ls.TouchSessions(ctx, map[string]time.Time{s1.ID: later, s2.ID: t0.Add(5 * time.Second), s3.ID: later, "missing": later})
-	if err != nil {
+	// s3's heartbeat is buffered, then s3 ends before the flush.
+	t1, t2, t3 := touchOf(s1, later), touchOf(s2, t0.Add(5*time.Second)), touchOf(s3, later)
+	if t1.SeenKey == 0 || t1.SeenKey == t2.SeenKey || t2.SeenKey == t3.SeenKey {
+		t.Fatalf("seen keys of three live sessions: %d %d %d, want three", t1.SeenKey, t2.SeenKey, t3.SeenKey)
+	}
+	inTx(t, db, func(ctx context.Context, tx storeTx) error {
+		return tx.EndSession(ctx, s3.ID, license.CodeSessionRevoked, t0)
+	})
+	if k := touchOf(s3, later).SeenKey; k != 0 {
+		t.Errorf("an ended session's view has seen key %d, want 0", k)
+	}
+	// A session opened after s3 ended never gets s3's key.
+	s4 := newSession("s-4", "app", k, t0)
+	addSessions(t, db, s4)
+	t4 := touchOf(s4, t0.Add(7*time.Second))
+	if t4.SeenKey == t3.SeenKey {
+		t.Errorf("a new session got seen key %d of a session that ended", t4.SeenKey)
+	}
+
+	if err := ls.TouchSessions(ctx, nil); err != nil {
+		t.Fatalf("TouchSessions(empty): %v", err)
+	}
+	missing := license.Touch{SeenKey: 1 << 40, TokenHash: "missing", At: later}
+	if err := ls.TouchSessions(ctx, []license.Touch{t1, t2, t3, t4, missing, {TokenHash: "no key", At: later}}); err != nil {
 		t.Fatal(err)
 	}
 	var d diffs
 	d.time("s-1", seen(s1), later)
 	d.time("s-2", seen(s2), t0.Add(5*time.Second))
 	d.time("s-3 (ended)", seen(s3), t0)
+	d.time("s-4", seen(s4), t0.Add(7*time.Second))
 	d.report(t, "last seen after TouchSessions")
 
 	// A time never moves backwards.
-	if err := ls.TouchSessions(ctx, map[string]time.Time{s1.ID: t0.Add(time.Second)}); err != nil {
+	if err := ls.TouchSessions(ctx, []license.Touch{touchOf(s1, t0.Add(time.Second))}); err != nil {
 		t.Fatal(err)
 	}
 	if got := seen(s1); !got.Equal(stored(later)) {
@@ -315,8 +341,9 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 
 	// A batch of several statements (the store writes 500 sessions a
 	// statement), each session with its own time so a mixed-up pairing of
-	// ids and times shows, with ended sessions, sessions already seen later
-	// than the touch, and unknown ids spread through every chunk.
+	// keys and times shows, with sessions ended after their touch was
+	// taken, sessions already seen later than the touch, and unknown keys
+	// spread through every chunk.
 	const n = 1234
 	var batch []*license.Session
 	for i := range n {
@@ -327,6 +354,13 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 		batch = append(batch, s)
 	}
 	addSessions(t, db, batch...)
+	var touch []license.Touch
+	for i, s := range batch {
+		touch = append(touch, touchOf(s, t0.Add(10*time.Second+time.Duration(i)*time.Millisecond)))
+		if i%50 == 0 {
+			touch = append(touch, license.Touch{SeenKey: 1<<40 + int64(i), TokenHash: "missing", At: t0.Add(time.Hour)})
+		}
+	}
 	inTx(t, db, func(ctx context.Context, tx storeTx) error {
 		for i := 5; i < n; i += 11 {
 			if err := tx.EndSession(ctx, batch[i].ID, license.CodeSessionRevoked, t0); err != nil {
@@ -335,19 +369,12 @@ func testTouchSessions(t *testing.T, db *store.DB) {
 		}
 		return nil
 	})
-	touch := map[string]time.Time{}
-	for i, s := range batch {
-		touch[s.ID] = t0.Add(10*time.Second + time.Duration(i)*time.Millisecond)
-		if i%50 == 0 {
-			touch[s.ID+"-missing"] = t0.Add(time.Hour)
-		}
-	}
 	if err := ls.TouchSessions(ctx, touch); err != nil {
 		t.Fatalf("TouchSessions(%d sessions): %v", len(touch), err)
 	}
 	var bd diffs
 	for i, s := range batch {
-		want := touch[s.ID]
+		want := t0.Add(10*time.Second + time.Duration(i)*time.Millisecond)
 		if i%11 == 5 || i%7 == 3 { // ended, or already seen later
 			want = s.LastSeenAt
 		}
