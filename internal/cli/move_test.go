@@ -40,6 +40,7 @@ func TestMoveToPostgres(t *testing.T) {
 		}
 	}
 	t.Logf("move report:\n%s", out)
+	sequencesPastRows(t, url)
 
 	blobs := filepath.Join(in.s.DataDir, "blobs")
 	s := kwtest.Start(t, kwtest.Options{DatabaseURL: url, Configure: func(c *config.Config) { c.BlobDir = blobs }})
@@ -137,5 +138,54 @@ func TestMoveReadsOneSnapshot(t *testing.T) {
 	}
 	if !strings.Contains(out, "counts and checksums match") {
 		t.Fatalf("move report:\n%s", out)
+	}
+}
+
+// sequencesPastRows checks that every sequence-fed column of the PostgreSQL
+// database at url, serial or identity, would give a new row a value above
+// every copied one: after a move, the next session's seen key or the next
+// key's id must not collide with a moved row.
+func sequencesPastRows(t *testing.T, url string) {
+	t.Helper()
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT table_name, column_name, pg_get_serial_sequence(quote_ident(table_name), column_name)
+		FROM information_schema.columns WHERE table_schema = current_schema()
+		AND pg_get_serial_sequence(quote_ident(table_name), column_name) IS NOT NULL ORDER BY table_name, column_name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type col struct{ table, name, seq string }
+	var cols []col
+	for rows.Next() {
+		var c col
+		if err := rows.Scan(&c.table, &c.name, &c.seq); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	seen := false
+	for _, c := range cols {
+		var max, next int64
+		if err := db.QueryRow(`SELECT COALESCE(MAX(` + c.name + `), 0) FROM ` + c.table).Scan(&max); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRow(`SELECT nextval($1)`, c.seq).Scan(&next); err != nil {
+			t.Fatal(err)
+		}
+		if next <= max {
+			t.Errorf("after the move, %s.%s's sequence gives %d, not above the moved rows' %d", c.table, c.name, next, max)
+		}
+		seen = seen || c.table == "session_seen"
+	}
+	if !seen {
+		t.Errorf("no sequence feeds session_seen.seen_key (columns with one: %v)", cols)
 	}
 }
