@@ -28,7 +28,7 @@ func BenchmarkHeartbeatViewWrites(b *testing.B) {
 	db := benchApp(b)
 	insertSessions(b, db, n)
 	ls := db.LicenseStore()
-	touches := touchesOf(b, ls, n, func(int) time.Time { return benchT0 })
+	touches := touchesOf(b, ls, insertedTokens(n), benchT0)
 	for _, cache := range []string{"off", "on"} {
 		if cache == "on" {
 			// The session cache, every session read once.

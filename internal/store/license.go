@@ -625,7 +625,7 @@ const touchChunk = 500
 // that ended or was deleted is gone, so its key writes nothing; a time never
 // moves backwards. The keys go in ascending order so that concurrent
 // flushes from several processes lock rows in the same order on
-// PostgreSQL. Once written, the cached views of those sessions move their
+// PostgreSQL (touches is sorted in place). Once written, the cached views of those sessions move their
 // times forward (sessionCache.seenAt): a touch of a row that was not
 // written names a session the cache no longer holds, or a time it already
 // has.
@@ -636,7 +636,6 @@ const touchChunk = 500
 // so a chunk's row locks are held only until its own commit and a login
 // ending one of those sessions waits for one chunk, not the whole flush.
 func (s licenseStore) TouchSessions(ctx context.Context, touches []license.Touch) error {
-	touches = slices.DeleteFunc(slices.Clone(touches), func(t license.Touch) bool { return t.SeenKey <= 0 })
 	if len(touches) == 0 {
 		return nil
 	}

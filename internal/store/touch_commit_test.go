@@ -42,18 +42,26 @@ func insertSessions(tb testing.TB, db *store.DB, n int) {
 	}
 }
 
-// touchesOf is the heartbeat touches of insertSessions' first n sessions,
-// session i's at at(i).
-func touchesOf(tb testing.TB, ls license.Store, n int, at func(i int) time.Time) []license.Touch {
+// touchesOf is the heartbeat touches at at of the sessions whose token
+// hashes are tokens, each with the seen key its view gives.
+func touchesOf(tb testing.TB, ls license.Store, tokens []string, at time.Time) []license.Touch {
 	tb.Helper()
-	out := make([]license.Touch, n)
-	for i := range out {
-		tok := fmt.Sprintf("tok-%d", i)
+	out := make([]license.Touch, len(tokens))
+	for i, tok := range tokens {
 		v, err := ls.FreshHeartbeatView(context.Background(), tok)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		out[i] = license.Touch{SeenKey: v.SeenKey, TokenHash: tok, At: at(i)}
+		out[i] = license.Touch{SeenKey: v.SeenKey, TokenHash: tok, At: at}
+	}
+	return out
+}
+
+// insertedTokens is the token hashes of insertSessions' first n sessions.
+func insertedTokens(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("tok-%d", i)
 	}
 	return out
 }
@@ -71,7 +79,7 @@ func TestTouchSessionsCommitsOnceOnSQLite(t *testing.T) {
 	const n = 1200
 	insertSessions(t, db, n)
 	later := benchT0.Add(time.Minute).Truncate(time.Millisecond)
-	seen := touchesOf(t, ls, n, func(int) time.Time { return later })
+	seen := touchesOf(t, ls, insertedTokens(n), later)
 	b0, _ := db.WriteBatches()
 	if err := ls.TouchSessions(ctx, seen); err != nil {
 		t.Fatal(err)
